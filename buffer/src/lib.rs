@@ -1,0 +1,1 @@
+//! The buffer manager (see issue 4). Not yet built.

@@ -1,0 +1,170 @@
+//! The storage crate's one error type.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::page::PageId;
+
+/// Everything that can go wrong below the buffer manager.
+///
+/// Every variant carries what a caller needs to report or act on it. Nothing in this crate panics
+/// on bad bytes or bad arguments: it returns one of these.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// An operating-system call failed.
+    #[error("{op} failed on {path}: {source}")]
+    Io {
+        /// What was being done (`"pread"`, `"fallocate"`, ...).
+        op: &'static str,
+        /// The file concerned.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is locked by another open handle, in this process or another.
+    #[error("{path} is already open (exclusive lock held elsewhere)")]
+    AlreadyOpen {
+        /// The file that is locked.
+        path: PathBuf,
+    },
+    /// `create` was asked for a file that already exists.
+    #[error("{path} already exists")]
+    AlreadyExists {
+        /// The existing file.
+        path: PathBuf,
+    },
+    /// The file does not start with nvpage's magic bytes.
+    #[error("{path} is not an nvpage data file")]
+    NotOurs {
+        /// The foreign file.
+        path: PathBuf,
+    },
+    /// The file was written by another format version.
+    #[error("{path} has format version {found}, this build reads version {expected}")]
+    VersionMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The version this build reads and writes.
+        expected: u32,
+        /// The version in the file.
+        found: u32,
+    },
+    /// The header page's checksum or fields are inconsistent.
+    #[error("{path} has a corrupt header: {reason}")]
+    CorruptHeader {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The file is shorter than its header says.
+    #[error("{path} is truncated: header says {expected_bytes} bytes, file has {found_bytes}")]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Bytes the header's page count requires.
+        expected_bytes: u64,
+        /// Bytes the file holds.
+        found_bytes: u64,
+    },
+    /// A page's stored checksum does not match its bytes.
+    #[error("page {page} fails its checksum: stored {expected:#010x}, computed {found:#010x}")]
+    ChecksumMismatch {
+        /// The damaged page.
+        page: PageId,
+        /// The checksum stored in the page.
+        expected: u32,
+        /// The checksum of the page's bytes.
+        found: u32,
+    },
+    /// A page holds another page's id: it was written at the wrong offset.
+    #[error("page {page} holds the id of page {found}: misdirected write")]
+    WrongPageId {
+        /// Where the page was read.
+        page: PageId,
+        /// The id written inside it.
+        found: PageId,
+    },
+    /// A page id at or past the page count.
+    #[error("page {page} is out of range: the file has {page_count} pages")]
+    PageOutOfRange {
+        /// The requested page.
+        page: PageId,
+        /// The number of pages in the file.
+        page_count: u64,
+    },
+    /// A page size outside 4 KiB..=64 KiB or not a power of two.
+    #[error("invalid page size {0}: must be a power of two from 4096 to 65536")]
+    InvalidPageSize(u64),
+    /// A buffer whose length is not the file's page size.
+    #[error("buffer of {found} bytes where a page of {expected} bytes is needed")]
+    BufferSize {
+        /// The page size.
+        expected: usize,
+        /// The buffer's length.
+        found: usize,
+    },
+    /// Growing the file would pass the maximum size chosen at open (the mapping's reservation).
+    #[error("growing to {requested_bytes} bytes passes the maximum file size {max_bytes}")]
+    FileTooLarge {
+        /// The size asked for.
+        requested_bytes: u64,
+        /// The limit.
+        max_bytes: u64,
+    },
+    /// The file system has no room for the file to grow.
+    #[error("no space left to grow {path}")]
+    NoSpace {
+        /// The file that could not grow.
+        path: PathBuf,
+    },
+    /// The OS refused to reserve address space for the mapping.
+    #[error("cannot reserve {bytes} bytes of address space for {path}: {source}")]
+    Reserve {
+        /// The file to be mapped.
+        path: PathBuf,
+        /// The reservation's size.
+        bytes: u64,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The layer asked for was left out of this build by Cargo features.
+    #[error("layer {0} is not compiled into this build (enable the Cargo feature `{0}`)")]
+    LayerNotCompiled(&'static str),
+    /// Cache-line persistence was forced on a file that is not on tmpfs or ramfs.
+    #[error(
+        "{path} is not on tmpfs/ramfs: emulated NVM (cache-line flushes) would not make it durable"
+    )]
+    EmulationRefused {
+        /// The disk file.
+        path: PathBuf,
+    },
+    /// An earlier persist failed: the file refuses all further writes until it is reopened.
+    #[error("{path} is poisoned by an earlier persist failure; reopen it")]
+    Poisoned {
+        /// The poisoned file.
+        path: PathBuf,
+    },
+    /// The handle was opened read-only.
+    #[error("{path} is open read-only")]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl StorageError {
+    /// Wraps an OS error, turning `ENOSPC` into [`StorageError::NoSpace`].
+    pub fn io(op: &'static str, path: &std::path::Path, source: io::Error) -> Self {
+        if source.raw_os_error() == Some(libc::ENOSPC) {
+            return Self::NoSpace { path: path.to_path_buf() };
+        }
+        Self::Io { op, path: path.to_path_buf(), source }
+    }
+}
+
+/// The storage crate's result type.
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -1,0 +1,129 @@
+//! What SE1 and SE2 share: page access through the file's mapping, under a striped latch that
+//! keeps a write-back of a page from overlapping a copy or in-place read of the same page.
+//!
+//! The stripes make this module's safe API sound on its own. The buffer manager, which reads SE2
+//! pages in place through raw pointers, keeps its own page latches for the same purpose.
+
+#![cfg_attr(not(any(feature = "se1", feature = "se2")), allow(dead_code))]
+
+use std::ptr::NonNull;
+
+use parking_lot::RwLock;
+
+use crate::error::Result;
+use crate::page::{self, PageId};
+use crate::pagefile::PageFile;
+
+const STRIPES: usize = 256;
+
+/// A page file reached through its mapping.
+#[derive(Debug)]
+pub(super) struct MappedPages {
+    pub(super) file: PageFile,
+    base: NonNull<u8>,
+    stripes: Box<[RwLock<()>]>,
+}
+
+// SAFETY: `base` points into the mapping owned by `file`, which is Send + Sync; every access to
+// the bytes below goes through a stripe latch (or, for raw pointers handed out, the caller's
+// latch), so sharing the pointer across threads is sound.
+unsafe impl Send for MappedPages {}
+// SAFETY: as above.
+unsafe impl Sync for MappedPages {}
+
+impl MappedPages {
+    pub(super) fn new(file: PageFile) -> Self {
+        let base = file.raw().map_base().expect("mapped layers open the file mapped");
+        Self {
+            file,
+            base,
+            stripes: std::iter::repeat_with(|| RwLock::new(())).take(STRIPES).collect(),
+        }
+    }
+
+    fn stripe(&self, id: PageId) -> &RwLock<()> {
+        &self.stripes[(id.0 as usize) % STRIPES]
+    }
+
+    /// The address of page `id`, which must be below the page count.
+    fn ptr(&self, id: PageId) -> NonNull<u8> {
+        // SAFETY: `id` is below the page count, so the page lies below the file's length and
+        // inside the reservation (growth keeps length <= reservation).
+        unsafe { self.base.add(self.file.offset(id) as usize) }
+    }
+
+    /// Copies page `id` into `frame` and verifies it on its first read.
+    pub(super) fn copy_out(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_buf(frame.len())?;
+        {
+            let _shared = self.stripe(id).read();
+            // SAFETY: the page is inside the mapped, allocated file (checked above); the stripe's
+            // shared latch excludes `store` of this page, the only writer through this type;
+            // `frame` is the caller's own buffer, so the ranges do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.ptr(id).as_ptr(),
+                    frame.as_mut_ptr(),
+                    frame.len(),
+                )
+            };
+        }
+        self.file.verify_once(id, frame)
+    }
+
+    /// Seals `frame` and stores it into the mapping as page `id`; persists it at once in the
+    /// cache-line modes.
+    pub(super) fn store(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_buf(frame.len())?;
+        self.file.raw().check_writable()?;
+        page::seal(frame, id);
+        let raw = self.file.raw();
+        {
+            let _exclusive = self.stripe(id).write();
+            if raw.mode().uses_cache_lines() {
+                // SAFETY: the file is mapped; the page lies below its length; the exclusive stripe
+                // latch keeps every other access to this page through this type out.
+                unsafe { raw.store_persist(self.file.offset(id), frame)? };
+            } else {
+                // SAFETY: as above; `frame` is the caller's buffer, not the mapping.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        frame.as_ptr(),
+                        self.ptr(id).as_ptr(),
+                        frame.len(),
+                    )
+                };
+            }
+        }
+        self.file.mark_written(id);
+        Ok(())
+    }
+
+    /// The page's address, after verifying the page on its first use.
+    pub(super) fn pointer(&self, id: PageId) -> Result<NonNull<u8>> {
+        self.file.check_id(id)?;
+        self.in_place(id, &mut |_| {})?;
+        Ok(self.ptr(id))
+    }
+
+    /// Runs `f` on the page's bytes in the mapping under the stripe's shared latch.
+    pub(super) fn in_place(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        self.file.check_id(id)?;
+        let _shared = self.stripe(id).read();
+        // SAFETY: the page lies inside the mapped, allocated file; the shared stripe latch keeps
+        // `store` of this page out for the slice's lifetime, which ends with this block. Writers
+        // outside this type (the buffer manager's SE2 write-back) also go through `store`.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(self.ptr(id).as_ptr(), self.file.page_size().bytes())
+        };
+        self.file.verify_once(id, bytes)?;
+        f(bytes);
+        Ok(())
+    }
+
+    pub(super) fn sync(&self) -> Result<()> {
+        self.file.raw().sync()
+    }
+}

@@ -1,0 +1,63 @@
+//! The baseline layer (the paper's File Layer): `pread` into a frame, `pwrite` from it.
+
+use std::ptr::NonNull;
+
+use super::{FileLayer, Layer};
+use crate::error::Result;
+use crate::page::{self, PageId};
+use crate::pagefile::PageFile;
+
+/// Every read and write is a system call; durability is `fdatasync`.
+#[derive(Debug)]
+pub(super) struct PreadLayer {
+    file: PageFile,
+}
+
+impl PreadLayer {
+    pub(super) fn new(file: PageFile) -> Self {
+        Self { file }
+    }
+}
+
+impl FileLayer for PreadLayer {
+    fn layer(&self) -> Layer {
+        Layer::Pread
+    }
+
+    fn file(&self) -> &PageFile {
+        &self.file
+    }
+
+    fn read_page(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_buf(frame.len())?;
+        self.file.raw().read_at(frame, self.file.offset(id))?;
+        self.file.verify_once(id, frame)
+    }
+
+    fn write_page(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_buf(frame.len())?;
+        self.file.raw().check_writable()?;
+        page::seal(frame, id);
+        self.file.raw().write_at(frame, self.file.offset(id))?;
+        self.file.mark_written(id);
+        Ok(())
+    }
+
+    fn mapped_page(&self, id: PageId) -> Result<Option<NonNull<u8>>> {
+        self.file.check_id(id)?;
+        Ok(None)
+    }
+
+    fn with_page(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let mut scratch = vec![0u8; self.file.page_size().bytes()];
+        self.read_page(id, &mut scratch)?;
+        f(&scratch);
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.file.raw().sync()
+    }
+}

@@ -1,0 +1,52 @@
+//! SE2 (the paper's PtrRedirection Layer): reads point straight into the mapping; the buffer
+//! manager copies a page into a private frame before its first change, and write-back copies the
+//! frame into the mapping exactly as SE1 does.
+
+use std::ptr::NonNull;
+
+use super::mapped::MappedPages;
+use super::{FileLayer, Layer};
+use crate::error::Result;
+use crate::page::PageId;
+use crate::pagefile::PageFile;
+
+/// Hands out pointers into the mapping; copies only for copy-on-write and write-back.
+#[derive(Debug)]
+pub(super) struct Se2Layer(MappedPages);
+
+impl Se2Layer {
+    pub(super) fn new(file: PageFile) -> Self {
+        Self(MappedPages::new(file))
+    }
+}
+
+impl FileLayer for Se2Layer {
+    fn layer(&self) -> Layer {
+        Layer::Se2
+    }
+
+    fn file(&self) -> &PageFile {
+        &self.0.file
+    }
+
+    /// The copy-on-write step: the page's current bytes into a private frame.
+    fn read_page(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
+        self.0.copy_out(id, frame)
+    }
+
+    fn write_page(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
+        self.0.store(id, frame)
+    }
+
+    fn mapped_page(&self, id: PageId) -> Result<Option<NonNull<u8>>> {
+        self.0.pointer(id).map(Some)
+    }
+
+    fn with_page(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        self.0.in_place(id, f)
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.0.sync()
+    }
+}

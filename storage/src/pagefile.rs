@@ -1,0 +1,204 @@
+//! [`PageFile`]: what every layer shares — the locked file, its header, the page count, growth,
+//! and the set of verified pages.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use uuid::Uuid;
+
+use crate::error::{Result, StorageError};
+use crate::file::{FileOptions, RawFile};
+use crate::header::FileHeader;
+use crate::page::{self, MIN_PAGE_SIZE, PageId, PageSize};
+use crate::persist::Durability;
+use crate::verified::VerifiedPages;
+
+/// Growth allocates at least this many bytes ahead, so that a file growing page by page does not
+/// pay a `fallocate` and an `fsync` per page.
+const GROWTH_MIN_BYTES: u64 = 1 << 20;
+
+/// A page file: header page plus data pages, locked for this handle.
+#[derive(Debug)]
+pub struct PageFile {
+    raw: RawFile,
+    page_size: PageSize,
+    uuid: Uuid,
+    page_count: AtomicU64,
+    verified: VerifiedPages,
+}
+
+impl PageFile {
+    /// Creates a file holding only its header page (page count 1), durable on return.
+    pub(crate) fn create(
+        path: &Path,
+        opts: &FileOptions,
+        page_size: PageSize,
+        uuid: Uuid,
+    ) -> Result<Self> {
+        let raw = RawFile::create(path, opts)?;
+        let header = FileHeader { page_size, page_count: 1, uuid };
+        let mut page = vec![0u8; page_size.bytes()];
+        header.encode_into(&mut page);
+        raw.grow_to(page_size.bytes() as u64)?;
+        raw.write_at(&page, 0)?;
+        raw.sync()?;
+        let f = Self::assemble(raw, header);
+        f.verified.insert(0);
+        Ok(f)
+    }
+
+    /// Opens an existing file: reads and checks the header page with `pread` (before any byte of
+    /// the mapping is touched), and checks the file is as long as the header says.
+    pub(crate) fn open(path: &Path, opts: &FileOptions) -> Result<Self> {
+        let raw = RawFile::open(path, opts)?;
+        let len = raw.len_bytes();
+        let mut prefix = vec![0u8; (MIN_PAGE_SIZE as u64).min(len) as usize];
+        raw.read_at(&mut prefix, 0)?;
+        let header = FileHeader::decode_prefix(path, &prefix)?;
+        let ps = header.page_size.bytes() as u64;
+        let mut page0 = vec![0u8; ps.min(len) as usize];
+        raw.read_at(&mut page0, 0)?;
+        let need = header.page_count.saturating_mul(ps);
+        if (len as u128) < need as u128 {
+            return Err(StorageError::Truncated {
+                path: path.into(),
+                expected_bytes: need,
+                found_bytes: len,
+            });
+        }
+        page::verify(&page0, PageId::HEADER).map_err(|e| StorageError::CorruptHeader {
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
+        let f = Self::assemble(raw, header);
+        f.verified.insert(0);
+        Ok(f)
+    }
+
+    fn assemble(raw: RawFile, header: FileHeader) -> Self {
+        let max_pages = raw.max_bytes() / header.page_size.bytes() as u64;
+        Self {
+            verified: VerifiedPages::new(max_pages),
+            page_size: header.page_size,
+            uuid: header.uuid,
+            page_count: AtomicU64::new(header.page_count),
+            raw,
+        }
+    }
+
+    /// The underlying file.
+    pub fn raw(&self) -> &RawFile {
+        &self.raw
+    }
+
+    /// The page size chosen at creation.
+    pub fn page_size(&self) -> PageSize {
+        self.page_size
+    }
+
+    /// The database's identity, from the header.
+    pub fn uuid(&self) -> Uuid {
+        self.uuid
+    }
+
+    /// Pages below which ids are valid (the header page included).
+    pub fn page_count(&self) -> u64 {
+        self.page_count.load(Ordering::Acquire)
+    }
+
+    /// The persistence mode and medium.
+    pub fn durability(&self) -> Durability {
+        self.raw.durability()
+    }
+
+    /// The header as it stands in memory (the page count may be ahead of the file's header page
+    /// until [`crate::FileLayer::write_header`] writes it back).
+    pub fn header(&self) -> FileHeader {
+        FileHeader { page_size: self.page_size, page_count: self.page_count(), uuid: self.uuid }
+    }
+
+    /// Fails unless `id` is below the page count.
+    pub fn check_id(&self, id: PageId) -> Result<()> {
+        let page_count = self.page_count();
+        if id.0 >= page_count {
+            return Err(StorageError::PageOutOfRange { page: id, page_count });
+        }
+        Ok(())
+    }
+
+    /// Fails unless `buf` is exactly one page.
+    pub fn check_buf(&self, len: usize) -> Result<()> {
+        if len != self.page_size.bytes() {
+            return Err(StorageError::BufferSize { expected: self.page_size.bytes(), found: len });
+        }
+        Ok(())
+    }
+
+    /// The byte offset of page `id`.
+    pub fn offset(&self, id: PageId) -> u64 {
+        id.offset(self.page_size)
+    }
+
+    /// Checks a page's bytes the first time it is read after open.
+    pub(crate) fn verify_once(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+        if self.verified.contains(id.0) {
+            return Ok(());
+        }
+        page::verify(bytes, id)?;
+        self.verified.insert(id.0);
+        Ok(())
+    }
+
+    /// Records that this handle wrote page `id` (sealed), so it needs no check when read.
+    pub(crate) fn mark_written(&self, id: PageId) {
+        self.verified.insert(id.0);
+    }
+
+    /// Forgets that page `id` was verified: its bytes were replaced outside the layer (by abort
+    /// or recovery) and are checked again when next read.
+    pub fn forget_verified(&self, id: PageId) {
+        self.verified.remove(id.0);
+    }
+
+    /// Raises the page count to `new_count`, allocating (and `fsync`ing) the file ahead where it
+    /// is too short. The new pages read as zeros or as whatever an earlier, rolled-back growth left
+    /// there: callers write a page before they read it. The header page on disk keeps the old
+    /// count until it is written back.
+    pub fn grow(&self, new_count: u64) -> Result<()> {
+        self.raw.check_writable()?;
+        let ps = self.page_size.bytes() as u64;
+        let need = new_count.checked_mul(ps).ok_or(StorageError::FileTooLarge {
+            requested_bytes: u64::MAX,
+            max_bytes: self.raw.max_bytes(),
+        })?;
+        let have = self.raw.len_bytes();
+        if need > have {
+            if need > self.raw.max_bytes() {
+                return Err(StorageError::FileTooLarge {
+                    requested_bytes: need,
+                    max_bytes: self.raw.max_bytes(),
+                });
+            }
+            let ahead = (have / 8).max(GROWTH_MIN_BYTES);
+            let target = need.max(have + ahead).div_ceil(ps) * ps;
+            self.raw.grow_to(target.min(self.raw.max_bytes() / ps * ps))?;
+        }
+        self.page_count.fetch_max(new_count, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Sets the in-memory page count, for abort and recovery when they restore the header page
+    /// (the count may go down; the file never shrinks while open).
+    pub fn set_page_count(&self, count: u64) -> Result<()> {
+        let ps = self.page_size.bytes() as u64;
+        if count == 0 || count.saturating_mul(ps) > self.raw.len_bytes() {
+            return Err(StorageError::Truncated {
+                path: self.raw.path().into(),
+                expected_bytes: count.saturating_mul(ps),
+                found_bytes: self.raw.len_bytes(),
+            });
+        }
+        self.page_count.store(count, Ordering::Release);
+        Ok(())
+    }
+}

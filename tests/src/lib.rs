@@ -1,0 +1,2 @@
+//! Shared helpers for the cross-crate scenarios in `tests/tests/`.
+#![forbid(unsafe_code)]

@@ -1,0 +1,1 @@
+//! The persistent-memory log (see issue 3). Not yet built.

@@ -1,0 +1,56 @@
+//! The buffer manager's one error type.
+
+use nvpage_storage::{PageId, StorageError};
+
+/// An error the write-back hook returns; the buffer manager passes it up unchanged.
+pub type HookError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong in the buffer manager.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BufferError {
+    /// The file layer failed (I/O, checksum, out-of-range page, poisoned file, ...).
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The write-back hook refused or failed for `page`: nothing of it was stored.
+    #[error("write-back hook failed for page {page}: {source}")]
+    Hook {
+        /// The page that was to be written back.
+        page: PageId,
+        /// The hook's error.
+        #[source]
+        source: HookError,
+    },
+    /// Every frame is pinned (or busy) and another page is needed.
+    #[error("all {frames} frames are pinned or busy: no frame for page {page}")]
+    PoolExhausted {
+        /// The page that needed a frame.
+        page: PageId,
+        /// The pool's size.
+        frames: usize,
+    },
+    /// This thread already holds a latch on `page` that the request conflicts with: waiting
+    /// would deadlock the thread on itself.
+    #[error("this thread already holds a conflicting latch on page {page}: waiting would deadlock")]
+    LatchHeld {
+        /// The page.
+        page: PageId,
+    },
+    /// The page is pinned by a guard and cannot be discarded or evicted now.
+    #[error("page {page} is in use by a guard")]
+    PagePinned {
+        /// The page.
+        page: PageId,
+    },
+    /// The pool needs at least this many frames.
+    #[error("a pool needs at least {min} frames, {requested} requested")]
+    TooFewFrames {
+        /// Frames asked for.
+        requested: usize,
+        /// The minimum.
+        min: usize,
+    },
+}
+
+/// The buffer manager's result type.
+pub type Result<T, E = BufferError> = std::result::Result<T, E>;

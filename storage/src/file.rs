@@ -82,8 +82,14 @@ impl RawFile {
             _ => StorageError::io("create", path, e),
         })?;
         lock(&file, path)?;
-        sync_parent_dir(path)?;
-        Self::finish_open(path, file, &FileOptions { read_only: false, ..opts.clone() })
+        // Past the lock the file is ours alone: a create that fails removes it, so the caller
+        // can retry (a leftover empty file would be `AlreadyExists`, then `Truncated`).
+        let made = sync_parent_dir(path).and_then(|()| {
+            Self::finish_open(path, file, &FileOptions { read_only: false, ..opts.clone() })
+        });
+        made.inspect_err(|_| {
+            let _ = std::fs::remove_file(path);
+        })
     }
 
     /// Opens an existing file and locks it.
@@ -347,6 +353,42 @@ impl RawFile {
                 self.persist_range(offset, src.len())
             }
         }
+    }
+
+    /// Copies `srcs`, one after another, into the mapping from `offset` and makes them durable
+    /// together: streaming stores for every slice and one fence in the cache-line modes, copies
+    /// and one `msync` of the whole range otherwise. [`Self::store_persist`] for gathered buffers
+    /// (a log record's header and payload), without a fence per slice.
+    ///
+    /// # Safety
+    /// As [`Self::store_persist`], for the range `offset..offset + total`, where `total` is the
+    /// sum of the slices' lengths.
+    pub unsafe fn store_persist_vectored(&self, offset: u64, srcs: &[&[u8]]) -> Result<()> {
+        self.check_writable()?;
+        let m = self.mapping.as_ref().expect("store_persist_vectored needs a mapped file");
+        let total: usize = srcs.iter().map(|s| s.len()).sum();
+        let mut at = offset as usize;
+        for src in srcs {
+            // SAFETY: the caller keeps `offset..offset + total` inside the file and to itself;
+            // `at..at + src.len()` lies inside it.
+            let dst = unsafe { m.base().as_ptr().add(at) };
+            match self.durability.flush {
+                // SAFETY: as above; `src` is the caller's own buffer, not the mapping.
+                Some(instr) => unsafe { cacheline::copy_nontemporal(instr, dst, src) },
+                // SAFETY: as above.
+                None => unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) },
+            }
+            at += src.len();
+        }
+        if self.durability.flush.is_none() {
+            return self.persist_range(offset, total);
+        }
+        self.persist_step("sfence", |_| {
+            cacheline::fence();
+            Ok(())
+        })?;
+        self.sim.persisted(offset, total as u64);
+        Ok(())
     }
 
     /// Runs one persist step: checks the simulator's fault plan, runs `f`, and poisons the handle

@@ -39,9 +39,16 @@ impl PageFile {
         let header = FileHeader { page_size, page_count: 1, uuid };
         let mut page = vec![0u8; page_size.bytes()];
         header.encode_into(&mut page);
-        raw.grow_to(page_size.bytes() as u64)?;
-        raw.write_at(&page, 0)?;
-        raw.sync()?;
+        let written = raw
+            .grow_to(page_size.bytes() as u64)
+            .and_then(|()| raw.write_at(&page, 0))
+            .and_then(|()| raw.sync());
+        if let Err(e) = written {
+            // A half-made file would block a retry (`AlreadyExists`) and fail to open: remove it.
+            drop(raw);
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
         let f = Self::assemble(raw, header);
         f.verified.insert(0);
         Ok(f)

@@ -179,6 +179,8 @@ impl Sim {
         st.faults.clear();
         st.counts = OpCounts::default();
         let mut report = CrashReport::default();
+        // A followed file the program has since removed is gone; it has nothing to survive.
+        st.files.retain(|path, _| path.exists());
         let mut paths: Vec<_> = st.files.keys().cloned().collect();
         paths.sort();
         for (i, path) in paths.iter().enumerate() {
@@ -261,6 +263,15 @@ impl Tracked {
     }
 }
 
+/// Whether two descriptors refer to the same file (device and inode).
+fn same_file(a: &File, b: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (a.metadata(), b.metadata()) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
 fn read_all(f: &File) -> io::Result<Vec<u8>> {
     let len = f.metadata()?.len();
     let mut buf = vec![0u8; len as usize];
@@ -285,8 +296,14 @@ impl SimTag {
         let Ok(live) = File::open(&canonical) else { return SimTag(None) };
         let mut st = world.state.lock();
         if let Some(t) = st.files.get(&canonical) {
-            // Reopened: keep the durable image, read through a fresh descriptor.
-            t.inner.lock().live = live;
+            // Reopened: keep the durable image, read through a fresh descriptor. A file removed
+            // and created again under the same name starts from its own bytes instead.
+            let mut inner = t.inner.lock();
+            if !same_file(&inner.live, &live) {
+                inner.durable = read_all(&live).unwrap_or_default();
+            }
+            inner.live = live;
+            drop(inner);
             return SimTag(Some(t.clone()));
         }
         let durable = read_all(&live).unwrap_or_default();

@@ -1,0 +1,110 @@
+//! Goal: bad arguments are typed errors and change nothing: page ids at or past the page count
+//! (`PageOutOfRange`, for every way of reaching a page), frames that are not one page
+//! (`BufferSize`), page sizes that are not a power of two from 4 KiB to 64 KiB
+//! (`InvalidPageSize`), and creating over an existing file (`AlreadyExists`).
+
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{fill, media, opts, read};
+use nvpage_storage::{Layer, OpenOptions, PageId, PageSize, StorageError};
+
+const PS: usize = 8192;
+const PAGES: u64 = 5;
+
+fn out_of_range<T: std::fmt::Debug>(r: Result<T, StorageError>, id: u64) -> bool {
+    matches!(r, Err(StorageError::PageOutOfRange { page, page_count })
+        if page == PageId(id) && page_count == PAGES)
+}
+
+#[test]
+fn page_ids_past_the_page_count_are_out_of_range() {
+    for medium in media() {
+        for layer in Layer::ALL {
+            let ctx = format!("{} {layer}", medium.name);
+            let path = medium.path(&format!("{layer}.db"));
+            let l = opts(layer, PS).create(&path).unwrap();
+            let written = fill(&*l, PAGES, 1);
+            for id in [PAGES, PAGES + 1, 1 << 40, u64::MAX] {
+                let mut f = vec![0u8; PS];
+                assert!(out_of_range(l.read_page(PageId(id), &mut f), id), "{ctx} read {id}");
+                assert!(out_of_range(l.write_page(PageId(id), &mut f), id), "{ctx} write {id}");
+                assert!(out_of_range(l.with_page(PageId(id), &mut |_| {}), id), "{ctx} with {id}");
+                assert!(out_of_range(l.mapped_page(PageId(id)), id), "{ctx} mapped {id}");
+                assert!(f.iter().all(|&b| b == 0), "{ctx}: a refused call touched the frame");
+            }
+            // Nothing was written past the count, and the file still holds its pages.
+            l.sync().unwrap();
+            drop(l);
+            let l = OpenOptions::new(layer).open(&path).unwrap();
+            assert_eq!(l.file().page_count(), PAGES, "{ctx}");
+            for id in 1..PAGES {
+                assert_eq!(read(&*l, PageId(id)).unwrap(), written[id as usize], "{ctx}");
+            }
+        }
+    }
+}
+
+#[test]
+fn frames_that_are_not_one_page_are_refused() {
+    for medium in media() {
+        for layer in Layer::ALL {
+            let ctx = format!("{} {layer}", medium.name);
+            let l = opts(layer, PS).create(&medium.path(&format!("{layer}.db"))).unwrap();
+            let written = fill(&*l, PAGES, 2);
+            for len in [0, 1, 4096, PS - 1, PS + 1, 2 * PS] {
+                let mut f = vec![0xEEu8; len];
+                let sized = |r: Result<(), StorageError>| {
+                    matches!(r, Err(StorageError::BufferSize { expected, found })
+                        if expected == PS && found == len)
+                };
+                assert!(sized(l.read_page(PageId(1), &mut f)), "{ctx} read into {len}");
+                assert!(sized(l.write_page(PageId(1), &mut f)), "{ctx} write from {len}");
+                assert!(f.iter().all(|&b| b == 0xEE), "{ctx}: a refused call touched the frame");
+            }
+            assert_eq!(read(&*l, PageId(1)).unwrap(), written[1], "{ctx}: page 1 unchanged");
+        }
+    }
+}
+
+#[test]
+fn page_sizes_outside_the_rule_are_invalid() {
+    for bad in
+        [0u64, 1, 512, 2048, 4095, 4097, 6144, 12288, 65535, 65537, 131072, 1 << 40, u64::MAX]
+    {
+        assert!(
+            matches!(PageSize::new(bad), Err(StorageError::InvalidPageSize(b)) if b == bad),
+            "{bad}"
+        );
+    }
+    for good in common::PAGE_SIZES {
+        assert_eq!(PageSize::new(good as u64).unwrap().bytes(), good);
+    }
+    assert_eq!(PageSize::default().bytes(), 8192);
+}
+
+#[test]
+fn creating_over_an_existing_file_is_refused() {
+    for medium in media() {
+        let ours = medium.path("ours.db");
+        let written = fill(&*opts(Layer::Pread, PS).create(&ours).unwrap(), PAGES, 3);
+        let foreign = medium.path("foreign.txt");
+        std::fs::write(&foreign, b"not a database").unwrap();
+        for layer in Layer::ALL {
+            for path in [&ours, &foreign] {
+                let before = std::fs::read(path).unwrap();
+                let r = opts(layer, 4096).create(path);
+                assert!(
+                    matches!(&r, Err(StorageError::AlreadyExists { path: p }) if p == path),
+                    "{} {layer} {}: {r:?}",
+                    medium.name,
+                    path.display()
+                );
+                assert_eq!(std::fs::read(path).unwrap(), before, "the existing file is untouched");
+            }
+        }
+        let l = OpenOptions::new(Layer::Se2).open(&ours).unwrap();
+        assert_eq!(read(&*l, PageId(4)).unwrap(), written[4]);
+    }
+}

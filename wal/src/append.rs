@@ -1,0 +1,228 @@
+//! Appending: reserve with an atomic, copy in parallel, complete in order, group commit.
+//!
+//! ```text
+//! append          reserve ──► copy (+ fence, cache-line modes) ──► complete in order ──► commit
+//! append_buffered reserve ──► copy (+ fence, cache-line modes) ──► complete in order
+//! sync                                                                                    commit
+//! ```
+//!
+//! - **reserve**: a compare-and-swap on `reserved` claims `[start, end)`; a claim that would pass
+//!   the capacity is refused before anything changes ([`WalError::LogFull`]), so it harms no one.
+//! - **copy**: each appender writes its own range, unlocked. In the cache-line modes it uses
+//!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
+//!   stores). In `msync` mode it only copies: the commit leader's `msync` covers the range.
+//! - **complete in order**: the appender waits until `copied == start`, then publishes
+//!   `copied = end`. So `copied` only ever covers whole, written appends, in reservation order.
+//! - **commit** (group commit): if `durable` does not yet cover `end`, the appender takes the
+//!   `commit` lock, and — unless a leader covered it meanwhile — persists `[durable, copied)` (in
+//!   `msync` mode), then stores and persists the state word with tail `copied`. One persist of
+//!   the tail covers every append completed by then, from every thread.
+//!
+//! Any failure after a reservation poisons the log: a claimed range that is never completed
+//! would stall every later appender, so they fail with [`StorageError::Poisoned`] instead.
+
+use std::io::IoSlice;
+use std::sync::atomic::Ordering;
+
+use nvpage_storage::StorageError;
+
+use crate::error::{Result, WalError};
+use crate::layout::{DATA_OFFSET, Framing, State, record_header, record_size};
+use crate::log::{Log, RecordPos};
+
+const ZERO_PAD: [u8; 8] = [0; 8];
+
+/// The slices of one append (header, payload parts, padding), on the stack unless there are many.
+#[derive(Default)]
+struct Parts<'a> {
+    inline: [&'a [u8]; 8],
+    n: usize,
+    spilled: Vec<&'a [u8]>,
+}
+
+impl<'a> Parts<'a> {
+    fn push(&mut self, part: &'a [u8]) {
+        if part.is_empty() {
+            return;
+        }
+        if self.spilled.is_empty() && self.n < self.inline.len() {
+            self.inline[self.n] = part;
+            self.n += 1;
+            return;
+        }
+        if self.spilled.is_empty() {
+            self.spilled.extend_from_slice(&self.inline[..self.n]);
+        }
+        self.spilled.push(part);
+    }
+
+    fn as_slice(&self) -> &[&'a [u8]] {
+        if self.spilled.is_empty() { &self.inline[..self.n] } else { &self.spilled }
+    }
+}
+
+impl Log {
+    /// Appends `buf` and returns once it, and every append before it, is durable in the log's
+    /// persistence mode ([`Log::durability`]). In a record log `buf` becomes one record; in a raw
+    /// log its bytes are added to the stream. libpmemlog: `pmemlog_append`, which returns 0 or -1
+    /// and errno; ours returns the append's position, and [`WalError::LogFull`] when it does not
+    /// fit. Safe from many threads at once.
+    pub fn append(&self, buf: &[u8]) -> Result<RecordPos> {
+        self.append_vectored(&[IoSlice::new(buf)])
+    }
+
+    /// Appends the concatenation of `bufs` as one append (one record in a record log: a page id
+    /// and a page, say), durable on return. libpmemlog: `pmemlog_appendv`, which is atomic for
+    /// the whole vector, as ours is.
+    pub fn append_vectored(&self, bufs: &[IoSlice<'_>]) -> Result<RecordPos> {
+        let (pos, end) = self.write(bufs)?;
+        self.commit_to(end)?;
+        Ok(pos)
+    }
+
+    /// Appends one framed record and returns its position, durable on return. The same as
+    /// [`Log::append`], but a raw log is [`WalError::WrongFraming`].
+    pub fn append_record(&self, payload: &[u8]) -> Result<RecordPos> {
+        self.require(Framing::Records)?;
+        self.append(payload)
+    }
+
+    /// Appends `buf` **without making it durable**: it is in the log (readers and [`Log::tell`]
+    /// see it) but a crash before the next [`Log::sync`] — or before a later durable append,
+    /// which covers it — may lose it and every buffered append after it. It is never torn: a
+    /// crash keeps whole appends, in order. For callers that batch. No libpmemlog counterpart.
+    pub fn append_buffered(&self, buf: &[u8]) -> Result<RecordPos> {
+        self.append_buffered_vectored(&[IoSlice::new(buf)])
+    }
+
+    /// [`Log::append_buffered`] for a gathered buffer.
+    pub fn append_buffered_vectored(&self, bufs: &[IoSlice<'_>]) -> Result<RecordPos> {
+        Ok(self.write(bufs)?.0)
+    }
+
+    /// Makes every append that completed before the call durable (one persist of the tail, and
+    /// in `msync` mode one `msync` of the new bytes).
+    pub fn sync(&self) -> Result<()> {
+        self.commit_to(self.copied.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn require(&self, needed: Framing) -> Result<()> {
+        if self.header.framing != needed {
+            return Err(WalError::WrongFraming { needed, found: self.header.framing });
+        }
+        Ok(())
+    }
+
+    /// Reserves, copies and completes one append in order; returns its position and end.
+    fn write(&self, bufs: &[IoSlice<'_>]) -> Result<(RecordPos, u64)> {
+        self.file.check_writable()?;
+        let len: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+        let size = match self.header.framing {
+            Framing::Raw => len,
+            Framing::Records if len > u64::from(u32::MAX) => {
+                return Err(WalError::RecordTooLarge { len, max: u64::from(u32::MAX) });
+            }
+            Framing::Records => record_size(len),
+        };
+        let start = self.reserve(size)?;
+        let end = start + size;
+        let copied = self.copy_in(start, size, len, bufs);
+        if let Err(e) = copied.and_then(|()| self.complete_in_order(start, end)) {
+            self.file.poison();
+            return Err(e);
+        }
+        Ok((RecordPos(start), end))
+    }
+
+    /// Claims `size` bytes, or refuses without changing anything.
+    fn reserve(&self, size: u64) -> Result<u64> {
+        let capacity = self.header.capacity;
+        let mut cur = self.reserved.load(Ordering::Relaxed);
+        loop {
+            let available = capacity - cur;
+            if size > available {
+                return Err(WalError::LogFull { needed: size, available });
+            }
+            match self.reserved.compare_exchange_weak(
+                cur,
+                cur + size,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(cur),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Writes the append into its reserved range `[start, start + size)`.
+    fn copy_in(&self, start: u64, size: u64, len: u64, bufs: &[IoSlice<'_>]) -> Result<()> {
+        let header;
+        let mut parts = Parts::default();
+        if self.header.framing == Framing::Records {
+            header = record_header(start, self.generation, len, bufs.iter().map(|b| &**b));
+            parts.push(&header);
+        }
+        bufs.iter().for_each(|b| parts.push(b));
+        let pad = size - len - if self.header.framing == Framing::Records { 16 } else { 0 };
+        parts.push(&ZERO_PAD[..pad as usize]);
+        let offset = DATA_OFFSET as u64 + start;
+        if self.file.mode().uses_cache_lines() {
+            // SAFETY: `[start, start + size)` was reserved by this call alone (the CAS in
+            // `reserve`), lies below the capacity, so inside the mapped file, and no reader looks
+            // past `copied <= start`. The parts are the caller's buffers, not the mapping.
+            unsafe { self.file.store_persist_vectored(offset, parts.as_slice()) }?;
+        } else {
+            let mut at = offset as usize;
+            for p in parts.as_slice() {
+                // SAFETY: as above: the range is ours alone and mapped; `p` is not the mapping.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(p.as_ptr(), self.base.as_ptr().add(at), p.len())
+                };
+                at += p.len();
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every earlier append has completed, then publishes this one.
+    fn complete_in_order(&self, start: u64, end: u64) -> Result<()> {
+        let mut spins = 0u32;
+        while self.copied.load(Ordering::Acquire) != start {
+            if self.file.is_poisoned() {
+                return Err(StorageError::Poisoned { path: self.file.path().into() }.into());
+            }
+            spins += 1;
+            if spins < 128 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        if self.header.framing == Framing::Records {
+            self.record_count.fetch_add(1, Ordering::AcqRel);
+        }
+        self.copied.store(end, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes the log durable up to at least `end` (which has completed): group commit.
+    fn commit_to(&self, end: u64) -> Result<()> {
+        if self.durable.load(Ordering::Acquire) >= end {
+            return self.file.check_writable().map_err(Into::into);
+        }
+        let _leader = self.commit.lock();
+        let from = self.durable.load(Ordering::Acquire);
+        if from >= end {
+            return Ok(());
+        }
+        let target = self.copied.load(Ordering::Acquire);
+        debug_assert!(target >= end);
+        if !self.file.mode().uses_cache_lines() {
+            self.file.persist_range(DATA_OFFSET as u64 + from, (target - from) as usize)?;
+        }
+        self.store_state(State { tail: target, generation: self.generation })?;
+        self.durable.store(target, Ordering::Release);
+        Ok(())
+    }
+}

@@ -1,0 +1,129 @@
+//! The log's one error type.
+
+use std::path::PathBuf;
+
+use nvpage_storage::StorageError;
+use uuid::Uuid;
+
+use crate::layout::Framing;
+
+/// Everything that can go wrong with a log. Nothing in this crate panics on a file's bytes: a
+/// file that is not a log, a damaged header, a truncated file or a damaged record is one of these.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WalError {
+    /// The file layer failed: I/O, locking ([`StorageError::AlreadyOpen`]), a persist failure,
+    /// or a log poisoned by an earlier one ([`StorageError::Poisoned`]: reopen it).
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// There is no file at the path.
+    #[error("{path}: no such log file")]
+    Missing {
+        /// The path asked for.
+        path: PathBuf,
+    },
+    /// The file does not start with the log's magic bytes.
+    #[error("{path} is not an nvpage log")]
+    NotALog {
+        /// The foreign file.
+        path: PathBuf,
+    },
+    /// The log was written by another format version.
+    #[error("{path} has log format version {found}, this build reads version {expected}")]
+    VersionMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The version this build reads and writes.
+        expected: u32,
+        /// The version in the file.
+        found: u32,
+    },
+    /// The header's checksum or fields are inconsistent.
+    #[error("{path} has a corrupt log header: {reason}")]
+    CorruptHeader {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The file is shorter than its header says (or too short to hold a header).
+    #[error(
+        "{path} is truncated: the log needs {expected_bytes} bytes, the file has {found_bytes}"
+    )]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Bytes the header requires.
+        expected_bytes: u64,
+        /// Bytes the file holds.
+        found_bytes: u64,
+    },
+    /// The state word names a tail past the data area.
+    #[error("{path} has a corrupt state word {word:#018x}: {reason}")]
+    CorruptState {
+        /// The file.
+        path: PathBuf,
+        /// The word as stored.
+        word: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A record below the persisted tail is damaged. Everything below the tail was acknowledged
+    /// as durable, so this is never taken as the end of the log.
+    #[error("{path}: record at data offset {offset} is damaged: {reason}")]
+    CorruptRecord {
+        /// The file.
+        path: PathBuf,
+        /// The record's offset in the data area (file offset minus `DATA_OFFSET`).
+        offset: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The log belongs to another database.
+    #[error("{path} belongs to database {found}, not {expected}")]
+    ForeignLog {
+        /// The file.
+        path: PathBuf,
+        /// The UUID the caller expected.
+        expected: Uuid,
+        /// The UUID in the log's header.
+        found: Uuid,
+    },
+    /// The append does not fit. Nothing was written; the log is as it was.
+    #[error("log full: the append needs {needed} bytes, {available} are free")]
+    LogFull {
+        /// Bytes the append needs (its record's framing included).
+        needed: u64,
+        /// Bytes free when it was tried.
+        available: u64,
+    },
+    /// The call needs a log of the other framing (records read from a raw log).
+    #[error("the call needs a log of framing {needed}, this log has framing {found}")]
+    WrongFraming {
+        /// The framing the call works on.
+        needed: Framing,
+        /// The log's framing.
+        found: Framing,
+    },
+    /// `create` was given a file size outside what the format holds.
+    #[error("log file size {size_bytes} is out of range {min_bytes}..={max_bytes}")]
+    SizeOutOfRange {
+        /// The size asked for.
+        size_bytes: u64,
+        /// The smallest file.
+        min_bytes: u64,
+        /// The largest file.
+        max_bytes: u64,
+    },
+    /// A record payload longer than a record's 32-bit length field.
+    #[error("a record payload of {len} bytes passes the limit of {max}")]
+    RecordTooLarge {
+        /// The payload's length.
+        len: u64,
+        /// The largest payload.
+        max: u64,
+    },
+}
+
+/// The log's result type.
+pub type Result<T, E = WalError> = std::result::Result<T, E>;

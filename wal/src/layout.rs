@@ -1,0 +1,343 @@
+//! The log file's bytes: header, state word, records. Pure encoding and decoding; no I/O.
+//!
+//! ```text
+//! file offset 0                                                    64         72   DATA_OFFSET (4096)
+//!      +-----------------------------------------------------------+----------+----+--------------------+
+//!      | header: written once at create, sealed by its CRC32C      | state    |zero| data area:         |
+//!      |                                                           | word     |    | `capacity` bytes   |
+//!      +-----------------------------------------------------------+----------+----+--------------------+
+//!
+//! header (64 B, line 0)
+//!      0        8         12        16          32            40          48         60      64
+//!      +--------+---------+---------+-----------+-------------+-----------+----------+-------+
+//!      | magic  | version | framing | uuid      | data offset | capacity  | reserved | crc32c|
+//!      | 8 B    | u32     | u32     | 16 B      | u64         | u64       | zero     | u32   |
+//!      +--------+---------+---------+-----------+-------------+-----------+----------+-------+
+//!      the CRC32C covers bytes 0..60.
+//!
+//! state word (8 B at offset 64, alone in cache line 1, outside the header's checksum)
+//!      bit 0                        40                 64
+//!      +----------------------------+------------------+
+//!      | tail: bytes used (u40)     | generation (u24) |
+//!      +----------------------------+------------------+
+//!
+//! record (framing `Records`; 8-byte aligned, relative offsets count from DATA_OFFSET)
+//!      0        4          8             12       16                 16 + len     next 8 B boundary
+//!      +--------+----------+-------------+--------+------------------+------------+
+//!      | marker | len u32  | generation  | crc32c | payload          | zero pad   |
+//!      | "NVRC" | payload  | u32 (u24)   |        | len bytes        |            |
+//!      +--------+----------+-------------+--------+------------------+------------+
+//!      the CRC32C covers bytes 0..12 of the record, then its relative offset (u64), then the
+//!      payload: a record copied to the wrong place fails it.
+//! ```
+//!
+//! All integers are little-endian; no `usize` reaches the file. The state word is the only thing
+//! that changes in place: it is written as one aligned 8-byte store, the unit that is
+//! failure-atomic, and persisted only after every byte below its tail is persisted.
+
+use uuid::Uuid;
+
+/// Identifies an nvpage log file.
+pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
+/// The log format this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+pub(crate) const MAGIC_OFFSET: usize = 0;
+pub(crate) const VERSION_OFFSET: usize = MAGIC_OFFSET + MAGIC.len();
+pub(crate) const FRAMING_OFFSET: usize = VERSION_OFFSET + size_of::<u32>();
+pub(crate) const UUID_OFFSET: usize = FRAMING_OFFSET + size_of::<u32>();
+pub(crate) const DATA_OFFSET_OFFSET: usize = UUID_OFFSET + 16;
+pub(crate) const CAPACITY_OFFSET: usize = DATA_OFFSET_OFFSET + size_of::<u64>();
+pub(crate) const RESERVED_OFFSET: usize = CAPACITY_OFFSET + size_of::<u64>();
+pub(crate) const HEADER_CRC_OFFSET: usize = 60;
+/// Bytes of the header.
+pub const HEADER_LEN: usize = HEADER_CRC_OFFSET + size_of::<u32>();
+
+/// Cache line size the layout is built around.
+pub const LINE: usize = 64;
+/// File offset of the 8-byte state word: the first byte of the line after the header.
+pub const STATE_OFFSET: usize = HEADER_LEN.next_multiple_of(LINE);
+/// File offset of the data area: one OS page in, so an `msync` of data never covers the state.
+pub const DATA_OFFSET: usize = 4096;
+
+/// Bits of the state word holding the tail.
+pub const TAIL_BITS: u32 = 40;
+/// The largest data area: the tail must fit its 40 bits (1 TiB - 1).
+pub const MAX_CAPACITY: u64 = (1 << TAIL_BITS) - 1;
+/// Generations wrap at 2^24: harmless, because nothing past the persisted tail is ever read.
+pub const GENERATION_MASK: u32 = (1 << (64 - TAIL_BITS)) - 1;
+/// The smallest file `create` accepts: the header page plus one line of data.
+pub const MIN_FILE_BYTES: u64 = DATA_OFFSET as u64 + LINE as u64;
+
+/// Marks the start of every record (`"NVRC"` read as little-endian bytes).
+pub const RECORD_MARKER: u32 = u32::from_le_bytes(*b"NVRC");
+pub(crate) const REC_MARKER_OFFSET: usize = 0;
+pub(crate) const REC_LEN_OFFSET: usize = REC_MARKER_OFFSET + size_of::<u32>();
+pub(crate) const REC_GEN_OFFSET: usize = REC_LEN_OFFSET + size_of::<u32>();
+pub(crate) const REC_CRC_OFFSET: usize = REC_GEN_OFFSET + size_of::<u32>();
+/// Bytes of a record's header; the payload follows.
+pub const RECORD_HEADER_LEN: usize = REC_CRC_OFFSET + size_of::<u32>();
+/// Records start on 8-byte boundaries.
+pub const RECORD_ALIGN: u64 = 8;
+
+const _: () = assert!(RESERVED_OFFSET <= HEADER_CRC_OFFSET);
+const _: () = assert!(HEADER_LEN == 64 && HEADER_LEN <= LINE);
+const _: () = assert!(STATE_OFFSET.is_multiple_of(LINE) && STATE_OFFSET >= HEADER_LEN);
+const _: () =
+    assert!(STATE_OFFSET.is_multiple_of(8), "the state word must be an aligned 8-byte store");
+const _: () = assert!(STATE_OFFSET + LINE <= DATA_OFFSET);
+const _: () = assert!(DATA_OFFSET.is_multiple_of(LINE) && DATA_OFFSET.is_power_of_two());
+const _: () =
+    assert!(RECORD_HEADER_LEN == 16 && (RECORD_HEADER_LEN as u64).is_multiple_of(RECORD_ALIGN));
+
+/// How the data area is divided, fixed at create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// libpmemlog's byte stream: appends are concatenated as they are, with no per-append
+    /// header or checksum; the persisted tail alone says what is in the log.
+    Raw,
+    /// Framed records (marker, length, generation, CRC32C): each append is one record, checked
+    /// at open and again when read.
+    Records,
+}
+
+impl Framing {
+    fn code(self) -> u32 {
+        match self {
+            Framing::Raw => 1,
+            Framing::Records => 2,
+        }
+    }
+
+    fn from_code(code: u32) -> Option<Self> {
+        match code {
+            1 => Some(Framing::Raw),
+            2 => Some(Framing::Records),
+            _ => None,
+        }
+    }
+
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framing::Raw => "raw",
+            Framing::Records => "records",
+        }
+    }
+}
+
+impl std::fmt::Display for Framing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The header's fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogHeader {
+    /// How the data area is divided.
+    pub framing: Framing,
+    /// The database the log belongs to.
+    pub uuid: Uuid,
+    /// Usable bytes of the data area (libpmemlog's `nbyte`).
+    pub capacity: u64,
+}
+
+/// Why a header does not decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderFault {
+    NotALog,
+    Version(u32),
+    Corrupt(String),
+}
+
+impl LogHeader {
+    /// The header's 64 bytes, sealed.
+    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[MAGIC_OFFSET..VERSION_OFFSET].copy_from_slice(&MAGIC);
+        b[VERSION_OFFSET..FRAMING_OFFSET].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[FRAMING_OFFSET..UUID_OFFSET].copy_from_slice(&self.framing.code().to_le_bytes());
+        b[UUID_OFFSET..DATA_OFFSET_OFFSET].copy_from_slice(self.uuid.as_bytes());
+        b[DATA_OFFSET_OFFSET..CAPACITY_OFFSET].copy_from_slice(&(DATA_OFFSET as u64).to_le_bytes());
+        b[CAPACITY_OFFSET..RESERVED_OFFSET].copy_from_slice(&self.capacity.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..HEADER_CRC_OFFSET]);
+        b[HEADER_CRC_OFFSET..HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes and checks a header: magic, checksum, version, framing, data offset, capacity.
+    pub(crate) fn decode(b: &[u8; HEADER_LEN]) -> Result<Self, HeaderFault> {
+        if b[MAGIC_OFFSET..VERSION_OFFSET] != MAGIC {
+            return Err(HeaderFault::NotALog);
+        }
+        let stored = u32_at(b, HEADER_CRC_OFFSET);
+        let computed = crc32c::crc32c(&b[..HEADER_CRC_OFFSET]);
+        if stored != computed {
+            return Err(HeaderFault::Corrupt(format!(
+                "header checksum {stored:#010x} does not match computed {computed:#010x}"
+            )));
+        }
+        let version = u32_at(b, VERSION_OFFSET);
+        if version != FORMAT_VERSION {
+            return Err(HeaderFault::Version(version));
+        }
+        let framing = Framing::from_code(u32_at(b, FRAMING_OFFSET)).ok_or_else(|| {
+            HeaderFault::Corrupt(format!("unknown framing {}", u32_at(b, FRAMING_OFFSET)))
+        })?;
+        let data_offset = u64_at(b, DATA_OFFSET_OFFSET);
+        if data_offset != DATA_OFFSET as u64 {
+            return Err(HeaderFault::Corrupt(format!(
+                "data offset {data_offset}, this format puts data at {DATA_OFFSET}"
+            )));
+        }
+        let capacity = u64_at(b, CAPACITY_OFFSET);
+        if capacity == 0 || capacity > MAX_CAPACITY {
+            return Err(HeaderFault::Corrupt(format!("capacity {capacity} out of range")));
+        }
+        let mut uuid = [0u8; 16];
+        uuid.copy_from_slice(&b[UUID_OFFSET..DATA_OFFSET_OFFSET]);
+        Ok(Self { framing, uuid: Uuid::from_bytes(uuid), capacity })
+    }
+}
+
+/// The state word's two fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct State {
+    /// Bytes of the data area in the log (persisted: everything below is durable).
+    pub tail: u64,
+    /// The current generation (24 bits, wrapping).
+    pub generation: u32,
+}
+
+impl State {
+    /// The word as it is stored.
+    pub(crate) fn encode(self) -> u64 {
+        debug_assert!(self.tail <= MAX_CAPACITY && self.generation <= GENERATION_MASK);
+        self.tail | (u64::from(self.generation) << TAIL_BITS)
+    }
+
+    /// Splits a stored word (any 64 bits decode; the caller checks the tail against capacity).
+    pub(crate) fn decode(word: u64) -> Self {
+        Self { tail: word & MAX_CAPACITY, generation: (word >> TAIL_BITS) as u32 }
+    }
+
+    /// The generation after `g`.
+    pub(crate) fn next_generation(g: u32) -> u32 {
+        g.wrapping_add(1) & GENERATION_MASK
+    }
+}
+
+/// Bytes a record with a payload of `len` bytes occupies, padding included.
+pub fn record_size(len: u64) -> u64 {
+    (RECORD_HEADER_LEN as u64 + len).next_multiple_of(RECORD_ALIGN)
+}
+
+/// A record's header, sealed with the CRC32C over its fields, its offset and its payload.
+pub(crate) fn record_header<'a>(
+    offset: u64,
+    generation: u32,
+    len: u64,
+    payload: impl IntoIterator<Item = &'a [u8]>,
+) -> [u8; RECORD_HEADER_LEN] {
+    let mut h = [0u8; RECORD_HEADER_LEN];
+    h[REC_MARKER_OFFSET..REC_LEN_OFFSET].copy_from_slice(&RECORD_MARKER.to_le_bytes());
+    h[REC_LEN_OFFSET..REC_GEN_OFFSET].copy_from_slice(&(len as u32).to_le_bytes());
+    h[REC_GEN_OFFSET..REC_CRC_OFFSET].copy_from_slice(&generation.to_le_bytes());
+    let crc = record_crc(&h, offset, payload);
+    h[REC_CRC_OFFSET..RECORD_HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn record_crc<'a>(h: &[u8], offset: u64, payload: impl IntoIterator<Item = &'a [u8]>) -> u32 {
+    let mut crc = crc32c::crc32c(&h[..REC_CRC_OFFSET]);
+    crc = crc32c::crc32c_append(crc, &offset.to_le_bytes());
+    for p in payload {
+        crc = crc32c::crc32c_append(crc, p);
+    }
+    crc
+}
+
+/// Checks the record at relative `offset` in `data` (the data area up to the tail) and returns
+/// its payload range. `Err` says what is wrong, in words for the error.
+pub(crate) fn check_record(
+    data: &[u8],
+    offset: u64,
+    generation: u32,
+) -> Result<std::ops::Range<usize>, String> {
+    let at = offset as usize;
+    let rest = data.len() - at;
+    if rest < RECORD_HEADER_LEN {
+        return Err(format!("{rest} bytes before the tail, too few for a record header"));
+    }
+    let h = &data[at..at + RECORD_HEADER_LEN];
+    let marker = u32_at(h, REC_MARKER_OFFSET);
+    if marker != RECORD_MARKER {
+        return Err(format!("bad record marker {marker:#010x}"));
+    }
+    let len = u64::from(u32_at(h, REC_LEN_OFFSET));
+    if record_size(len) > rest as u64 {
+        return Err(format!("length {len} runs past the tail ({rest} bytes left)"));
+    }
+    let found = u32_at(h, REC_GEN_OFFSET);
+    if found != generation {
+        return Err(format!("generation {found}, the log is at generation {generation}"));
+    }
+    let payload = at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + len as usize;
+    let stored = u32_at(h, REC_CRC_OFFSET);
+    let computed = record_crc(h, offset, [&data[payload.clone()]]);
+    if stored != computed {
+        return Err(format!("checksum {stored:#010x} does not match computed {computed:#010x}"));
+    }
+    Ok(payload)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_and_every_bit_flip_is_caught() {
+        let h = LogHeader { framing: Framing::Records, uuid: Uuid::new_v4(), capacity: 1 << 20 };
+        let b = h.encode();
+        assert_eq!(LogHeader::decode(&b), Ok(h));
+        for bit in 0..HEADER_LEN * 8 {
+            let mut c = b;
+            c[bit / 8] ^= 1 << (bit % 8);
+            assert!(LogHeader::decode(&c).is_err(), "bit {bit}");
+        }
+    }
+
+    #[test]
+    fn state_word_round_trips_and_generations_wrap() {
+        let s = State { tail: MAX_CAPACITY, generation: GENERATION_MASK };
+        assert_eq!(State::decode(s.encode()), s);
+        assert_eq!(State::next_generation(GENERATION_MASK), 0);
+    }
+
+    #[test]
+    fn records_check_and_reject_moves() {
+        let payload = b"hello, log";
+        let h = record_header(8, 3, payload.len() as u64, [&payload[..]]);
+        let mut data = vec![0u8; 8];
+        data.extend_from_slice(&h);
+        data.extend_from_slice(payload);
+        data.resize(8 + record_size(payload.len() as u64) as usize, 0);
+        let r = check_record(&data, 8, 3).unwrap();
+        assert_eq!(&data[r], payload);
+        assert!(check_record(&data, 8, 4).is_err());
+        assert!(check_record(&data[8..], 0, 3).is_err(), "the offset is in the checksum");
+    }
+}

@@ -1,0 +1,61 @@
+//! Helpers shared by the log's integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use nvpage_storage::PersistRequest;
+use nvpage_wal::{CreateOptions, Framing, Log, Result};
+use tempfile::TempDir;
+use uuid::Uuid;
+
+/// A directory and the persistence request to use in it: /dev/shm on the cache-line path
+/// (emulated NVM) where it exists, and the temp directory with `msync`.
+pub struct Medium {
+    pub name: &'static str,
+    pub dir: TempDir,
+    pub persistence: PersistRequest,
+}
+
+impl Medium {
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+pub fn media() -> Vec<Medium> {
+    let mut v = Vec::new();
+    if let Some(dir) =
+        Path::new("/dev/shm").is_dir().then(|| tempfile::tempdir_in("/dev/shm").ok()).flatten()
+    {
+        v.push(Medium { name: "emulated-nvm", dir, persistence: PersistRequest::CacheLine });
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    v.push(Medium { name: "msync", dir, persistence: PersistRequest::Auto });
+    v
+}
+
+pub fn opts(framing: Framing, persistence: PersistRequest) -> CreateOptions {
+    CreateOptions { uuid: Uuid::from_u128(0x1234), framing, persistence }
+}
+
+pub fn create(path: &Path, size: u64, framing: Framing, persistence: PersistRequest) -> Log {
+    Log::create(path, size, &opts(framing, persistence)).expect("create")
+}
+
+pub fn open(path: &Path, persistence: PersistRequest) -> Result<Log> {
+    Log::open_with(path, &nvpage_wal::OpenOptions { persistence, ..Default::default() })
+}
+
+/// Every record's payload, oldest first.
+pub fn payloads(log: &Log) -> Vec<Vec<u8>> {
+    log.records().expect("records").map(|r| r.expect("record").payload.to_vec()).collect()
+}
+
+/// A payload that names its index and is checkable byte by byte.
+pub fn payload(i: u64, len: usize) -> Vec<u8> {
+    let mut v: Vec<u8> = (0..len).map(|j| (i as usize * 31 + j * 7) as u8).collect();
+    if len >= 8 {
+        v[..8].copy_from_slice(&i.to_le_bytes());
+    }
+    v
+}

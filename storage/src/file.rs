@@ -309,13 +309,15 @@ impl RawFile {
                     cacheline::fence();
                     Ok(())
                 })?;
-                self.sim.persisted(offset, len as u64);
+                self.sim_persisted_lines(offset, len as u64);
             }
             (PersistMode::Msync, Some(m)) => {
                 self.persist_step("msync", |_| m.msync(offset as usize, len))?;
+                // msync writes back whole OS pages: both ends of the range round outwards.
                 let page = persist::os_page_size() as u64;
                 let start = offset & !(page - 1);
-                self.sim.persisted(start, offset + len as u64 - start);
+                let end = (offset + len as u64).next_multiple_of(page);
+                self.sim.persisted(start, end - start);
             }
             _ => {
                 self.persist_step("fdatasync", |f| f.file.sync_data())?;
@@ -344,7 +346,7 @@ impl RawFile {
                     cacheline::fence();
                     Ok(())
                 })?;
-                self.sim.persisted(offset, src.len() as u64);
+                self.sim_persisted_lines(offset, src.len() as u64);
                 Ok(())
             }
             None => {
@@ -387,8 +389,17 @@ impl RawFile {
             cacheline::fence();
             Ok(())
         })?;
-        self.sim.persisted(offset, total as u64);
+        self.sim_persisted_lines(offset, total as u64);
         Ok(())
+    }
+
+    /// Tells the simulator a range was persisted through cache lines: every line the range
+    /// touches is written back whole (partial lines at either end are flushed, not streamed).
+    fn sim_persisted_lines(&self, offset: u64, len: u64) {
+        let line = cacheline::CACHE_LINE as u64;
+        let start = offset & !(line - 1);
+        let end = (offset + len).next_multiple_of(line);
+        self.sim.persisted(start, end - start);
     }
 
     /// Runs one persist step: checks the simulator's fault plan, runs `f`, and poisons the handle

@@ -1,10 +1,77 @@
 //! # nvpage
 //!
-//! The engine people embed. Tables, transactions and recovery arrive with issue 5; today this
-//! crate re-exports the storage layer so that the layer features chosen here decide what the
-//! whole build compiles.
+//! An embeddable page storage engine built so that non-volatile memory pays off and ordinary
+//! disks still work well: heap tables of typed rows on a buffer manager over one of three file
+//! layers (pread, SE1, SE2), made atomic and durable by an undo-only write-ahead log kept in a
+//! persistent-memory log.
+//!
+//! ```
+//! use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Value, kind};
+//!
+//! # fn main() -> nvpage::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! let db = Database::open(dir.path().join("shop"))?;
+//! let mut tx = db.begin_write()?;
+//! let items = tx.create_table("items", Schema::new(vec![
+//!     Column::new("id", ColumnType::I64),
+//!     Column::new("name", ColumnType::VarChar { max_len: 40 }),
+//! ])?)?;
+//! tx.insert(&items, &[Value::I64(1), Value::Str("apple")])?;
+//! tx.insert(&items, &[Value::I64(2), Value::Str("pear")])?;
+//! tx.commit()?;
+//!
+//! let rx = db.begin_read()?;
+//! let items = rx.table("items")?;
+//! let id = items.col::<kind::I64>("id")?;
+//! let mut sum = 0;
+//! rx.for_each_row(&items, |row| {
+//!     sum += row.get(id)?;
+//!     Ok(())
+//! })?;
+//! assert_eq!(sum, 3);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! What it is not: there are no indexes (rows are found by scans or by their [`RowId`]), no SQL,
+//! and one writer at a time.
+//!
+//! Invariants (DESIGN.md rules 1–6):
+//! 1. No byte of a page that existed when the write transaction began is stored into the file,
+//!    its mapping or the page cache before the page's before-image is persisted in the log.
+//! 2. A transaction commits only after every page it changed is persisted in place.
+//! 3. The commit point is one persisted 8-byte rewind of the log; readers are admitted after it.
+//! 4. Abort and recovery are one routine: before-images applied newest first with plain writes,
+//!    synced, log rewound; every cached copy of a restored page dropped.
+//! 5. Recovery runs first at open, from the log alone, before the data file is mapped or any
+//!    checksum is checked; it is idempotent.
+//! 6. A failure during commit, abort, recovery or any persist poisons the database until reopen.
+//!
+//! Isolation: serializable, by exclusion — the write transaction excludes readers for its whole
+//! life (DESIGN.md's first concurrency step). [`Database`] is `Send + Sync`; [`ReadTxn`] is `Sync`
+//! (parallel scan workers borrow it) but not `Send`; [`WriteTxn`] is neither moved nor shared
+//! across threads except by its parallel scans.
 
 #![forbid(unsafe_code)]
 
+mod catalog;
+mod db;
+mod error;
+mod heap;
+mod row;
+mod scan;
+mod schema;
+mod table;
+mod txn;
+mod undo;
+
+pub use db::{Builder, DATA_FILE, Database, LOG_FILE};
+pub use error::{Error, Result};
+pub use nvpage_buffer::Counters;
 pub use nvpage_storage as storage;
-pub use nvpage_storage::Layer;
+pub use nvpage_storage::{Durability, Layer, PersistMode, PersistRequest};
+pub use row::{Col, Date, Decimal, Kind, OwnedValue, RowRef, Value, format_scaled, kind};
+pub use scan::{Scan, ScanPage};
+pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
+pub use table::{RowId, Table};
+pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};

@@ -1,0 +1,401 @@
+//! Opening a database: the builder, creation, recovery, and the [`Database`] handle.
+//!
+//! Open, in order (DESIGN.md rule 5): take the log; check the data file's header against the
+//! log's UUID with plain reads; roll back the log's current generation with plain writes (before
+//! the data file is mapped or any page checksum is checked, since it repairs exactly the pages
+//! those checks would reject); only then open the data file with the chosen layer, start the
+//! buffer pool and read the catalog.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use nvpage_buffer::{BufferPool, Counters, MIN_FRAMES};
+use nvpage_storage::page::MIN_PAGE_SIZE;
+use nvpage_storage::{
+    Durability, FileHeader, FileLayer, FileOptions, Layer, OpenOptions, PageId, PageSize,
+    PersistRequest, RawFile,
+};
+use nvpage_wal::{CreateOptions, Log};
+use parking_lot::{Mutex, RwLock};
+use uuid::Uuid;
+
+use crate::catalog::{self, CATALOG_ROOT, Catalog};
+use crate::error::{Error, Result};
+use crate::table::Fsm;
+use crate::undo::{self, UndoHook};
+
+/// The data file's name in a database directory.
+pub const DATA_FILE: &str = "data.nvpage";
+/// The log's name in a database directory.
+pub const LOG_FILE: &str = "log.nvpage";
+
+/// How to open (or create) a database. [`Database::open`] uses the defaults.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    layer: Layer,
+    page_size: u64,
+    pool_bytes: u64,
+    log_bytes: u64,
+    persistence: PersistRequest,
+    max_file_bytes: u64,
+    read_only: bool,
+    create: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            layer: Layer::best_compiled(),
+            page_size: nvpage_storage::page::DEFAULT_PAGE_SIZE as u64,
+            pool_bytes: 64 << 20,
+            log_bytes: 64 << 20,
+            persistence: PersistRequest::Auto,
+            max_file_bytes: nvpage_storage::file::DEFAULT_MAX_FILE_BYTES,
+            read_only: false,
+            create: true,
+        }
+    }
+}
+
+impl Builder {
+    /// The file layer (default: the best compiled in, SE2 > SE1 > pread).
+    pub fn layer(mut self, layer: Layer) -> Self {
+        self.layer = layer;
+        self
+    }
+
+    /// The page size of a new database (4 KiB to 64 KiB, a power of two; default 8 KiB). An
+    /// existing database keeps its own.
+    pub fn page_size(mut self, bytes: u64) -> Self {
+        self.page_size = bytes;
+        self
+    }
+
+    /// Memory for the buffer pool's frames (default 64 MiB; at least 4 pages).
+    pub fn pool_bytes(mut self, bytes: u64) -> Self {
+        self.pool_bytes = bytes;
+        self
+    }
+
+    /// The log's size for a new database (default 64 MiB): a transaction whose before-images do
+    /// not fit is [`Error::TransactionTooLarge`].
+    pub fn log_bytes(mut self, bytes: u64) -> Self {
+        self.log_bytes = bytes;
+        self
+    }
+
+    /// How to persist (see [`nvpage_storage::persist`]): `CacheLine` puts the mapped layers and the
+    /// log on cache-line flushes (DAX, or emulated NVM on tmpfs only).
+    pub fn persistence(mut self, p: PersistRequest) -> Self {
+        self.persistence = p;
+        self
+    }
+
+    /// The largest size the data file may reach while open (the mapping's reservation; default
+    /// 256 GiB).
+    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
+        self
+    }
+
+    /// Open read-only: every write transaction is [`Error::ReadOnly`].
+    pub fn read_only(mut self, yes: bool) -> Self {
+        self.read_only = yes;
+        self
+    }
+
+    /// Whether a missing database is created (default true).
+    pub fn create(mut self, yes: bool) -> Self {
+        self.create = yes;
+        self
+    }
+
+    /// Opens the database in directory `dir`, creating it if allowed and missing.
+    pub fn open(self, dir: impl AsRef<Path>) -> Result<Database> {
+        Database::open_with(dir.as_ref(), self)
+    }
+}
+
+static NEXT_DB_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// An open database: one data file, one log, an exclusive lock on both.
+///
+/// `Database` is `Send + Sync`: share it between threads by reference (or in an `Arc`). Any
+/// number of [`ReadTxn`](crate::ReadTxn)s run together; a [`WriteTxn`](crate::WriteTxn) excludes
+/// them for its whole life (serializable isolation, by exclusion).
+#[derive(Debug)]
+pub struct Database {
+    pub(crate) id: usize,
+    dir: PathBuf,
+    pub(crate) pool: BufferPool,
+    pub(crate) log: Arc<RwLock<Log>>,
+    pub(crate) hook: Arc<UndoHook>,
+    pub(crate) gate: RwLock<()>,
+    pub(crate) catalog: RwLock<Catalog>,
+    pub(crate) fsm: Mutex<HashMap<u32, Fsm>>,
+    poisoned: AtomicBool,
+    read_only: bool,
+}
+
+impl Database {
+    /// Opens (or creates) the database in `dir` with the default options.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
+        Builder::default().open(dir)
+    }
+
+    /// Options for opening a database.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    fn open_with(dir: &Path, b: Builder) -> Result<Database> {
+        let page_size = PageSize::new(b.page_size)?;
+        if !b.layer.is_compiled() {
+            return Err(nvpage_storage::StorageError::LayerNotCompiled(b.layer.name()).into());
+        }
+        let data_path = dir.join(DATA_FILE);
+        let log_path = dir.join(LOG_FILE);
+        if !data_path.exists() {
+            if log_path.exists() && !crashed_create(&log_path)? {
+                return Err(Error::Incomplete { path: dir.into(), missing: DATA_FILE });
+            }
+            if !b.create || b.read_only {
+                return Err(Error::NotFound { path: dir.into() });
+            }
+            create(dir, &b, page_size)?;
+        } else if !log_path.exists() {
+            return Err(Error::Incomplete { path: dir.into(), missing: LOG_FILE });
+        }
+        let log = recover(&data_path, &log_path, &b)?;
+        let opts = OpenOptions {
+            layer: b.layer,
+            page_size,
+            max_bytes: b.max_file_bytes,
+            persistence: b.persistence,
+            read_only: b.read_only,
+            uuid: None,
+        };
+        let layer = opts.open(&data_path)?;
+        if layer.file().uuid() != log.uuid() {
+            return Err(Error::Wal(nvpage_wal::WalError::ForeignLog {
+                path: log_path,
+                expected: layer.file().uuid(),
+                found: log.uuid(),
+            }));
+        }
+        let frames = (b.pool_bytes / layer.file().page_size().bytes() as u64) as usize;
+        if frames < MIN_FRAMES {
+            return Err(Error::InvalidOption(format!(
+                "a pool of {} bytes holds fewer than {MIN_FRAMES} pages",
+                b.pool_bytes
+            )));
+        }
+        let log = Arc::new(RwLock::new(log));
+        let hook = Arc::new(UndoHook::new(log.clone()));
+        let pool = BufferPool::new(layer, frames, hook.clone())?;
+        let catalog = load_catalog(&pool)?;
+        Ok(Database {
+            id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
+            dir: dir.into(),
+            pool,
+            log,
+            hook,
+            gate: RwLock::new(()),
+            catalog: RwLock::new(catalog),
+            fsm: Mutex::new(HashMap::new()),
+            poisoned: AtomicBool::new(false),
+            read_only: b.read_only,
+        })
+    }
+
+    /// The database's directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file layer in use.
+    pub fn layer(&self) -> Layer {
+        self.pool.layer().layer()
+    }
+
+    /// The data file's persistence mode and medium.
+    pub fn durability(&self) -> Durability {
+        self.pool.layer().file().durability()
+    }
+
+    /// The log's persistence mode and medium.
+    pub fn log_durability(&self) -> Durability {
+        self.log.read().durability()
+    }
+
+    /// The page size.
+    pub fn page_size(&self) -> usize {
+        self.pool.page_size()
+    }
+
+    /// Pages in the data file (header and catalog included).
+    pub fn page_count(&self) -> u64 {
+        self.pool.layer().file().page_count()
+    }
+
+    /// The buffer pool's counters (hits, misses, redirected reads, bytes copied, ...).
+    pub fn counters(&self) -> Counters {
+        self.pool.counters()
+    }
+
+    /// The database's identity (in the data file's and the log's headers).
+    pub fn uuid(&self) -> Uuid {
+        self.pool.layer().file().uuid()
+    }
+
+    /// Whether an earlier failure poisoned the database.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn poison(&self) {
+        self.poisoned.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn check_usable(&self, write: bool) -> Result<()> {
+        if self.is_poisoned() {
+            return Err(Error::Poisoned);
+        }
+        if write && self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn layer_ref(&self) -> &dyn FileLayer {
+        self.pool.layer()
+    }
+
+    /// Replaces the cached catalog with the one in the file (after a roll-back).
+    pub(crate) fn reload_catalog(&self) -> Result<()> {
+        *self.catalog.write() = load_catalog(&self.pool)?;
+        self.fsm.lock().clear();
+        Ok(())
+    }
+}
+
+/// A log with no data file is a create that crashed after making the log: if the log is empty,
+/// it is removed so the database can be created again.
+fn crashed_create(log_path: &Path) -> Result<bool> {
+    let log = Log::open(log_path)?;
+    if log.tell() == 0 && log.generation() == 0 {
+        drop(log);
+        std::fs::remove_file(log_path)
+            .map_err(|e| nvpage_storage::StorageError::io("remove", log_path, e))?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Creates the log, then the data file with its header and an empty catalog; each durable (and
+/// its directory entry synced) before the next step. A crash in between leaves a lone empty log,
+/// which the next open removes.
+fn create(dir: &Path, b: &Builder, page_size: PageSize) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| nvpage_storage::StorageError::io("mkdir", dir, e))?;
+    let uuid = Uuid::new_v4();
+    let log_opts = CreateOptions { persistence: b.persistence, ..CreateOptions::new(uuid) };
+    drop(Log::create(&dir.join(LOG_FILE), b.log_bytes, &log_opts)?);
+    let opts = OpenOptions {
+        layer: Layer::compiled()[0],
+        page_size,
+        max_bytes: b.max_file_bytes,
+        persistence: PersistRequest::Auto,
+        read_only: false,
+        uuid: Some(uuid),
+    };
+    let layer = opts.create(&dir.join(DATA_FILE))?;
+    layer.grow(CATALOG_ROOT.0 + 1)?;
+    let mut page = vec![0u8; page_size.bytes()];
+    catalog::write_chunk(&mut page, &Catalog::default().encode(), 0);
+    layer.write_page(CATALOG_ROOT, &mut page)?;
+    layer.write_header()?;
+    layer.sync()?;
+    Ok(())
+}
+
+/// Rule 5: recovery first, from the log alone, with plain reads and writes of the data file.
+fn recover(data_path: &Path, log_path: &Path, b: &Builder) -> Result<Log> {
+    let wal_opts = nvpage_wal::OpenOptions {
+        read_only: b.read_only,
+        persistence: b.persistence,
+        expect_uuid: None,
+    };
+    let mut log = Log::open_with(log_path, &wal_opts)?;
+    let fopts = FileOptions { mapped: false, read_only: b.read_only, ..FileOptions::default() };
+    let raw = RawFile::open(data_path, &fopts)?;
+    let mut prefix = vec![0u8; (MIN_PAGE_SIZE as u64).min(raw.len_bytes()) as usize];
+    raw.read_at(&mut prefix, 0)?;
+    let header = FileHeader::decode_prefix(data_path, &prefix);
+    let page_size = match &header {
+        Ok(h) if h.uuid != log.uuid() => {
+            return Err(Error::Wal(nvpage_wal::WalError::ForeignLog {
+                path: log_path.into(),
+                expected: h.uuid,
+                found: log.uuid(),
+            }));
+        }
+        Ok(h) => h.page_size.bytes(),
+        // A header torn by a crash is repaired from its before-image, if the log holds one of
+        // this database.
+        Err(_) => match header_image(&log)? {
+            Some(size) => size,
+            None => return Err(header.expect_err("matched Err").into()),
+        },
+    };
+    if log.tell() > 0 {
+        if b.read_only {
+            return Err(Error::RecoveryNeeded);
+        }
+        undo::roll_back(&mut log, &raw, page_size)?;
+    }
+    Ok(log)
+}
+
+/// The page size of the log's before-image of page 0, if it holds one whose header carries the
+/// log's UUID.
+fn header_image(log: &Log) -> Result<Option<usize>> {
+    for r in log.records()? {
+        let r = r?;
+        if r.payload.len() < undo::IMAGE_OFFSET {
+            continue;
+        }
+        let size = u32::from_le_bytes(r.payload[8..12].try_into().expect("4 bytes")) as usize;
+        let Ok(img) = undo::decode(r.payload, size) else { continue };
+        if img.page != PageId::HEADER {
+            continue;
+        }
+        let prefix = &img.bytes[..MIN_PAGE_SIZE.min(img.bytes.len())];
+        if FileHeader::decode_prefix(Path::new("log image"), prefix)
+            .is_ok_and(|h| h.uuid == log.uuid())
+        {
+            return Ok(Some(size));
+        }
+    }
+    Ok(None)
+}
+
+/// Reads the catalog chain from page 1.
+fn load_catalog(pool: &BufferPool) -> Result<Catalog> {
+    let mut blob = Vec::new();
+    let mut next = CATALOG_ROOT.0;
+    let mut chain = Vec::new();
+    let page_count = pool.layer().file().page_count();
+    while next != 0 {
+        if next >= page_count || chain.contains(&next) {
+            return Err(Error::CorruptCatalog(format!("catalog chain reaches page {next}")));
+        }
+        let page = pool.read(PageId(next))?;
+        let (chunk, n) = catalog::read_chunk(&page, PageId(next))?;
+        blob.extend_from_slice(chunk);
+        chain.push(next);
+        next = n;
+    }
+    Catalog::decode(&blob, page_count, chain)
+}

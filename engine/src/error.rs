@@ -1,0 +1,167 @@
+//! The engine's one error type.
+
+use std::path::PathBuf;
+
+use nvpage_buffer::BufferError;
+use nvpage_storage::StorageError;
+use nvpage_wal::WalError;
+
+use crate::schema::ColumnType;
+use crate::table::RowId;
+
+/// Everything that can go wrong in the engine. Nothing panics on bad input or bad bytes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The data file or its layer failed (I/O, checksum, already open, full disk, ...).
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The buffer manager failed.
+    #[error(transparent)]
+    Buffer(BufferError),
+    /// The log failed (I/O, corruption, a foreign log, ...).
+    #[error(transparent)]
+    Wal(WalError),
+    /// The directory holds a data file but no log (or the reverse).
+    #[error("{path}: the database is incomplete: {missing} is missing")]
+    Incomplete {
+        /// The database directory.
+        path: PathBuf,
+        /// Which file is missing.
+        missing: &'static str,
+    },
+    /// There is no database at the path and creating one was not allowed.
+    #[error("{path}: no database here")]
+    NotFound {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// An earlier failure during commit, abort, recovery or a persist poisoned the database:
+    /// reopen it (recovery then restores the last committed state).
+    #[error("the database is poisoned by an earlier failure; reopen it")]
+    Poisoned,
+    /// The database was opened read-only.
+    #[error("the database is open read-only")]
+    ReadOnly,
+    /// A read-only open found a transaction to roll back: open it writable once.
+    #[error("the log holds an unfinished transaction; open the database writable to recover it")]
+    RecoveryNeeded,
+    /// `begin_write` on a thread that holds a read transaction of the same database (it would
+    /// wait for itself).
+    #[error("this thread holds a read transaction: begin_write would wait for itself")]
+    ReadTxnHeld,
+    /// The transaction's before-images do not fit the log; it was rolled back.
+    #[error("the transaction is too large for the log ({needed} bytes needed, {available} free)")]
+    TransactionTooLarge {
+        /// Bytes the next before-image needed.
+        needed: u64,
+        /// Bytes left in the log.
+        available: u64,
+    },
+    /// No table has this name.
+    #[error("no table named {0:?}")]
+    UnknownTable(String),
+    /// A table with this name exists.
+    #[error("a table named {0:?} exists")]
+    TableExists(String),
+    /// The table has no column of this name.
+    #[error("no column named {0:?}")]
+    UnknownColumn(String),
+    /// A schema that cannot be created.
+    #[error("invalid schema: {0}")]
+    InvalidSchema(String),
+    /// An insert or update with the wrong number of values.
+    #[error("{found} values for {expected} columns")]
+    WrongArity {
+        /// Columns in the schema.
+        expected: usize,
+        /// Values given.
+        found: usize,
+    },
+    /// A value that does not fit its column's type.
+    #[error("value for column {column:?} does not fit: {reason}")]
+    ValueDoesNotFit {
+        /// The column.
+        column: String,
+        /// Why.
+        reason: String,
+    },
+    /// A row larger than a page can hold.
+    #[error("a row of {bytes} bytes is larger than the {max} bytes a page holds")]
+    RowTooLarge {
+        /// The encoded row's size.
+        bytes: usize,
+        /// The largest row a page holds.
+        max: usize,
+    },
+    /// No live row has this id.
+    #[error("no row {0}")]
+    UnknownRow(RowId),
+    /// A column handle used on a table it was not made for.
+    #[error("a column handle was used on another table's rows")]
+    ColumnMismatch,
+    /// A column handle of the wrong type.
+    #[error("column {column:?} is {actual}, not {wanted}")]
+    ColumnType {
+        /// The column.
+        column: String,
+        /// Its type.
+        actual: ColumnType,
+        /// The type asked for.
+        wanted: &'static str,
+    },
+    /// A NULL where a value was required ([`crate::RowRef::get`]; use `get_opt`).
+    #[error("column {0:?} is NULL")]
+    Null(String),
+    /// A row's bytes are inconsistent with its schema.
+    #[error("corrupt row: {0}")]
+    CorruptRow(String),
+    /// A page's contents are inconsistent (its checksum was fine: a bug or a misdirected page).
+    #[error("corrupt page {page}: {reason}")]
+    CorruptPage {
+        /// The page.
+        page: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The catalog's bytes are inconsistent.
+    #[error("corrupt catalog: {0}")]
+    CorruptCatalog(String),
+    /// A log record that is not a valid before-image of this database.
+    #[error("corrupt log record: {0}")]
+    CorruptLog(String),
+    /// A configuration value out of range.
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+}
+
+impl From<WalError> for Error {
+    fn from(e: WalError) -> Self {
+        match e {
+            WalError::Storage(s) => Error::Storage(s),
+            WalError::LogFull { needed, available } => {
+                Error::TransactionTooLarge { needed, available }
+            }
+            e => Error::Wal(e),
+        }
+    }
+}
+
+impl From<BufferError> for Error {
+    fn from(e: BufferError) -> Self {
+        match e {
+            BufferError::Storage(s) => Error::Storage(s),
+            BufferError::Hook { source, .. } => match source.downcast::<Error>() {
+                Ok(inner) => *inner,
+                Err(other) => Error::Buffer(BufferError::Hook {
+                    page: nvpage_storage::PageId(u64::MAX),
+                    source: other,
+                }),
+            },
+            e => Error::Buffer(e),
+        }
+    }
+}
+
+/// The engine's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,294 @@
+//! Slotted heap pages.
+//!
+//! ```text
+//! 0          16     17      18          20           24         28        32
+//! +----------+------+-------+-----------+------------+----------+---------+----------------+
+//! | envelope | type | flags | slot count| free end   | table id | unused  | slots: (u16    |
+//! | (storage)| 'H'  |       | u16       | u32        | u32      |         | offset, u16    |
+//! |          |      |       |           |            |          |         | len) each      |
+//! +----------+------+-------+-----------+------------+----------+---------+----------------+
+//!  ... free space ... | rows, packed downward from the end of the page to `free end` |
+//! ```
+//!
+//! A deleted slot is `(0, 0)` and is reused by the next insert into the page. Row bytes freed by
+//! deletes and shrinking updates are reclaimed by compacting the page when an insert needs them.
+
+use nvpage_storage::page::PAGE_HEADER_LEN;
+
+use crate::error::{Error, Result};
+
+/// The type byte of a heap page.
+pub const HEAP_PAGE: u8 = b'H';
+
+const TYPE_OFFSET: usize = PAGE_HEADER_LEN;
+const FLAGS_OFFSET: usize = TYPE_OFFSET + 1;
+const SLOT_COUNT_OFFSET: usize = FLAGS_OFFSET + 1;
+const FREE_END_OFFSET: usize = SLOT_COUNT_OFFSET + 2;
+const TABLE_ID_OFFSET: usize = FREE_END_OFFSET + 4;
+/// Where the slot array starts.
+pub const SLOTS_OFFSET: usize = TABLE_ID_OFFSET + 8;
+const SLOT_BYTES: usize = 4;
+
+const _: () = assert!(SLOTS_OFFSET == 32);
+
+/// The largest row a page of `page_size` bytes holds.
+pub fn max_row(page_size: usize) -> usize {
+    (page_size - SLOTS_OFFSET - SLOT_BYTES).min(usize::from(u16::MAX))
+}
+
+fn u16_at(p: &[u8], at: usize) -> usize {
+    usize::from(u16::from_le_bytes([p[at], p[at + 1]]))
+}
+
+fn u32_at(p: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
+}
+
+fn put_u16(p: &mut [u8], at: usize, v: usize) {
+    p[at..at + 2].copy_from_slice(&(v as u16).to_le_bytes());
+}
+
+fn put_u32(p: &mut [u8], at: usize, v: u32) {
+    p[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Formats `page` as an empty heap page of table `table_id`.
+pub fn init(page: &mut [u8], table_id: u32) {
+    page[PAGE_HEADER_LEN..].fill(0);
+    page[TYPE_OFFSET] = HEAP_PAGE;
+    put_u16(page, SLOT_COUNT_OFFSET, 0);
+    put_u32(page, FREE_END_OFFSET, page.len() as u32);
+    put_u32(page, TABLE_ID_OFFSET, table_id);
+}
+
+/// A heap page checked for internal consistency, so that reading its slots never goes out of
+/// bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct HeapPage<'p> {
+    bytes: &'p [u8],
+    slots: usize,
+}
+
+impl<'p> HeapPage<'p> {
+    /// Checks `bytes` as a heap page of table `table_id`.
+    pub fn new(bytes: &'p [u8], table_id: u32, page: u64) -> Result<Self> {
+        let bad = |why: String| Error::CorruptPage { page, reason: why };
+        if bytes[TYPE_OFFSET] != HEAP_PAGE {
+            return Err(bad(format!("type byte {:#04x} is not a heap page", bytes[TYPE_OFFSET])));
+        }
+        let found = u32_at(bytes, TABLE_ID_OFFSET);
+        if found != table_id {
+            return Err(bad(format!("belongs to table {found}, not {table_id}")));
+        }
+        let slots = u16_at(bytes, SLOT_COUNT_OFFSET);
+        let free_end = u32_at(bytes, FREE_END_OFFSET) as usize;
+        let slots_end = SLOTS_OFFSET + slots * SLOT_BYTES;
+        if slots_end > free_end || free_end > bytes.len() {
+            return Err(bad(format!("{slots} slots and free end {free_end} do not fit the page")));
+        }
+        for s in 0..slots {
+            let (off, len) = slot(bytes, s);
+            if off != 0 && (off < free_end || off + len > bytes.len()) {
+                return Err(bad(format!("slot {s} points outside the row area")));
+            }
+        }
+        Ok(Self { bytes, slots })
+    }
+
+    /// The row in `slot`, if the slot holds one.
+    pub fn get(&self, slot: usize) -> Option<&'p [u8]> {
+        if slot >= self.slots {
+            return None;
+        }
+        let (off, len) = self::slot(self.bytes, slot);
+        (off != 0).then(|| &self.bytes[off..off + len])
+    }
+
+    /// The live rows and their slots, in slot order.
+    pub fn rows(self) -> impl Iterator<Item = (usize, &'p [u8])> + 'p {
+        (0..self.slots).filter_map(move |s| self.get(s).map(|r| (s, r)))
+    }
+
+    /// Bytes an insert could use after compaction (a new slot's 4 bytes not yet taken).
+    pub fn free_space(&self) -> usize {
+        free_space(self.bytes)
+    }
+}
+
+fn slot(p: &[u8], s: usize) -> (usize, usize) {
+    let at = SLOTS_OFFSET + s * SLOT_BYTES;
+    (u16_at(p, at), u16_at(p, at + 2))
+}
+
+fn set_slot(p: &mut [u8], s: usize, off: usize, len: usize) {
+    let at = SLOTS_OFFSET + s * SLOT_BYTES;
+    put_u16(p, at, off);
+    put_u16(p, at + 2, len);
+}
+
+/// Bytes reclaimable for rows (after compaction) in a page already checked by [`HeapPage::new`].
+pub fn free_space(p: &[u8]) -> usize {
+    let slots = u16_at(p, SLOT_COUNT_OFFSET);
+    let used: usize = (0..slots).map(|s| slot(p, s).1).sum();
+    p.len() - SLOTS_OFFSET - slots * SLOT_BYTES - used
+}
+
+/// Inserts `row` into a checked page; the slot, or `None` if the page has no room.
+pub fn insert(p: &mut [u8], row: &[u8]) -> Option<usize> {
+    let slots = u16_at(p, SLOT_COUNT_OFFSET);
+    let reuse = (0..slots).find(|&s| slot(p, s) == (0, 0));
+    let slot_cost = if reuse.is_some() { 0 } else { SLOT_BYTES };
+    if slots >= usize::from(u16::MAX) && reuse.is_none() {
+        return None;
+    }
+    let free_end = u32_at(p, FREE_END_OFFSET) as usize;
+    let slots_end = SLOTS_OFFSET + slots * SLOT_BYTES;
+    if free_end - slots_end < row.len() + slot_cost {
+        if free_space(p) < row.len() + slot_cost {
+            return None;
+        }
+        compact(p);
+        return insert(p, row);
+    }
+    let off = free_end - row.len();
+    // A zero-length row still needs a nonzero offset to read as live.
+    p[off..free_end].copy_from_slice(row);
+    put_u32(p, FREE_END_OFFSET, off as u32);
+    let s = reuse.unwrap_or(slots);
+    if reuse.is_none() {
+        put_u16(p, SLOT_COUNT_OFFSET, slots + 1);
+    }
+    set_slot(p, s, off, row.len());
+    Some(s)
+}
+
+/// Deletes the row in `slot`; `false` if there is none.
+pub fn delete(p: &mut [u8], s: usize) -> bool {
+    if s >= u16_at(p, SLOT_COUNT_OFFSET) || slot(p, s).0 == 0 {
+        return false;
+    }
+    set_slot(p, s, 0, 0);
+    true
+}
+
+/// Replaces the row in `slot`, keeping the slot, if the page has room; `false` otherwise (the old
+/// row is then untouched).
+pub fn update(p: &mut [u8], s: usize, row: &[u8]) -> bool {
+    let (off, len) = slot(p, s);
+    if row.len() <= len {
+        p[off..off + row.len()].copy_from_slice(row);
+        set_slot(p, s, off, row.len());
+        return true;
+    }
+    if free_space(p) + len < row.len() {
+        return false;
+    }
+    set_slot(p, s, 0, 0);
+    compact(p);
+    let free_end = u32_at(p, FREE_END_OFFSET) as usize;
+    let new_off = free_end - row.len();
+    p[new_off..free_end].copy_from_slice(row);
+    put_u32(p, FREE_END_OFFSET, new_off as u32);
+    set_slot(p, s, new_off, row.len());
+    true
+}
+
+/// Packs the live rows against the end of the page, keeping their slots.
+fn compact(p: &mut [u8]) {
+    let slots = u16_at(p, SLOT_COUNT_OFFSET);
+    let mut live: Vec<(usize, Vec<u8>)> = (0..slots)
+        .filter_map(|s| {
+            let (off, len) = slot(p, s);
+            (off != 0).then(|| (s, p[off..off + len].to_vec()))
+        })
+        .collect();
+    live.sort_by_key(|(s, _)| *s);
+    let mut end = p.len();
+    for (s, row) in live {
+        let off = end - row.len();
+        p[off..end].copy_from_slice(&row);
+        set_slot(p, s, off, row.len());
+        end = off;
+    }
+    put_u32(p, FREE_END_OFFSET, end as u32);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page() -> Vec<u8> {
+        let mut p = vec![0u8; 4096];
+        init(&mut p, 7);
+        p
+    }
+
+    #[test]
+    fn insert_get_delete_reuse() {
+        let mut p = page();
+        let a = insert(&mut p, b"alpha").unwrap();
+        let b = insert(&mut p, b"beta").unwrap();
+        let h = HeapPage::new(&p, 7, 1).unwrap();
+        assert_eq!(h.get(a), Some(&b"alpha"[..]));
+        assert_eq!(h.get(b), Some(&b"beta"[..]));
+        assert!(delete(&mut p, a));
+        assert!(!delete(&mut p, a));
+        let c = insert(&mut p, b"gamma").unwrap();
+        assert_eq!(c, a, "a deleted slot is reused");
+        assert_eq!(HeapPage::new(&p, 7, 1).unwrap().rows().count(), 2);
+    }
+
+    #[test]
+    fn fills_then_compacts_freed_space() {
+        let mut p = page();
+        let row = [9u8; 100];
+        let mut slots = vec![];
+        while let Some(s) = insert(&mut p, &row) {
+            slots.push(s);
+        }
+        assert!(slots.len() >= 38);
+        for s in slots.iter().step_by(2) {
+            delete(&mut p, *s);
+        }
+        // Freed space is scattered; inserts compact the page to reach it.
+        let mut again = 0;
+        while insert(&mut p, &[1u8; 100]).is_some() {
+            again += 1;
+        }
+        assert_eq!(again, slots.len().div_ceil(2));
+        let h = HeapPage::new(&p, 7, 1).unwrap();
+        assert!(h.rows().all(|(_, r)| r == [9u8; 100] || r == [1u8; 100]));
+    }
+
+    #[test]
+    fn update_grows_in_place_or_refuses() {
+        let mut p = page();
+        let s = insert(&mut p, b"short").unwrap();
+        assert!(update(&mut p, s, b"a much longer row than before"));
+        assert_eq!(
+            HeapPage::new(&p, 7, 1).unwrap().get(s),
+            Some(&b"a much longer row than before"[..])
+        );
+        assert!(!update(&mut p, s, &[0u8; 5000]));
+        assert_eq!(
+            HeapPage::new(&p, 7, 1).unwrap().get(s),
+            Some(&b"a much longer row than before"[..])
+        );
+    }
+
+    #[test]
+    fn damaged_pages_are_errors() {
+        let mut p = page();
+        insert(&mut p, b"x").unwrap();
+        let mut q = p.clone();
+        q[TYPE_OFFSET] = 0;
+        assert!(HeapPage::new(&q, 7, 1).is_err());
+        assert!(HeapPage::new(&p, 8, 1).is_err());
+        let mut q = p.clone();
+        put_u16(&mut q, SLOT_COUNT_OFFSET, 2000);
+        assert!(HeapPage::new(&q, 7, 1).is_err());
+        let mut q = p.clone();
+        set_slot(&mut q, 0, 4090, 100);
+        assert!(HeapPage::new(&q, 7, 1).is_err());
+    }
+}

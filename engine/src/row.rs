@@ -1,0 +1,506 @@
+//! Values, row encoding, and rows read in place through a borrowed view.
+//!
+//! Rows are encoded once, on insert and update ([`encode_row`]), with every value checked against
+//! its column. They are read in place: [`RowRef`] borrows the page's bytes and its typed getters
+//! read one column's slot without decoding the rest. A typed column handle ([`Col`]) is checked
+//! against the schema once, when it is made, so the per-row getters only bound-check.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use crate::error::{Error, Result};
+use crate::schema::{ColumnType, Schema};
+
+/// A fixed-point decimal: `units × 10^-scale`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Decimal {
+    /// The value in units of `10^-scale`.
+    pub units: i64,
+    /// Digits after the point (0..=18).
+    pub scale: u8,
+}
+
+impl Decimal {
+    /// `units × 10^-scale`.
+    pub fn new(units: i64, scale: u8) -> Self {
+        Self { units, scale }
+    }
+
+    /// The same value at `scale`, if it is exact there and fits an `i64`.
+    pub fn rescale(self, scale: u8) -> Option<i64> {
+        if scale >= self.scale {
+            10i64.checked_pow(u32::from(scale - self.scale))?.checked_mul(self.units)
+        } else {
+            let div = 10i64.checked_pow(u32::from(self.scale - scale))?;
+            (self.units % div == 0).then_some(self.units / div)
+        }
+    }
+}
+
+impl fmt::Display for Decimal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        format_scaled(f, i128::from(self.units), self.scale)
+    }
+}
+
+/// Writes `units × 10^-scale` with exactly `scale` digits after the point.
+pub fn format_scaled(f: &mut impl fmt::Write, units: i128, scale: u8) -> fmt::Result {
+    if scale == 0 {
+        return write!(f, "{units}");
+    }
+    let p = 10i128.pow(u32::from(scale));
+    let sign = if units < 0 { "-" } else { "" };
+    let a = units.unsigned_abs();
+    write!(f, "{sign}{}.{:0w$}", a / p.unsigned_abs(), a % p.unsigned_abs(), w = scale as usize)
+}
+
+/// A date as days since 1970-01-01.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Date(pub i32);
+
+impl Date {
+    /// The date of a proleptic Gregorian `year-month-day`, if valid.
+    pub fn from_ymd(year: i32, month: u32, day: u32) -> Option<Date> {
+        if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+            return None;
+        }
+        // Howard Hinnant's days_from_civil.
+        let y = if month <= 2 { year - 1 } else { year };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let m = month as i32;
+        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day as i32 - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        Some(Date(era * 146_097 + doe - 719_468))
+    }
+
+    /// `(year, month, day)`.
+    pub fn ymd(self) -> (i32, u32, u32) {
+        let z = self.0 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        (yoe + era * 400 + i32::from(m <= 2), m, d)
+    }
+
+    /// Parses `YYYY-MM-DD`.
+    pub fn parse(s: &str) -> Option<Date> {
+        let mut it = s.splitn(3, '-');
+        let y = it.next()?.parse().ok()?;
+        let m = it.next()?.parse().ok()?;
+        let d = it.next()?.parse().ok()?;
+        Date::from_ymd(y, m, d)
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (y, m, d) = self.ymd();
+        write!(f, "{y:04}-{m:02}-{d:02}")
+    }
+}
+
+fn days_in_month(year: i32, month: u32) -> u32 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// A value to store in a column.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value<'a> {
+    /// NULL (nullable columns only).
+    Null,
+    /// For `I32` columns.
+    I32(i32),
+    /// For `I64` columns.
+    I64(i64),
+    /// For `Decimal` columns; rescaled to the column's scale if that is exact.
+    Decimal(Decimal),
+    /// For `Date` columns.
+    Date(Date),
+    /// For `Char` and `VarChar` columns.
+    Str(&'a str),
+}
+
+fn misfit(schema: &Schema, i: usize, reason: impl Into<String>) -> Error {
+    Error::ValueDoesNotFit { column: schema.columns()[i].name.clone(), reason: reason.into() }
+}
+
+/// Encodes `values` as a row of `schema`, checking each against its column.
+pub fn encode_row(schema: &Schema, values: &[Value<'_>], out: &mut Vec<u8>) -> Result<()> {
+    let cols = schema.columns();
+    if values.len() != cols.len() {
+        return Err(Error::WrongArity { expected: cols.len(), found: values.len() });
+    }
+    out.clear();
+    out.resize(schema.fixed_end(), 0);
+    for (i, (c, v)) in cols.iter().zip(values).enumerate() {
+        let at = schema.offset(i);
+        match (c.ty, v) {
+            (_, Value::Null) if c.nullable => out[i / 8] |= 1 << (i % 8),
+            (_, Value::Null) => return Err(misfit(schema, i, "NULL in a NOT NULL column")),
+            (ColumnType::I32, Value::I32(x)) => out[at..at + 4].copy_from_slice(&x.to_le_bytes()),
+            (ColumnType::Date, Value::Date(d)) => {
+                out[at..at + 4].copy_from_slice(&d.0.to_le_bytes())
+            }
+            (ColumnType::I64, Value::I64(x)) => out[at..at + 8].copy_from_slice(&x.to_le_bytes()),
+            (ColumnType::Decimal { scale }, Value::Decimal(d)) => {
+                let units = d.rescale(scale).ok_or_else(|| {
+                    misfit(schema, i, format!("{d} is not exact at scale {scale} or overflows"))
+                })?;
+                out[at..at + 8].copy_from_slice(&units.to_le_bytes());
+            }
+            (ColumnType::Char { len }, Value::Str(s)) => {
+                if s.len() > usize::from(len) {
+                    return Err(misfit(schema, i, format!("{} bytes in char({len})", s.len())));
+                }
+                out[at..at + s.len()].copy_from_slice(s.as_bytes());
+                out[at + s.len()..at + usize::from(len)].fill(b' ');
+            }
+            (ColumnType::VarChar { max_len }, Value::Str(s)) => {
+                if s.len() > usize::from(max_len) {
+                    return Err(misfit(
+                        schema,
+                        i,
+                        format!("{} bytes in varchar({max_len})", s.len()),
+                    ));
+                }
+                let off = out.len();
+                if off + s.len() > usize::from(u16::MAX) {
+                    return Err(Error::RowTooLarge {
+                        bytes: off + s.len(),
+                        max: usize::from(u16::MAX),
+                    });
+                }
+                out[at..at + 2].copy_from_slice(&(off as u16).to_le_bytes());
+                out[at + 2..at + 4].copy_from_slice(&(s.len() as u16).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+            (ty, v) => return Err(misfit(schema, i, format!("{v:?} for a {ty} column"))),
+        }
+    }
+    Ok(())
+}
+
+/// A row read in place: borrowed bytes plus the schema that reads them.
+#[derive(Clone, Copy, Debug)]
+pub struct RowRef<'r> {
+    schema: &'r Schema,
+    bytes: &'r [u8],
+}
+
+impl<'r> RowRef<'r> {
+    /// Checks that `bytes` can be read as a row of `schema` (length, and every variable-length
+    /// value inside the row), so getters never read out of bounds.
+    pub fn new(schema: &'r Schema, bytes: &'r [u8]) -> Result<Self> {
+        if bytes.len() < schema.fixed_end() {
+            return Err(Error::CorruptRow(format!(
+                "{} bytes, the schema needs at least {}",
+                bytes.len(),
+                schema.fixed_end()
+            )));
+        }
+        if schema.has_var() {
+            for (i, c) in schema.columns().iter().enumerate() {
+                if matches!(c.ty, ColumnType::VarChar { .. })
+                    && !(c.nullable && bytes[i / 8] & (1 << (i % 8)) != 0)
+                {
+                    let (off, len) = var_slot(bytes, schema.offset(i));
+                    if off < schema.fixed_end() || off + len > bytes.len() {
+                        return Err(Error::CorruptRow(format!(
+                            "column {:?} points outside the row",
+                            c.name
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(Self { schema, bytes })
+    }
+
+    /// The row's encoded bytes.
+    pub fn bytes(&self) -> &'r [u8] {
+        self.bytes
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &'r Schema {
+        self.schema
+    }
+
+    /// Whether column `i` is NULL.
+    pub fn is_null(&self, i: usize) -> bool {
+        i < self.schema.columns().len() && self.bytes[i / 8] & (1 << (i % 8)) != 0
+    }
+
+    /// Column `c`'s value; NULL is [`Error::Null`].
+    #[inline]
+    pub fn get<K: Kind>(&self, c: Col<K>) -> Result<K::Out<'r>> {
+        match self.get_opt(c)? {
+            Some(v) => Ok(v),
+            None => Err(Error::Null(self.schema.columns()[c.index].name.clone())),
+        }
+    }
+
+    /// Column `c`'s value, or `None` for NULL.
+    #[inline]
+    pub fn get_opt<K: Kind>(&self, c: Col<K>) -> Result<Option<K::Out<'r>>> {
+        if c.fixed_end != self.schema.fixed_end() || c.index >= self.schema.columns().len() {
+            return Err(Error::ColumnMismatch);
+        }
+        if c.nullable && self.is_null(c.index) {
+            return Ok(None);
+        }
+        K::decode(self.bytes, c.offset, c.ty).map(Some)
+    }
+
+    /// Column `i` as an owned [`OwnedValue`], whatever its type (slower than typed getters).
+    pub fn value(&self, i: usize) -> Result<OwnedValue> {
+        let col =
+            self.schema.columns().get(i).ok_or_else(|| Error::UnknownColumn(format!("#{i}")))?;
+        if self.is_null(i) {
+            return Ok(OwnedValue::Null);
+        }
+        let at = self.schema.offset(i);
+        Ok(match col.ty {
+            ColumnType::I32 => OwnedValue::I32(read_i32(self.bytes, at)),
+            ColumnType::Date => OwnedValue::Date(Date(read_i32(self.bytes, at))),
+            ColumnType::I64 => OwnedValue::I64(read_i64(self.bytes, at)),
+            ColumnType::Decimal { scale } => {
+                OwnedValue::Decimal(Decimal::new(read_i64(self.bytes, at), scale))
+            }
+            ColumnType::Char { .. } | ColumnType::VarChar { .. } => {
+                OwnedValue::Str(kind::Str::decode(self.bytes, at, col.ty)?.to_string())
+            }
+        })
+    }
+}
+
+/// An owned value, as [`RowRef::value`] returns it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OwnedValue {
+    /// NULL.
+    Null,
+    /// An `I32`.
+    I32(i32),
+    /// An `I64`.
+    I64(i64),
+    /// A `Decimal`.
+    Decimal(Decimal),
+    /// A `Date`.
+    Date(Date),
+    /// A `Char` (without its padding) or `VarChar`.
+    Str(String),
+}
+
+impl OwnedValue {
+    /// The value borrowed as a [`Value`], for inserting it again.
+    pub fn as_value(&self) -> Value<'_> {
+        match self {
+            OwnedValue::Null => Value::Null,
+            OwnedValue::I32(x) => Value::I32(*x),
+            OwnedValue::I64(x) => Value::I64(*x),
+            OwnedValue::Decimal(d) => Value::Decimal(*d),
+            OwnedValue::Date(d) => Value::Date(*d),
+            OwnedValue::Str(s) => Value::Str(s),
+        }
+    }
+}
+
+fn read_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn read_i64(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_le_bytes(a)
+}
+
+fn var_slot(b: &[u8], at: usize) -> (usize, usize) {
+    (
+        usize::from(u16::from_le_bytes([b[at], b[at + 1]])),
+        usize::from(u16::from_le_bytes([b[at + 2], b[at + 3]])),
+    )
+}
+
+/// A column handle checked once against its schema: `Col<kind::I64>` reads an `I64` column.
+#[derive(Debug)]
+pub struct Col<K> {
+    index: usize,
+    offset: usize,
+    ty: ColumnType,
+    nullable: bool,
+    fixed_end: usize,
+    _kind: PhantomData<K>,
+}
+
+impl<K> Clone for Col<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K> Copy for Col<K> {}
+
+impl<K: Kind> Col<K> {
+    /// The handle for column `name` of `schema`, if its type is read by `K`.
+    pub fn new(schema: &Schema, name: &str) -> Result<Self> {
+        let index = schema.index_of(name)?;
+        let c = &schema.columns()[index];
+        if !K::matches(c.ty) {
+            return Err(Error::ColumnType {
+                column: name.to_string(),
+                actual: c.ty,
+                wanted: K::NAME,
+            });
+        }
+        Ok(Self {
+            index,
+            offset: schema.offset(index),
+            ty: c.ty,
+            nullable: c.nullable,
+            fixed_end: schema.fixed_end(),
+            _kind: PhantomData,
+        })
+    }
+
+    /// The column's index in its schema.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+/// How a [`Col`] reads its column. Implemented by the markers in [`kind`].
+pub trait Kind: Copy {
+    /// What the getter returns.
+    type Out<'r>;
+    /// A name for errors.
+    const NAME: &'static str;
+    /// Whether columns of `ty` can be read this way.
+    fn matches(ty: ColumnType) -> bool;
+    /// Reads the slot at `at` of a validated row.
+    fn decode(row: &[u8], at: usize, ty: ColumnType) -> Result<Self::Out<'_>>;
+}
+
+/// Column kinds for [`Col`].
+pub mod kind {
+    use super::*;
+
+    /// Reads `I32` columns as `i32`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct I32;
+    /// Reads `I64` columns as `i64`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct I64;
+    /// Reads `Decimal` columns as their `i64` units (the scale is the column's).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Units;
+    /// Reads `Date` columns as [`Date`].
+    #[derive(Clone, Copy, Debug)]
+    pub struct DateK;
+    /// Reads `Char` (without trailing blanks) and `VarChar` columns as bytes.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Bytes;
+    /// Reads `Char` (without trailing blanks) and `VarChar` columns as `&str`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Str;
+
+    impl Kind for I32 {
+        type Out<'r> = i32;
+        const NAME: &'static str = "i32";
+        fn matches(ty: ColumnType) -> bool {
+            ty == ColumnType::I32
+        }
+        #[inline]
+        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<i32> {
+            Ok(read_i32(row, at))
+        }
+    }
+
+    impl Kind for I64 {
+        type Out<'r> = i64;
+        const NAME: &'static str = "i64";
+        fn matches(ty: ColumnType) -> bool {
+            ty == ColumnType::I64
+        }
+        #[inline]
+        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<i64> {
+            Ok(read_i64(row, at))
+        }
+    }
+
+    impl Kind for Units {
+        type Out<'r> = i64;
+        const NAME: &'static str = "decimal";
+        fn matches(ty: ColumnType) -> bool {
+            matches!(ty, ColumnType::Decimal { .. })
+        }
+        #[inline]
+        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<i64> {
+            Ok(read_i64(row, at))
+        }
+    }
+
+    impl Kind for DateK {
+        type Out<'r> = Date;
+        const NAME: &'static str = "date";
+        fn matches(ty: ColumnType) -> bool {
+            ty == ColumnType::Date
+        }
+        #[inline]
+        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<Date> {
+            Ok(Date(read_i32(row, at)))
+        }
+    }
+
+    impl Kind for Bytes {
+        type Out<'r> = &'r [u8];
+        const NAME: &'static str = "string";
+        fn matches(ty: ColumnType) -> bool {
+            matches!(ty, ColumnType::Char { .. } | ColumnType::VarChar { .. })
+        }
+        #[inline]
+        fn decode(row: &[u8], at: usize, ty: ColumnType) -> Result<&[u8]> {
+            string_bytes(row, at, ty)
+        }
+    }
+
+    impl Kind for Str {
+        type Out<'r> = &'r str;
+        const NAME: &'static str = "string";
+        fn matches(ty: ColumnType) -> bool {
+            Bytes::matches(ty)
+        }
+        #[inline]
+        fn decode(row: &[u8], at: usize, ty: ColumnType) -> Result<&str> {
+            std::str::from_utf8(string_bytes(row, at, ty)?)
+                .map_err(|_| Error::CorruptRow("a string is not UTF-8".into()))
+        }
+    }
+
+    /// A `Char`'s bytes without trailing blanks, or a `VarChar`'s bytes. The slot was checked by
+    /// [`RowRef::new`] for this schema; a handle from another schema is caught by `get`'s check of
+    /// the fixed area's size, and the range is checked again here, so no read is out of bounds.
+    fn string_bytes(row: &[u8], at: usize, ty: ColumnType) -> Result<&[u8]> {
+        let b = match ty {
+            ColumnType::Char { len } => {
+                let b = row.get(at..at + usize::from(len)).unwrap_or_default();
+                let end = b.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
+                &b[..end]
+            }
+            _ => {
+                let (off, len) = var_slot(row, at);
+                row.get(off..off + len).ok_or(Error::ColumnMismatch)?
+            }
+        };
+        Ok(b)
+    }
+}

@@ -1,0 +1,196 @@
+//! Scans: a page-at-a-time iterator over a table, and a parallel fold that splits the table's
+//! pages among worker threads.
+//!
+//! Rows are read in place: a [`ScanPage`] holds its page (a frame, or in SE2 the page in the
+//! mapping) and lends [`RowRef`]s borrowed from it. Scans cycle through a small ring of frames
+//! ([`nvpage_buffer::ScanRing`]) so that a table larger than the pool does not flush everything
+//! else out, and ask the kernel to read ahead a window of pages at a time.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use nvpage_buffer::{PageRef, ScanRing};
+use nvpage_storage::PageId;
+
+use crate::db::Database;
+use crate::error::{Error, Result};
+use crate::heap::HeapPage;
+use crate::row::RowRef;
+use crate::schema::Schema;
+use crate::table::Table;
+
+/// Pages read ahead of a scan.
+const READ_AHEAD_PAGES: u64 = 256;
+/// Pages a parallel-scan worker takes at a time.
+const CHUNK_PAGES: u64 = 32;
+
+fn runs_of(db: &Database, table: &Table) -> Result<Vec<(u64, u64)>> {
+    let cat = db.catalog.read();
+    let t = cat
+        .tables
+        .iter()
+        .find(|t| t.id == table.id)
+        .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+    Ok(t.runs())
+}
+
+/// A table's pages, in order, as an iterator of [`ScanPage`]s.
+#[derive(Debug)]
+pub struct Scan<'t> {
+    db: &'t Database,
+    table: Table,
+    pages: Vec<(u64, u64)>,
+    run: usize,
+    next: u64,
+    ahead_to: u64,
+    ring: ScanRing,
+}
+
+impl<'t> Scan<'t> {
+    pub(crate) fn new(db: &'t Database, table: &Table) -> Result<Self> {
+        let pages = runs_of(db, table)?;
+        let next = pages.first().map_or(0, |r| r.0);
+        Ok(Self {
+            db,
+            table: table.clone(),
+            pages,
+            run: 0,
+            next,
+            ahead_to: 0,
+            ring: db.pool.scan_ring(),
+        })
+    }
+}
+
+impl<'t> Iterator for Scan<'t> {
+    type Item = Result<ScanPage<'t>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let &(start, len) = self.pages.get(self.run)?;
+        let page = self.next;
+        if page + 1 >= start + len {
+            self.run += 1;
+            self.next = self.pages.get(self.run).map_or(0, |r| r.0);
+        } else {
+            self.next += 1;
+        }
+        if page >= self.ahead_to || page < start {
+            let n = READ_AHEAD_PAGES.min(start + len - page);
+            self.db.layer_ref().will_need(PageId(page), n);
+            self.ahead_to = page + n;
+        }
+        Some(ScanPage::read(self.db, &self.table, page, &mut self.ring))
+    }
+}
+
+/// One heap page of a scan, held for as long as its rows are borrowed.
+#[derive(Debug)]
+pub struct ScanPage<'t> {
+    page: PageRef<'t>,
+    schema: Schema,
+    id: u64,
+    table_id: u32,
+}
+
+impl<'t> ScanPage<'t> {
+    fn read(db: &'t Database, table: &Table, id: u64, ring: &mut ScanRing) -> Result<Self> {
+        let page = db.pool.read_scan(PageId(id), ring)?;
+        HeapPage::new(&page, table.id, id)?;
+        Ok(Self { page, schema: table.schema().clone(), id, table_id: table.id })
+    }
+
+    /// The page's id.
+    pub fn page_id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the page is read in place from the mapping (SE2).
+    pub fn is_redirected(&self) -> bool {
+        self.page.is_redirected()
+    }
+
+    /// The live rows of the page, with their slots.
+    pub fn rows(&self) -> impl Iterator<Item = Result<(u16, RowRef<'_>)>> + '_ {
+        let h = HeapPage::new(&self.page, self.table_id, self.id).expect("checked when read");
+        h.rows()
+            .map(move |(slot, bytes)| RowRef::new(&self.schema, bytes).map(|r| (slot as u16, r)))
+    }
+}
+
+/// Folds every row of `table` on `threads` workers (at least one), each starting from `init()`,
+/// then combines the workers' results. Workers take chunks of pages from a shared counter, so a
+/// slow worker does not hold the others back. The first error stops every worker.
+pub(crate) fn par_fold<A, I, F, C>(
+    db: &Database,
+    table: &Table,
+    threads: usize,
+    init: I,
+    fold: F,
+    combine: C,
+) -> Result<A>
+where
+    A: Send,
+    I: Fn() -> A + Sync,
+    F: Fn(A, RowRef<'_>) -> Result<A> + Sync,
+    C: Fn(A, A) -> A,
+{
+    let chunks: Vec<(u64, u64)> = runs_of(db, table)?
+        .into_iter()
+        .flat_map(|(s, n)| {
+            (0..n.div_ceil(CHUNK_PAGES))
+                .map(move |i| (s + i * CHUNK_PAGES, (n - i * CHUNK_PAGES).min(CHUNK_PAGES)))
+        })
+        .collect();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let threads = threads.clamp(1, chunks.len().max(1));
+    let work = || -> Result<A> {
+        let mut acc = init();
+        let mut ring = db.pool.scan_ring();
+        let schema = table.schema().clone();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(start, len)) = chunks.get(i) else { return Ok(acc) };
+            if failed.load(Ordering::Relaxed) {
+                return Ok(acc);
+            }
+            db.layer_ref().will_need(PageId(start), len);
+            for id in start..start + len {
+                let page = db.pool.read_scan(PageId(id), &mut ring)?;
+                let h = HeapPage::new(&page, table.id, id)?;
+                for (_, bytes) in h.rows() {
+                    acc = fold(acc, RowRef::new(&schema, bytes)?)?;
+                }
+            }
+        }
+    };
+    let results: Vec<Result<A>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (1..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let r = work();
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        let mut out = vec![work()];
+        if out[0].is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        out.extend(
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
+        );
+        out
+    });
+    let mut acc: Option<A> = None;
+    for r in results {
+        let a = r?;
+        acc = Some(match acc {
+            Some(x) => combine(x, a),
+            None => a,
+        });
+    }
+    Ok(acc.unwrap_or_else(init))
+}

@@ -1,0 +1,199 @@
+//! Column types, schemas, and where each column lives in a row.
+//!
+//! A row is laid out so any column is read without decoding the others:
+//!
+//! ```text
+//! +-------------+------------------------------------------+-------------------------+
+//! | null bitmap | fixed area: one slot per column, at an   | variable data           |
+//! | ⌈n/8⌉ bytes | offset fixed by the schema               | (var strings, in order) |
+//! +-------------+------------------------------------------+-------------------------+
+//! ```
+//!
+//! Fixed slots: `I32` and `Date` 4 bytes, `I64` and `Decimal` 8, `Char(n)` n bytes (space
+//! padded), `VarChar` 4 bytes (`u16` offset from the row start, `u16` length). All integers are
+//! little-endian.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+/// The largest `Char(n)` and `VarChar(n)` length.
+pub const MAX_STRING_LEN: u16 = 32 * 1024;
+
+/// A column's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ColumnType {
+    /// A 32-bit signed integer.
+    I32,
+    /// A 64-bit signed integer.
+    I64,
+    /// A fixed-point decimal: an `i64` count of `10^-scale` units (scale 0..=18).
+    Decimal {
+        /// Digits after the point.
+        scale: u8,
+    },
+    /// A date, as days since 1970-01-01 (an `i32`).
+    Date,
+    /// A fixed-length string of exactly `len` bytes, padded with spaces (TPC-H's `CHAR(n)`).
+    Char {
+        /// The length in bytes.
+        len: u16,
+    },
+    /// A variable-length string of at most `max_len` bytes.
+    VarChar {
+        /// The longest value allowed, in bytes.
+        max_len: u16,
+    },
+}
+
+impl ColumnType {
+    /// Bytes of the column's slot in the fixed area.
+    pub fn fixed_width(self) -> usize {
+        match self {
+            ColumnType::I32 | ColumnType::Date => 4,
+            ColumnType::I64 | ColumnType::Decimal { .. } => 8,
+            ColumnType::Char { len } => len as usize,
+            ColumnType::VarChar { .. } => 4,
+        }
+    }
+
+    pub(crate) fn tag(self) -> u8 {
+        match self {
+            ColumnType::I32 => 1,
+            ColumnType::I64 => 2,
+            ColumnType::Decimal { .. } => 3,
+            ColumnType::Date => 4,
+            ColumnType::Char { .. } => 5,
+            ColumnType::VarChar { .. } => 6,
+        }
+    }
+
+    pub(crate) fn param(self) -> u16 {
+        match self {
+            ColumnType::Decimal { scale } => u16::from(scale),
+            ColumnType::Char { len } => len,
+            ColumnType::VarChar { max_len } => max_len,
+            _ => 0,
+        }
+    }
+
+    pub(crate) fn from_tag(tag: u8, param: u16) -> Option<Self> {
+        Some(match tag {
+            1 => ColumnType::I32,
+            2 => ColumnType::I64,
+            3 if param <= 18 => ColumnType::Decimal { scale: param as u8 },
+            4 => ColumnType::Date,
+            5 if param > 0 && param <= MAX_STRING_LEN => ColumnType::Char { len: param },
+            6 if param <= MAX_STRING_LEN => ColumnType::VarChar { max_len: param },
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for ColumnType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ColumnType::I32 => f.write_str("i32"),
+            ColumnType::I64 => f.write_str("i64"),
+            ColumnType::Decimal { scale } => write!(f, "decimal(scale {scale})"),
+            ColumnType::Date => f.write_str("date"),
+            ColumnType::Char { len } => write!(f, "char({len})"),
+            ColumnType::VarChar { max_len } => write!(f, "varchar({max_len})"),
+        }
+    }
+}
+
+/// One column of a schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// The column's name, unique in its table.
+    pub name: String,
+    /// Its type.
+    pub ty: ColumnType,
+    /// Whether it may hold NULL.
+    pub nullable: bool,
+}
+
+impl Column {
+    /// A NOT NULL column.
+    pub fn new(name: impl Into<String>, ty: ColumnType) -> Self {
+        Self { name: name.into(), ty, nullable: false }
+    }
+
+    /// A column that may hold NULL.
+    pub fn nullable(name: impl Into<String>, ty: ColumnType) -> Self {
+        Self { name: name.into(), ty, nullable: true }
+    }
+}
+
+/// A table's columns and the row layout they imply. Cheap to clone (shared).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schema(Arc<SchemaInner>);
+
+#[derive(Debug, PartialEq, Eq)]
+struct SchemaInner {
+    columns: Vec<Column>,
+    offsets: Vec<usize>,
+    fixed_end: usize,
+}
+
+impl Schema {
+    /// A schema of `columns`: at least one, names unique and nonempty, types valid.
+    pub fn new(columns: Vec<Column>) -> Result<Self> {
+        if columns.is_empty() || columns.len() > usize::from(u16::MAX) {
+            return Err(Error::InvalidSchema("a table needs 1 to 65535 columns".into()));
+        }
+        for (i, c) in columns.iter().enumerate() {
+            if c.name.is_empty() || c.name.len() > 255 {
+                return Err(Error::InvalidSchema(format!("column {i}: name must be 1-255 bytes")));
+            }
+            if columns[..i].iter().any(|d| d.name == c.name) {
+                return Err(Error::InvalidSchema(format!("duplicate column {:?}", c.name)));
+            }
+            if ColumnType::from_tag(c.ty.tag(), c.ty.param()) != Some(c.ty) {
+                return Err(Error::InvalidSchema(format!(
+                    "column {:?}: invalid type {}",
+                    c.name, c.ty
+                )));
+            }
+        }
+        let bitmap_len = columns.len().div_ceil(8);
+        let mut offsets = Vec::with_capacity(columns.len());
+        let mut at = bitmap_len;
+        for c in &columns {
+            offsets.push(at);
+            at += c.ty.fixed_width();
+        }
+        Ok(Schema(Arc::new(SchemaInner { columns, offsets, fixed_end: at })))
+    }
+
+    /// The columns, in order.
+    pub fn columns(&self) -> &[Column] {
+        &self.0.columns
+    }
+
+    /// The index of the column named `name`.
+    pub fn index_of(&self, name: &str) -> Result<usize> {
+        self.0
+            .columns
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| Error::UnknownColumn(name.to_string()))
+    }
+
+    /// Byte offset of column `i`'s fixed slot in a row.
+    pub(crate) fn offset(&self, i: usize) -> usize {
+        self.0.offsets[i]
+    }
+
+    /// Bytes before the variable data: bitmap plus fixed slots (the smallest possible row).
+    pub(crate) fn fixed_end(&self) -> usize {
+        self.0.fixed_end
+    }
+
+    /// Whether any column is a `VarChar`.
+    pub(crate) fn has_var(&self) -> bool {
+        self.0.columns.iter().any(|c| matches!(c.ty, ColumnType::VarChar { .. }))
+    }
+}

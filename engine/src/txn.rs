@@ -1,0 +1,563 @@
+//! Transactions.
+//!
+//! States of the write transaction, as SQLite's pager keeps them:
+//!
+//! | state      | entered by                    | left by                                     |
+//! |------------|-------------------------------|---------------------------------------------|
+//! | `Open`     | `Database::begin_write`       | `commit` → `Committed`; `abort`/drop, or a failed commit → `RolledBack` |
+//! | `Committed`| the log rewound (commit point)| (final)                                     |
+//! | `RolledBack`| every before-image restored, synced, log rewound | (final)                  |
+//!
+//! A failure in commit, abort or a persist poisons the database (rule 6), except a transaction
+//! too large for the log, which is rolled back cleanly and reported as
+//! [`Error::TransactionTooLarge`] with the database as it was before the transaction.
+
+use std::cell::RefCell;
+
+use nvpage_storage::{FileHeader, PageId};
+use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
+
+use crate::catalog::{self, Extent, FIRST_EXTENT, MAX_EXTENT, TableMeta};
+use crate::db::Database;
+use crate::error::{Error, Result};
+use crate::heap::{self, HeapPage};
+use crate::row::{Value, encode_row};
+use crate::schema::Schema;
+use crate::table::{Fsm, RowId, Table};
+use crate::undo;
+
+thread_local! {
+    /// Databases (by id) in which this thread holds read transactions.
+    static READING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Database {
+    /// Starts a read transaction. Any number run at once; they wait while a write transaction
+    /// runs, and see only committed data.
+    pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
+        self.check_usable(false)?;
+        let gate = self.gate.read_recursive();
+        self.check_usable(false)?;
+        READING.with(|r| r.borrow_mut().push(self.id));
+        Ok(ReadTxn { db: self, _gate: gate })
+    }
+
+    /// Starts the write transaction, waiting for the one in progress and for readers to finish.
+    /// On a thread that holds a read transaction of this database it is [`Error::ReadTxnHeld`].
+    pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+        self.check_usable(true)?;
+        if READING.with(|r| r.borrow().contains(&self.id)) {
+            return Err(Error::ReadTxnHeld);
+        }
+        let gate = self.gate.write();
+        self.check_usable(true)?;
+        let start_page_count = self.page_count();
+        self.hook.begin(start_page_count);
+        Ok(WriteTxn {
+            db: self,
+            _gate: gate,
+            start_page_count,
+            catalog_dirty: false,
+            done: false,
+            buf: Vec::new(),
+        })
+    }
+}
+
+/// A read transaction: a consistent view of the committed data. Not `Send` (it is released on
+/// the thread that took it); `Sync`, so parallel scan workers borrow it.
+#[derive(Debug)]
+pub struct ReadTxn<'db> {
+    db: &'db Database,
+    _gate: RwLockReadGuard<'db, ()>,
+}
+
+impl Drop for ReadTxn<'_> {
+    fn drop(&mut self) {
+        READING.with(|r| {
+            let mut r = r.borrow_mut();
+            if let Some(i) = r.iter().rposition(|&id| id == self.db.id) {
+                r.swap_remove(i);
+            }
+        });
+    }
+}
+
+/// The write transaction: changes are visible to itself, invisible to everyone else until
+/// [`WriteTxn::commit`]; dropping it without committing rolls it back. Not `Send`.
+#[derive(Debug)]
+pub struct WriteTxn<'db> {
+    db: &'db Database,
+    _gate: RwLockWriteGuard<'db, ()>,
+    start_page_count: u64,
+    catalog_dirty: bool,
+    done: bool,
+    buf: Vec<u8>,
+}
+
+/// What both kinds of transaction can read: tables, rows, scans (see `scan.rs`).
+pub trait ReadOps {
+    /// The database the transaction reads.
+    fn db(&self) -> &Database;
+
+    /// The table named `name`.
+    fn table(&self, name: &str) -> Result<Table> {
+        let cat = self.db().catalog.read();
+        cat.table(name).map(Table::from_meta).ok_or_else(|| Error::UnknownTable(name.into()))
+    }
+
+    /// Every table, in creation order.
+    fn tables(&self) -> Vec<Table> {
+        self.db().catalog.read().tables.iter().map(Table::from_meta).collect()
+    }
+
+    /// Live rows in `table`.
+    fn row_count(&self, table: &Table) -> Result<u64> {
+        let cat = self.db().catalog.read();
+        let t = cat
+            .tables
+            .iter()
+            .find(|t| t.id == table.id)
+            .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+        Ok(t.rows)
+    }
+
+    /// Pages `table` uses.
+    fn page_count(&self, table: &Table) -> Result<u64> {
+        let cat = self.db().catalog.read();
+        let t = cat
+            .tables
+            .iter()
+            .find(|t| t.id == table.id)
+            .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+        Ok(t.page_count())
+    }
+
+    /// The row `id` of `table`, read in place (see [`RowGuard`]).
+    fn get(&self, table: &Table, id: RowId) -> Result<RowGuard<'_>> {
+        let db = self.db();
+        check_row_page(db, table, id)?;
+        let page = db.pool.read(PageId(id.page))?;
+        let h = HeapPage::new(&page, table.id, id.page)?;
+        let (off, len) = match h.get(usize::from(id.slot)) {
+            Some(r) => (r.as_ptr() as usize - page.as_ptr() as usize, r.len()),
+            None => return Err(Error::UnknownRow(id)),
+        };
+        Ok(RowGuard { page, schema: table.schema().clone(), off, len })
+    }
+
+    /// The pages of `table`, in order; each lends its rows (see [`ScanPage`](crate::ScanPage)).
+    fn scan(&self, table: &Table) -> Result<crate::Scan<'_>> {
+        crate::scan::Scan::new(self.db(), table)
+    }
+
+    /// Calls `f` on every row of `table`, in page order, until it returns an error.
+    fn for_each_row(
+        &self,
+        table: &Table,
+        mut f: impl FnMut(crate::RowRef<'_>) -> Result<()>,
+    ) -> Result<()> {
+        for page in self.scan(table)? {
+            let page = page?;
+            for row in page.rows() {
+                f(row?.1)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds every row of `table` on `threads` worker threads, which borrow this transaction:
+    /// each starts from `init()` and folds its share of the pages with `fold`; the results are
+    /// combined with `combine`. This is what the TPC-H queries run on.
+    fn par_fold<A, I, F, C>(
+        &self,
+        table: &Table,
+        threads: usize,
+        init: I,
+        fold: F,
+        combine: C,
+    ) -> Result<A>
+    where
+        Self: Sync,
+        A: Send,
+        I: Fn() -> A + Sync,
+        F: Fn(A, crate::RowRef<'_>) -> Result<A> + Sync,
+        C: Fn(A, A) -> A,
+    {
+        crate::scan::par_fold(self.db(), table, threads, init, fold, combine)
+    }
+}
+
+/// Fails unless `id`'s page belongs to `table` (so a stale or foreign id is an error, not a read
+/// of another table's page).
+fn check_row_page(db: &Database, table: &Table, id: RowId) -> Result<()> {
+    let cat = db.catalog.read();
+    let t = cat
+        .tables
+        .iter()
+        .find(|t| t.id == table.id)
+        .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+    if t.runs().iter().any(|&(s, n)| id.page >= s && id.page < s + n) {
+        Ok(())
+    } else {
+        Err(Error::UnknownRow(id))
+    }
+}
+
+/// A row read in place, holding its page; [`RowGuard::row`] gives the typed view.
+#[derive(Debug)]
+pub struct RowGuard<'t> {
+    page: nvpage_buffer::PageRef<'t>,
+    schema: Schema,
+    off: usize,
+    len: usize,
+}
+
+impl RowGuard<'_> {
+    /// The row's typed view.
+    pub fn row(&self) -> Result<crate::RowRef<'_>> {
+        crate::RowRef::new(&self.schema, &self.page[self.off..self.off + self.len])
+    }
+}
+
+impl ReadOps for ReadTxn<'_> {
+    fn db(&self) -> &Database {
+        self.db
+    }
+}
+
+impl ReadOps for WriteTxn<'_> {
+    fn db(&self) -> &Database {
+        self.db
+    }
+}
+
+impl WriteTxn<'_> {
+    /// Creates table `name`. Like every change, it is undone if the transaction is.
+    pub fn create_table(&mut self, name: &str, schema: Schema) -> Result<Table> {
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidSchema("a table name is 1 to 255 bytes".into()));
+        }
+        let mut cat = self.db.catalog.write();
+        if cat.table(name).is_some() {
+            return Err(Error::TableExists(name.into()));
+        }
+        let id = cat.next_table_id;
+        cat.next_table_id =
+            id.checked_add(1).ok_or_else(|| Error::InvalidSchema("table ids exhausted".into()))?;
+        let meta = TableMeta {
+            id,
+            name: name.into(),
+            schema,
+            rows: 0,
+            extents: Vec::new(),
+            used_in_last: 0,
+        };
+        let t = Table::from_meta(&meta);
+        cat.tables.push(meta);
+        self.db.fsm.lock().insert(id, Fsm::complete());
+        self.catalog_dirty = true;
+        Ok(t)
+    }
+
+    /// Drops table `name`; its pages go to the free list.
+    pub fn drop_table(&mut self, name: &str) -> Result<()> {
+        let mut cat = self.db.catalog.write();
+        let i = cat
+            .tables
+            .iter()
+            .position(|t| t.name == name)
+            .ok_or_else(|| Error::UnknownTable(name.into()))?;
+        let meta = cat.tables.remove(i);
+        for p in meta.pages() {
+            self.db.pool.discard(p)?;
+        }
+        cat.free.extend(meta.extents.iter().copied());
+        self.db.fsm.lock().remove(&meta.id);
+        self.catalog_dirty = true;
+        Ok(())
+    }
+
+    /// Inserts a row; returns its id. A row larger than a page is [`Error::RowTooLarge`].
+    pub fn insert(&mut self, table: &Table, values: &[Value<'_>]) -> Result<RowId> {
+        let mut buf = std::mem::take(&mut self.buf);
+        let r = encode_row(table.schema(), values, &mut buf)
+            .and_then(|()| self.insert_encoded(table, &buf));
+        self.buf = buf;
+        r
+    }
+
+    fn insert_encoded(&mut self, table: &Table, row: &[u8]) -> Result<RowId> {
+        let max = heap::max_row(self.db.page_size());
+        if row.len() > max {
+            return Err(Error::RowTooLarge { bytes: row.len(), max });
+        }
+        let need = row.len() + 4;
+        let mut tried_last = false;
+        loop {
+            let candidate = self.candidate_page(table, need, &mut tried_last)?;
+            let page = match candidate {
+                Some(p) => p,
+                None => self.allocate_page(table)?,
+            };
+            let mut g = self.db.pool.write(PageId(page))?;
+            HeapPage::new(&g, table.id, page)?;
+            let slot = heap::insert(&mut g, row);
+            let free = heap::free_space(&g);
+            drop(g);
+            if let Some(f) = self.db.fsm.lock().get_mut(&table.id) {
+                f.set(page, free);
+            }
+            if let Some(slot) = slot {
+                self.adjust_rows(table, 1)?;
+                return Ok(RowId { page, slot: slot as u16 });
+            }
+            if candidate.is_none() {
+                return Err(Error::RowTooLarge { bytes: row.len(), max });
+            }
+        }
+    }
+
+    /// A page of `table` that may have `need` bytes free: from the free-space map if it is
+    /// complete; else the table's last page once, then the map built from every page.
+    fn candidate_page(
+        &mut self,
+        table: &Table,
+        need: usize,
+        tried_last: &mut bool,
+    ) -> Result<Option<u64>> {
+        let complete = self.db.fsm.lock().get(&table.id).is_some_and(|f| f.complete);
+        if !complete {
+            if !*tried_last {
+                *tried_last = true;
+                let last = self.meta(table, |t| t.pages().last().map(|p| p.0))?;
+                if last.is_some() {
+                    return Ok(last);
+                }
+            }
+            self.build_fsm(table)?;
+        }
+        Ok(self.db.fsm.lock().get(&table.id).and_then(|f| f.find(need)))
+    }
+
+    fn build_fsm(&mut self, table: &Table) -> Result<()> {
+        let pages: Vec<PageId> = self.meta(table, |t| t.pages().collect())?;
+        let mut fsm = Fsm::complete();
+        for p in pages {
+            let g = self.db.pool.read(p)?;
+            let h = HeapPage::new(&g, table.id, p.0)?;
+            fsm.set(p.0, h.free_space());
+        }
+        self.db.fsm.lock().insert(table.id, fsm);
+        Ok(())
+    }
+
+    fn meta<R>(&self, table: &Table, f: impl FnOnce(&TableMeta) -> R) -> Result<R> {
+        let cat = self.db.catalog.read();
+        let t = cat
+            .tables
+            .iter()
+            .find(|t| t.id == table.id)
+            .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+        Ok(f(t))
+    }
+
+    fn adjust_rows(&mut self, table: &Table, delta: i64) -> Result<()> {
+        let mut cat = self.db.catalog.write();
+        let t = cat.table_mut(table.id).ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+        t.rows = t.rows.saturating_add_signed(delta);
+        self.catalog_dirty = true;
+        Ok(())
+    }
+
+    /// Takes a fresh page for `table`: the next page of its last extent, else a new extent
+    /// (from the free list, else by growing the file), and formats it as an empty heap page.
+    fn allocate_page(&mut self, table: &Table) -> Result<u64> {
+        let page = {
+            let mut cat = self.db.catalog.write();
+            let t =
+                cat.table_mut(table.id).ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+            match t.extents.last() {
+                Some(e) if t.used_in_last < e.len => {
+                    let p = e.start + u64::from(t.used_in_last);
+                    t.used_in_last += 1;
+                    p
+                }
+                _ => {
+                    let len = (FIRST_EXTENT << t.extents.len().min(7)).min(MAX_EXTENT);
+                    let start = match cat.take_free(len) {
+                        Some(s) => s,
+                        None => {
+                            let start = self.db.page_count();
+                            self.db.layer_ref().grow(start + u64::from(len))?;
+                            start
+                        }
+                    };
+                    let t = cat.table_mut(table.id).expect("found above");
+                    t.extents.push(Extent { start, len });
+                    t.used_in_last = 1;
+                    start
+                }
+            }
+        };
+        self.catalog_dirty = true;
+        let mut g = self.db.pool.new_page(PageId(page))?;
+        heap::init(&mut g, table.id);
+        Ok(page)
+    }
+
+    /// Deletes row `id`.
+    pub fn delete(&mut self, table: &Table, id: RowId) -> Result<()> {
+        check_row_page(self.db, table, id)?;
+        let mut g = self.db.pool.write(PageId(id.page))?;
+        HeapPage::new(&g, table.id, id.page)?;
+        if !heap::delete(&mut g, usize::from(id.slot)) {
+            return Err(Error::UnknownRow(id));
+        }
+        let free = heap::free_space(&g);
+        drop(g);
+        if let Some(f) = self.db.fsm.lock().get_mut(&table.id) {
+            f.set(id.page, free);
+        }
+        self.adjust_rows(table, -1)
+    }
+
+    /// Replaces row `id`. The row keeps its id if its page has room for the new value; otherwise
+    /// it moves, and the new id is returned.
+    pub fn update(&mut self, table: &Table, id: RowId, values: &[Value<'_>]) -> Result<RowId> {
+        let mut buf = std::mem::take(&mut self.buf);
+        let r = encode_row(table.schema(), values, &mut buf)
+            .and_then(|()| self.update_encoded(table, id, &buf));
+        self.buf = buf;
+        r
+    }
+
+    fn update_encoded(&mut self, table: &Table, id: RowId, row: &[u8]) -> Result<RowId> {
+        let max = heap::max_row(self.db.page_size());
+        if row.len() > max {
+            return Err(Error::RowTooLarge { bytes: row.len(), max });
+        }
+        check_row_page(self.db, table, id)?;
+        let mut g = self.db.pool.write(PageId(id.page))?;
+        let h = HeapPage::new(&g, table.id, id.page)?;
+        if h.get(usize::from(id.slot)).is_none() {
+            return Err(Error::UnknownRow(id));
+        }
+        if heap::update(&mut g, usize::from(id.slot), row) {
+            let free = heap::free_space(&g);
+            drop(g);
+            if let Some(f) = self.db.fsm.lock().get_mut(&table.id) {
+                f.set(id.page, free);
+            }
+            return Ok(id);
+        }
+        drop(g);
+        self.delete(table, id)?;
+        self.insert_encoded(table, row)
+    }
+
+    /// Commits: writes the catalog and header pages if they changed, forces every changed page
+    /// (rule 2), then rewinds the log (the commit point, rule 3). Readers are admitted only after.
+    pub fn commit(mut self) -> Result<()> {
+        self.done = true;
+        let r = self.commit_inner();
+        if let Err(e) = &r {
+            let clean = self.roll_back().is_ok();
+            if !(clean && matches!(e, Error::TransactionTooLarge { .. })) {
+                self.db.poison();
+            }
+        }
+        self.db.hook.end();
+        r
+    }
+
+    fn commit_inner(&mut self) -> Result<()> {
+        if self.catalog_dirty {
+            self.write_catalog()?;
+        }
+        let layer = self.db.layer_ref();
+        if layer.file().page_count() != self.start_page_count {
+            let mut g = self.db.pool.write(PageId::HEADER)?;
+            layer.file().header().encode_into(&mut g);
+        }
+        self.db.pool.flush_all()?;
+        self.db.pool.sync()?;
+        let mut log = self.db.log.write();
+        if log.tell() > 0 {
+            log.rewind()?;
+        }
+        Ok(())
+    }
+
+    /// Serializes the catalog into its chain of pages, extending the chain as needed.
+    fn write_catalog(&mut self) -> Result<()> {
+        let cap = catalog::chunk_capacity(self.db.page_size());
+        let mut cat = self.db.catalog.write();
+        let blob = loop {
+            let blob = cat.encode();
+            let need = blob.len().div_ceil(cap).max(1);
+            if cat.chain.len() >= need {
+                break blob;
+            }
+            let page = match cat.take_free(1) {
+                Some(p) => p,
+                None => {
+                    let p = self.db.page_count();
+                    self.db.layer_ref().grow(p + 1)?;
+                    p
+                }
+            };
+            cat.chain.push(page);
+        };
+        for (i, &p) in cat.chain.iter().enumerate() {
+            let chunk = blob.get(i * cap..((i + 1) * cap).min(blob.len())).unwrap_or_default();
+            let next = cat.chain.get(i + 1).copied().unwrap_or(0);
+            let mut g = self.db.pool.new_page(PageId(p))?;
+            catalog::write_chunk(&mut g, chunk, next);
+        }
+        self.catalog_dirty = false;
+        Ok(())
+    }
+
+    /// Rolls the transaction back explicitly, reporting a failure (which also poisons the
+    /// database). Dropping the transaction does the same silently.
+    pub fn abort(mut self) -> Result<()> {
+        self.done = true;
+        let r = self.roll_back();
+        if r.is_err() {
+            self.db.poison();
+        }
+        self.db.hook.end();
+        r
+    }
+
+    /// Rule 4: drop every frame, restore every before-image newest first with plain writes,
+    /// sync, rewind; then drop the cached page count, catalog and free space.
+    fn roll_back(&mut self) -> Result<()> {
+        let db = self.db;
+        db.pool.discard_all()?;
+        let layer = db.layer_ref();
+        let file = layer.file();
+        let restored = undo::roll_back(&mut db.log.write(), file.raw(), db.page_size())?;
+        for p in restored {
+            file.forget_verified(p);
+        }
+        let mut prefix = vec![0u8; nvpage_storage::page::MIN_PAGE_SIZE];
+        file.raw().read_at(&mut prefix, 0)?;
+        let header = FileHeader::decode_prefix(file.raw().path(), &prefix)?;
+        file.set_page_count(header.page_count)?;
+        db.reload_catalog()
+    }
+}
+
+impl Drop for WriteTxn<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.done = true;
+            if self.roll_back().is_err() {
+                self.db.poison();
+            }
+            self.db.hook.end();
+        }
+    }
+}

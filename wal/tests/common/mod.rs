@@ -1,6 +1,8 @@
 //! Helpers shared by the log's integration tests.
 #![allow(dead_code)]
 
+pub mod model;
+
 use std::path::{Path, PathBuf};
 
 use nvpage_storage::PersistRequest;

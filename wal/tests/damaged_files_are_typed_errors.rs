@@ -1,0 +1,63 @@
+//! Goal: a missing file, a file that is not a log, a damaged header, a truncated log and another
+//! database's log are each a typed error at open, never a panic.
+
+mod common;
+
+use std::os::unix::fs::FileExt;
+
+use common::create;
+use nvpage_storage::PersistRequest;
+use nvpage_wal::layout::DATA_OFFSET;
+use nvpage_wal::{Framing, Log, WalError};
+use uuid::Uuid;
+
+#[test]
+fn damaged_and_foreign_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.log");
+    assert!(matches!(Log::open(&missing), Err(WalError::Missing { .. })));
+
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(matches!(Log::open(&empty), Err(WalError::Truncated { found_bytes: 0, .. })));
+
+    let junk = dir.path().join("junk.log");
+    std::fs::write(&junk, vec![0xA5u8; 10_000]).unwrap();
+    assert!(matches!(Log::open(&junk), Err(WalError::NotALog { .. })));
+    std::fs::write(&junk, b"not a log at all").unwrap();
+    assert!(matches!(Log::open(&junk), Err(WalError::NotALog { .. })));
+
+    let good = dir.path().join("good.log");
+    drop(create(&good, DATA_OFFSET as u64 + 4096, Framing::Records, PersistRequest::Auto));
+    let bytes = std::fs::read(&good).unwrap();
+
+    let uuid = Uuid::from_u128(0x1234);
+    assert_eq!(Log::open_for(&good, uuid).unwrap().uuid(), uuid);
+    let other = Uuid::from_u128(0x9999);
+    match Log::open_for(&good, other) {
+        Err(WalError::ForeignLog { expected, found, .. }) => {
+            assert_eq!((expected, found), (other, uuid));
+        }
+        r => panic!("expected ForeignLog, got {r:?}"),
+    }
+
+    let hdr = dir.path().join("hdr.log");
+    let mut b = bytes.clone();
+    b[20] ^= 0x10; // inside the UUID
+    std::fs::write(&hdr, &b).unwrap();
+    assert!(matches!(Log::open(&hdr), Err(WalError::CorruptHeader { .. })));
+
+    let short = dir.path().join("short.log");
+    std::fs::write(&short, &bytes[..DATA_OFFSET + 100]).unwrap();
+    assert!(matches!(
+        Log::open(&short),
+        Err(WalError::Truncated { expected_bytes, found_bytes, .. })
+            if expected_bytes == bytes.len() as u64 && found_bytes == DATA_OFFSET as u64 + 100
+    ));
+
+    let state = dir.path().join("state.log");
+    std::fs::write(&state, &bytes).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&state).unwrap();
+    f.write_all_at(&(1u64 << 30).to_le_bytes(), 64).unwrap();
+    assert!(matches!(Log::open(&state), Err(WalError::CorruptState { .. })));
+}

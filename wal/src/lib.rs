@@ -69,3 +69,4 @@ pub use error::{Result, WalError};
 pub use layout::{Framing, LogHeader};
 pub use log::{CreateOptions, Log, OpenOptions, RecordPos};
 pub use records::{Record, Records};
+pub use uuid::Uuid;

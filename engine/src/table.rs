@@ -55,8 +55,10 @@ impl Table {
     }
 }
 
-/// Pages with room worth trying are kept; pages fuller than this are not.
-pub(crate) const FSM_MIN_FREE: usize = 64;
+/// Pages are kept in the map only while at least this fraction of them is free. A load leaves
+/// each page with less than that, so the map stays small and an insert's search ends at the last
+/// page; space freed by deletes is reused once a page has this much room.
+const FSM_MIN_FREE_FRACTION: usize = 8;
 
 /// A table's free space, in memory: which pages have room for how many bytes. Complete when it
 /// was built from every page of the table (or the table was created in this process); else only
@@ -72,17 +74,18 @@ impl Fsm {
         Self { complete: true, free: BTreeMap::new() }
     }
 
-    /// Records page `page`'s free bytes.
-    pub(crate) fn set(&mut self, page: u64, free: usize) {
-        if free >= FSM_MIN_FREE {
+    /// Records page `page`'s free bytes (`page_size` bytes a page).
+    pub(crate) fn set(&mut self, page: u64, free: usize, page_size: usize) {
+        if free >= page_size / FSM_MIN_FREE_FRACTION {
             self.free.insert(page, free);
         } else {
             self.free.remove(&page);
         }
     }
 
-    /// A page that may hold `need` bytes.
+    /// A page that may hold `need` bytes, the newest first: during a load the last page is the
+    /// one with room, so the search ends at once.
     pub(crate) fn find(&self, need: usize) -> Option<u64> {
-        self.free.iter().find(|(_, f)| **f >= need).map(|(p, _)| *p)
+        self.free.iter().rev().find(|(_, f)| **f >= need).map(|(p, _)| *p)
     }
 }

@@ -306,7 +306,7 @@ impl WriteTxn<'_> {
             let free = heap::free_space(&g);
             drop(g);
             if let Some(f) = self.db.fsm.lock().get_mut(&table.id) {
-                f.set(page, free);
+                f.set(page, free, self.db.page_size());
             }
             if let Some(slot) = slot {
                 self.adjust_rows(table, 1)?;
@@ -346,7 +346,7 @@ impl WriteTxn<'_> {
         for p in pages {
             let g = self.db.pool.read(p)?;
             let h = HeapPage::new(&g, table.id, p.0)?;
-            fsm.set(p.0, h.free_space());
+            fsm.set(p.0, h.free_space(), self.db.page_size());
         }
         self.db.fsm.lock().insert(table.id, fsm);
         Ok(())
@@ -417,7 +417,7 @@ impl WriteTxn<'_> {
         let free = heap::free_space(&g);
         drop(g);
         if let Some(f) = self.db.fsm.lock().get_mut(&table.id) {
-            f.set(id.page, free);
+            f.set(id.page, free, self.db.page_size());
         }
         self.adjust_rows(table, -1)
     }
@@ -447,7 +447,7 @@ impl WriteTxn<'_> {
             let free = heap::free_space(&g);
             drop(g);
             if let Some(f) = self.db.fsm.lock().get_mut(&table.id) {
-                f.set(id.page, free);
+                f.set(id.page, free, self.db.page_size());
             }
             return Ok(id);
         }

@@ -75,3 +75,8 @@ pub use scan::{Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
 pub use table::{RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

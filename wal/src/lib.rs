@@ -63,6 +63,8 @@ mod append;
 mod error;
 pub mod layout;
 mod log;
+#[cfg(feature = "pmdk")]
+pub mod pmdk;
 mod records;
 
 pub use error::{Result, WalError};

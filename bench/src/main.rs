@@ -1,5 +1,38 @@
-//! `nvpage-bench`: the storage benchmark (issue 2) now; the log and TPC-H comparisons later.
+//! `nvpage-bench`: one subcommand per benchmark. `storage` (issue 2) measures the file layers;
+//! `log` and `tpch` will join it.
 
 #![forbid(unsafe_code)]
 
-fn main() {}
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use nvpage_bench::storage;
+
+/// nvpage's benchmarks. Every number printed names its durability and configuration.
+#[derive(Debug, Parser)]
+#[command(name = "nvpage-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The file layers (pread, SE1, SE2) on disk and tmpfs: sequential passes in GB/s next to the
+    /// machine's memory bandwidth, and random single-page read and write latency.
+    Storage(storage::StorageArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Storage(args) => storage::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nvpage-bench: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! nvpage's benchmarks as a library, so the `nvpage-bench` binary and the criterion benches share
+//! fixtures and measuring code.
+//!
+//! - [`storage`]: the file layers against each other and against the machine (issue 2).
+//! - [`cputime`], [`machine`], [`memory`], [`report`], [`stats`]: what every benchmark shares —
+//!   CPU time, machine facts, memory baselines, tables and JSON, medians.
+//!
+//! What it is not: a test suite. Nothing here asserts on a time.
+
+#![forbid(unsafe_code)]
+
+pub mod cputime;
+pub mod machine;
+pub mod memory;
+pub mod report;
+pub mod stats;
+pub mod storage;
+
+/// The error type of the benchmark drivers: they report and stop.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,0 +1,256 @@
+//! Results: one [`Sample`] per measurement and run, summarised into [`Row`]s (median and range
+//! over runs) for the terminal table and the JSON file.
+//!
+//! Every sample names its durability, so no number is published without it.
+
+use std::path::Path;
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use serde::Serialize;
+
+use crate::cputime::{CpuTimes, sys_share};
+use crate::machine::Machine;
+use crate::stats::summarize;
+
+/// The unit a measurement is in, and so which way is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Unit {
+    /// Decimal gigabytes per second (1 GB = 10^9 bytes); higher is better.
+    #[serde(rename = "GB/s")]
+    GbPerSec,
+    /// Nanoseconds per operation; lower is better.
+    #[serde(rename = "ns/op")]
+    NsPerOp,
+}
+
+impl Unit {
+    fn name(self) -> &'static str {
+        match self {
+            Unit::GbPerSec => "GB/s",
+            Unit::NsPerOp => "ns/op",
+        }
+    }
+}
+
+/// What was measured, where, and how durable the bytes were: the key a [`Row`] groups by.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Subject {
+    /// The test: `seq-read`, `mem-read`, `memcpy`, `rand-read`, `rand-write`, ...
+    pub test: String,
+    /// `cold` or `warm` for passes over a file; empty otherwise.
+    pub pass: String,
+    /// The file layer, or `-` for memory baselines.
+    pub layer: String,
+    /// `disk`, `tmpfs`, or `dram` for memory baselines.
+    pub medium: String,
+    /// The durability of the bytes measured: `buffered (...)`, `persisted (...)`, or the file's
+    /// mode for reads.
+    pub durability: String,
+    /// What the measured bytes survive: `power loss`, `process crash`, or `-` for reads.
+    pub survives: String,
+}
+
+/// One measurement in one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sample {
+    /// What was measured.
+    #[serde(flatten)]
+    pub subject: Subject,
+    /// The run, from 0.
+    pub run: usize,
+    /// The measurement, in `unit`.
+    pub value: f64,
+    /// The measurement's unit.
+    pub unit: Unit,
+    /// Wall time of the measured interval.
+    pub wall_ms: f64,
+    /// User CPU time of the interval (10 ms resolution, see `cputime`).
+    pub user_ms: f64,
+    /// System CPU time of the interval (10 ms resolution).
+    pub sys_ms: f64,
+    /// Operations (pages) in the interval.
+    pub ops: u64,
+    #[serde(skip)]
+    pub cpu: CpuTimes,
+}
+
+/// A summary over runs: what a table line shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// What was measured.
+    #[serde(flatten)]
+    pub subject: Subject,
+    /// The unit of `median`, `min` and `max`.
+    pub unit: Unit,
+    /// Median over runs.
+    pub median: f64,
+    /// Smallest over runs.
+    pub min: f64,
+    /// Largest over runs.
+    pub max: f64,
+    /// How many runs.
+    pub runs: usize,
+    /// System share of CPU time, `sys / (user + sys)`, pooled over runs; `None` if no tick fell
+    /// in the intervals.
+    pub sys_cpu_share: Option<f64>,
+    /// For throughputs: the median as a fraction of the median memory read bandwidth (`mem-read`).
+    pub of_mem_read: Option<f64>,
+}
+
+/// Groups samples into rows, in the order subjects first appear.
+pub fn summarize_rows(samples: &[Sample]) -> Vec<Row> {
+    let mut subjects: Vec<&Subject> = Vec::new();
+    for s in samples {
+        if !subjects.contains(&&s.subject) {
+            subjects.push(&s.subject);
+        }
+    }
+    let mut rows: Vec<Row> = subjects
+        .into_iter()
+        .filter_map(|subject| {
+            let mine: Vec<&Sample> = samples.iter().filter(|s| &s.subject == subject).collect();
+            let values: Vec<f64> = mine.iter().map(|s| s.value).collect();
+            let sum = summarize(&values)?;
+            let user: u64 = mine.iter().map(|s| s.cpu.user_ticks).sum();
+            let sys: u64 = mine.iter().map(|s| s.cpu.sys_ticks).sum();
+            Some(Row {
+                subject: subject.clone(),
+                unit: mine[0].unit,
+                median: sum.median,
+                min: sum.min,
+                max: sum.max,
+                runs: mine.len(),
+                sys_cpu_share: sys_share(user, sys),
+                of_mem_read: None,
+            })
+        })
+        .collect();
+    let mem = rows.iter().find(|r| r.subject.test == MEM_READ).map(|r| r.median);
+    if let Some(mem) = mem.filter(|m| *m > 0.0) {
+        for r in rows.iter_mut().filter(|r| r.unit == Unit::GbPerSec) {
+            r.of_mem_read = Some(r.median / mem);
+        }
+    }
+    rows
+}
+
+/// The test name of the memory read bandwidth baseline.
+pub const MEM_READ: &str = "mem-read";
+
+fn number(v: f64, unit: Unit) -> String {
+    match unit {
+        Unit::GbPerSec => format!("{v:.2}"),
+        Unit::NsPerOp => format!("{v:.0}"),
+    }
+}
+
+/// The terminal table.
+pub fn table(rows: &[Row]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header([
+        "test",
+        "layer",
+        "medium",
+        "durability",
+        "survives",
+        "median",
+        "min–max",
+        "unit",
+        "of mem-read",
+        "sys CPU",
+    ]);
+    for r in rows {
+        let s = &r.subject;
+        let test =
+            if s.pass.is_empty() { s.test.clone() } else { format!("{} {}", s.test, s.pass) };
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.0}%", v * 100.0));
+        t.add_row([
+            Cell::new(test),
+            Cell::new(&s.layer),
+            Cell::new(&s.medium),
+            Cell::new(&s.durability),
+            Cell::new(&s.survives),
+            Cell::new(number(r.median, r.unit)).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{}–{}", number(r.min, r.unit), number(r.max, r.unit)))
+                .set_alignment(CellAlignment::Right),
+            Cell::new(r.unit.name()),
+            Cell::new(pct(r.of_mem_read)).set_alignment(CellAlignment::Right),
+            Cell::new(pct(r.sys_cpu_share)).set_alignment(CellAlignment::Right),
+        ]);
+    }
+    t
+}
+
+/// Everything a run produced, as written to `--json`.
+#[derive(Debug, Serialize)]
+pub struct Report<C: Serialize> {
+    /// Where it ran.
+    pub machine: Machine,
+    /// How it was configured.
+    pub config: C,
+    /// Every durability mode that appeared, with what it guarantees.
+    pub durabilities: Vec<String>,
+    /// Caveats a reader needs.
+    pub notes: Vec<String>,
+    /// Medians and ranges, as the table shows them.
+    pub rows: Vec<Row>,
+    /// Every measurement of every run.
+    pub runs: Vec<Sample>,
+}
+
+impl<C: Serialize> Report<C> {
+    /// Writes the report as pretty JSON.
+    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(path, text + "\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(test: &str, value: f64, unit: Unit, user: u64, sys: u64) -> Sample {
+        Sample {
+            subject: Subject {
+                test: test.into(),
+                pass: String::new(),
+                layer: "-".into(),
+                medium: "dram".into(),
+                durability: "none (DRAM)".into(),
+                survives: "-".into(),
+            },
+            run: 0,
+            value,
+            unit,
+            wall_ms: 0.0,
+            user_ms: 0.0,
+            sys_ms: 0.0,
+            ops: 1,
+            cpu: CpuTimes { user_ticks: user, sys_ticks: sys },
+        }
+    }
+
+    #[test]
+    fn rows_pool_cpu_and_relate_to_memory_bandwidth() {
+        let samples = [
+            sample(MEM_READ, 10.0, Unit::GbPerSec, 10, 0),
+            sample("seq-read", 8.0, Unit::GbPerSec, 3, 1),
+            sample("seq-read", 6.0, Unit::GbPerSec, 3, 3),
+            sample("seq-read", 7.0, Unit::GbPerSec, 0, 0),
+            sample("rand-read", 900.0, Unit::NsPerOp, 0, 0),
+        ];
+        let rows = summarize_rows(&samples);
+        assert_eq!(rows.len(), 3);
+        let seq = &rows[1];
+        assert_eq!((seq.median, seq.min, seq.max, seq.runs), (7.0, 6.0, 8.0, 3));
+        assert_eq!(seq.sys_cpu_share, Some(0.4));
+        assert_eq!(seq.of_mem_read, Some(0.7));
+        assert_eq!(rows[2].of_mem_read, None);
+        assert_eq!(rows[2].sys_cpu_share, None);
+        let rendered = table(&rows).to_string();
+        assert!(rendered.contains("70%") && rendered.contains("40%"));
+    }
+}

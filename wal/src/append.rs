@@ -102,7 +102,9 @@ impl Log {
 
     /// Makes every append that completed before the call durable (one persist of the tail, and
     /// in `msync` mode one `msync` of the new bytes).
+    /// On a poisoned log it fails, even with nothing new to persist.
     pub fn sync(&self) -> Result<()> {
+        self.file.check_writable()?;
         self.commit_to(self.copied.load(Ordering::Acquire))
     }
 
@@ -189,15 +191,8 @@ impl Log {
     fn complete_in_order(&self, start: u64, end: u64) -> Result<()> {
         let mut spins = 0u32;
         while self.copied.load(Ordering::Acquire) != start {
-            if self.file.is_poisoned() {
-                return Err(StorageError::Poisoned { path: self.file.path().into() }.into());
-            }
-            spins += 1;
-            if spins < 128 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            self.check_not_poisoned()?;
+            backoff(&mut spins);
         }
         if self.header.framing == Framing::Records {
             self.record_count.fetch_add(1, Ordering::AcqRel);
@@ -206,23 +201,49 @@ impl Log {
         Ok(())
     }
 
-    /// Makes the log durable up to at least `end` (which has completed): group commit.
+    /// Makes the log durable up to at least `end` (which has completed): group commit. The
+    /// leader persists the tail as far as appends have completed; the others wait for `durable`
+    /// to cover them (spinning, then yielding: parking on the lock would cost more than the
+    /// leader's persist).
     fn commit_to(&self, end: u64) -> Result<()> {
-        if self.durable.load(Ordering::Acquire) >= end {
-            return self.file.check_writable().map_err(Into::into);
+        let mut spins = 0u32;
+        loop {
+            if self.durable.load(Ordering::Acquire) >= end {
+                return Ok(());
+            }
+            if let Some(_leader) = self.commit.try_lock() {
+                let from = self.durable.load(Ordering::Acquire);
+                if from >= end {
+                    return Ok(());
+                }
+                let target = self.copied.load(Ordering::Acquire);
+                debug_assert!(target >= end);
+                if !self.file.mode().uses_cache_lines() {
+                    self.file.persist_range(DATA_OFFSET as u64 + from, (target - from) as usize)?;
+                }
+                self.store_state(State { tail: target, generation: self.generation })?;
+                self.durable.store(target, Ordering::Release);
+                return Ok(());
+            }
+            self.check_not_poisoned()?;
+            backoff(&mut spins);
         }
-        let _leader = self.commit.lock();
-        let from = self.durable.load(Ordering::Acquire);
-        if from >= end {
-            return Ok(());
+    }
+
+    fn check_not_poisoned(&self) -> Result<()> {
+        if self.file.is_poisoned() {
+            return Err(StorageError::Poisoned { path: self.file.path().into() }.into());
         }
-        let target = self.copied.load(Ordering::Acquire);
-        debug_assert!(target >= end);
-        if !self.file.mode().uses_cache_lines() {
-            self.file.persist_range(DATA_OFFSET as u64 + from, (target - from) as usize)?;
-        }
-        self.store_state(State { tail: target, generation: self.generation })?;
-        self.durable.store(target, Ordering::Release);
         Ok(())
+    }
+}
+
+/// Waits a little: spins first, then yields the CPU (the thread waited for may be descheduled).
+fn backoff(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 256 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
     }
 }

@@ -11,7 +11,8 @@
 //!   page id and retry.
 //! - SE2 reads of pages that have no frame are served in place from the mapping under the page's
 //!   *mapped latch*, held shared for the guard's lifetime. A write-back into the mapping holds that
-//!   latch exclusively: on request it waits for redirected readers; eviction only tries, and skips
+//!   latch exclusively: on request it waits for redirected readers, before it takes the frame's
+//!   latch (a redirected reader may take the frame's latch next); eviction only tries, and skips
 //!   a busy page. Shared latches are taken recursively, so a self-join never deadlocks behind a
 //!   waiting write-back; a request that would wait on the calling thread itself is
 //!   [`BufferError::LatchHeld`].
@@ -51,6 +52,16 @@ pub struct BufferPool {
     hand: AtomicUsize,
     hook: Arc<dyn WriteBackHook>,
     counters: CounterSlots,
+}
+
+/// SE2's mapped latch of a page about to be written back.
+enum MappedHold<'a> {
+    /// Not SE2: nothing is read in place, there is no latch to take.
+    NotMapped,
+    /// Held exclusively by the caller, who hands it to [`BufferPool::write_back_frame`].
+    Held(&'a Latch),
+    /// A redirected reader holds it (only when not waiting).
+    Busy,
 }
 
 enum LoadKind {
@@ -308,9 +319,10 @@ impl BufferPool {
         kind: LoadKind,
     ) -> Result<usize, LoadError> {
         let scan = ring.is_some();
+        // Before claiming: an error after the claim would leave the frame claimed.
+        let entry = self.table.get_or_alloc(id.0).ok_or_else(|| out_of_range(self, id))?;
         let f = self.claim_victim(id, ring)?;
         let m = &self.metas[f];
-        let entry = self.table.get_or_alloc(id.0).ok_or_else(|| out_of_range(self, id))?;
         m.page.store(id.0, Ordering::Release);
         m.usage.store(u8::from(!scan), Ordering::Relaxed);
         // Uncontended: a claimed frame has no pins, hence no latch holders.
@@ -371,10 +383,16 @@ impl BufferPool {
         if let Some(f) = ring.slots[slot] {
             let m = &self.metas[f];
             if !m.dirty.load(Ordering::Acquire) && m.pins.try_claim() {
-                if self.evict_claimed(f)? {
-                    return Ok(f);
+                // Dirtied since the check above, its write-back may fail: never keep the claim
+                // then, or lookups of its page would spin on the claimed frame for ever.
+                match self.evict_claimed(f) {
+                    Ok(true) => return Ok(f),
+                    Ok(false) => m.pins.release_claim(),
+                    Err(e) => {
+                        m.pins.release_claim();
+                        return Err(e);
+                    }
                 }
-                m.pins.release_claim();
             }
         }
         let f = self.clock_victim(id)?;
@@ -421,8 +439,13 @@ impl BufferPool {
         if page == NO_PAGE {
             return Ok(true);
         }
-        if m.dirty.load(Ordering::Acquire) && !self.write_back_frame(f, PageId(page), false)? {
-            return Ok(false);
+        if m.dirty.load(Ordering::Acquire) {
+            let mapped = match self.lock_mapped(PageId(page), false)? {
+                MappedHold::Busy => return Ok(false),
+                MappedHold::Held(latch) => Some(latch),
+                MappedHold::NotMapped => None,
+            };
+            self.write_back_frame(f, PageId(page), mapped)?;
         }
         if let Some(e) = self.table.get(page) {
             let _ = e.compare_exchange(f as u32 + 1, 0, Ordering::AcqRel, Ordering::Acquire);
@@ -432,25 +455,26 @@ impl BufferPool {
         Ok(true)
     }
 
-    /// Writes frame `f` (holding dirty page `page`) back. The caller keeps the frame's bytes
-    /// stable (claim or exclusive latch). In SE2 the page's mapped latch is taken exclusively:
-    /// waiting if `wait`, else `Ok(false)` when busy. Calls the hook before storing a byte.
-    fn write_back_frame(&self, f: usize, page: PageId, wait: bool) -> Result<bool> {
-        let mapped = match &self.mapped_latches {
-            Some(latches) => {
-                let latch = latches.get_or_alloc(page.0).ok_or_else(|| out_of_range(self, page))?;
-                if wait {
-                    if !held::may_take(self.key(LatchKind::Mapped, page.0), true) {
-                        return Err(BufferError::LatchHeld { page });
-                    }
-                    latch.lock_exclusive();
-                } else if !latch.try_lock_exclusive() {
-                    return Ok(false);
-                }
-                Some(latch)
+    /// SE2: takes page `page`'s mapped latch exclusively for a write-back into the mapping,
+    /// waiting for redirected readers if `wait`, else [`MappedHold::Busy`] when one holds it.
+    fn lock_mapped(&self, page: PageId, wait: bool) -> Result<MappedHold<'_>> {
+        let Some(latches) = &self.mapped_latches else { return Ok(MappedHold::NotMapped) };
+        let latch = latches.get_or_alloc(page.0).ok_or_else(|| out_of_range(self, page))?;
+        if wait {
+            if !held::may_take(self.key(LatchKind::Mapped, page.0), true) {
+                return Err(BufferError::LatchHeld { page });
             }
-            None => None,
-        };
+            latch.lock_exclusive();
+        } else if !latch.try_lock_exclusive() {
+            return Ok(MappedHold::Busy);
+        }
+        Ok(MappedHold::Held(latch))
+    }
+
+    /// Writes frame `f` (holding dirty page `page`) back and releases `mapped` (SE2: the page's
+    /// mapped latch, held exclusively by the caller). The caller keeps the frame's bytes stable
+    /// (claim or exclusive latch). Calls the hook before storing a byte.
+    fn write_back_frame(&self, f: usize, page: PageId, mapped: Option<&Latch>) -> Result<()> {
         let result = self
             .hook
             .before_write_back(&*self.layer, page)
@@ -463,27 +487,59 @@ impl BufferPool {
             self.layer.write_page(page, bytes).map_err(BufferError::from)
         });
         if let Some(latch) = mapped {
-            // SAFETY: locked exclusive above by this thread.
+            // SAFETY: the caller locked it exclusively and hands its release to us.
             unsafe { latch.unlock_exclusive() };
         }
         result?;
         self.metas[f].dirty.store(false, Ordering::Release);
         self.counters.add(Counter::WriteBack, 1);
         self.counters.add(Counter::BytesOut, self.page_size as u64);
-        Ok(true)
+        Ok(())
     }
 
     /// Writes page `id` back if it is resident and dirty, waiting for its latch (and, in SE2, for
     /// redirected readers of it). A failure leaves it dirty.
     pub fn flush_page(&self, id: PageId) -> Result<()> {
         let Some(f) = self.lookup_pin(id) else { return Ok(()) };
-        if !self.latch_frame(f, id, true)? {
+        let m = &self.metas[f];
+        if !m.dirty.load(Ordering::Acquire) {
+            m.pins.unpin();
             return Ok(());
         }
+        // The mapped latch first, then the frame's: a thread reading the page in place may take
+        // the frame's latch next (a self-join, or dirtying the page), so waiting for redirected
+        // readers while holding the frame's latch could deadlock against one of them. The pin
+        // keeps the frame on this page meanwhile.
+        let mapped = match self.lock_mapped(id, true) {
+            Ok(MappedHold::Held(latch)) => Some(latch),
+            Ok(MappedHold::NotMapped | MappedHold::Busy) => None,
+            Err(e) => {
+                m.pins.unpin();
+                return Err(e);
+            }
+        };
+        let release = || {
+            if let Some(latch) = mapped {
+                // SAFETY: locked exclusively just above by this thread.
+                unsafe { latch.unlock_exclusive() };
+            }
+        };
+        match self.latch_frame(f, id, true) {
+            Ok(true) => {}
+            Ok(false) => {
+                release();
+                return Ok(());
+            }
+            Err(e) => {
+                release();
+                return Err(e);
+            }
+        }
         let guard = PageMut::new(self, f);
-        let r = if self.metas[f].dirty.load(Ordering::Acquire) {
-            self.write_back_frame(f, id, true).map(|_| ())
+        let r = if m.dirty.load(Ordering::Acquire) {
+            self.write_back_frame(f, id, mapped)
         } else {
+            release();
             Ok(())
         };
         drop(guard);

@@ -1,0 +1,274 @@
+//! Goal: SE2's latching rules hold. A redirected read guard and a write-back of the same page
+//! never overlap (the write-back waits, shown by events); a thread holding a guard on a page cannot
+//! deadlock itself by dirtying, evicting or flushing it (typed errors or `Ok(false)` instead); a
+//! self-join on a page does not deadlock behind another thread's waiting write-back; and after
+//! copy-on-write the mapping keeps the old bytes until write-back. No sleeps: channels and events
+//! order the threads, and a yield loop only gives a blocked thread the chance to misbehave.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+
+use nvpage_buffer::{BufferError, BufferPool, HookError, NoUndo, WriteBackHook};
+use nvpage_storage::{FileLayer, Layer, PageId};
+
+use common::{fill_words, open_pool, scratch_dir, uniform_word, watchdog};
+
+const P: PageId = PageId(1);
+
+/// Records each write-back as an event, with the value the mapping (or file) held just before.
+#[derive(Debug, Default)]
+struct EventHook {
+    events: Arc<Mutex<Vec<String>>>,
+    called: AtomicBool,
+}
+
+impl EventHook {
+    /// Forgets the write-backs so far (the setup's).
+    fn reset(&self) {
+        self.events.lock().unwrap().clear();
+        self.called.store(false, Ordering::SeqCst);
+    }
+}
+
+impl WriteBackHook for EventHook {
+    fn before_write_back(&self, layer: &dyn FileLayer, page: PageId) -> Result<(), HookError> {
+        let mut old = vec![0u8; layer.file().page_size().bytes()];
+        layer.read_page(page, &mut old)?;
+        let v = uniform_word(&old, "before-image");
+        self.events.lock().unwrap().push(format!("write-back {} over {v}", page.0));
+        self.called.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// The value the file (SE2: the mapping, in place) holds for `id`, read below the pool.
+fn stored(pool: &BufferPool, id: PageId) -> u64 {
+    let mut v = None;
+    pool.layer().with_page(id, &mut |b| v = Some(uniform_word(b, "stored page"))).unwrap();
+    v.unwrap()
+}
+
+/// A pool over a file of 4 pages where page 1 holds 1 everywhere, written back and evicted.
+fn setup(layer: Layer, hook: Arc<dyn WriteBackHook>) -> (tempfile::TempDir, BufferPool) {
+    let dir = scratch_dir();
+    let pool = open_pool(dir.path(), layer, true, 8, hook);
+    pool.layer().grow(4).unwrap();
+    fill_words(&mut pool.new_page(P).unwrap(), 1);
+    pool.flush_page(P).unwrap();
+    assert!(pool.evict_page(P).unwrap());
+    (dir, pool)
+}
+
+/// Gives another thread, which has announced that it is about to block, time to block (or, if the
+/// code under test is wrong, to run on). Passing never depends on how long this takes.
+fn let_others_run() {
+    for _ in 0..20_000 {
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_write_back_waits_for_redirected_readers_of_its_page() {
+    let _done = watchdog("se2 write-back vs reader", 120);
+    let hook = Arc::new(EventHook::default());
+    let (_dir, pool) = setup(Layer::Se2, hook.clone());
+    hook.reset();
+    let events = hook.events.clone();
+
+    let reader = pool.read(P).unwrap();
+    assert!(reader.is_redirected());
+    // Copy-on-write while this thread reads in place: the change goes to a private frame.
+    fill_words(&mut pool.write(P).unwrap(), 2);
+    assert_eq!(uniform_word(&reader, "redirected guard"), 1);
+    assert_eq!(stored(&pool, P), 1, "copy-on-write left the mapping alone");
+
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        let flusher = s.spawn(|| {
+            tx.send(()).unwrap();
+            pool.flush_page(P).unwrap();
+            events.lock().unwrap().push("flush returned".into());
+        });
+        rx.recv().unwrap();
+        let_others_run();
+        assert!(
+            !hook.called.load(Ordering::SeqCst),
+            "write-back started under a redirected reader"
+        );
+        // The storage layer's own latch is not the pool's: reading below the pool is allowed, and
+        // the mapping still holds the old bytes.
+        assert_eq!(stored(&pool, P), 1);
+        assert_eq!(uniform_word(&reader, "redirected guard"), 1);
+        events.lock().unwrap().push("reader released".into());
+        drop(reader);
+        flusher.join().unwrap();
+    });
+    assert_eq!(
+        *hook.events.lock().unwrap(),
+        ["reader released", "write-back 1 over 1", "flush returned"],
+        "the write-back ran only after the redirected reader let go"
+    );
+    assert_eq!(stored(&pool, P), 2);
+    assert!(pool.dirty_pages().is_empty());
+}
+
+#[test]
+fn a_reader_cannot_deadlock_itself_on_its_own_page() {
+    let _done = watchdog("se2 self-deadlock", 120);
+    for layer in Layer::compiled() {
+        let hook = Arc::new(EventHook::default());
+        let (_dir, pool) = setup(layer, hook.clone());
+        hook.reset();
+        let r = pool.read(P).unwrap();
+        assert_eq!(r.is_redirected(), layer == Layer::Se2);
+        if layer == Layer::Se2 {
+            // Dirtying a page read in place: copy-on-write, no wait on itself.
+            fill_words(&mut pool.write(P).unwrap(), 2);
+            assert_eq!(uniform_word(&r, "redirected guard"), 1);
+            assert_eq!(stored(&pool, P), 1, "the mapping keeps the old bytes until write-back");
+            // Writing it back would wait for this very guard.
+            assert!(matches!(pool.flush_page(P), Err(BufferError::LatchHeld { page: P })));
+            // Eviction never waits: the page is busy, so it stays.
+            assert!(!pool.evict_page(P).unwrap());
+            assert_eq!(pool.dirty_pages(), [P], "a refused write-back leaves the page dirty");
+            assert!(!hook.called.load(Ordering::SeqCst));
+            assert_eq!(stored(&pool, P), 1);
+        } else {
+            // The guard holds the frame's latch shared: an exclusive request would wait on itself.
+            assert!(matches!(pool.write(P), Err(BufferError::LatchHeld { page: P })));
+            assert!(!pool.evict_page(P).unwrap(), "a pinned page is not evicted");
+        }
+        drop(r);
+
+        // A guard on a dirty frame (SE2: the private copy): writing, flushing and evicting it are
+        // refused without waiting.
+        if layer != Layer::Se2 {
+            fill_words(&mut pool.write(P).unwrap(), 2);
+        }
+        let r = pool.read(P).unwrap();
+        assert!(!r.is_redirected(), "{layer}: a page with a frame is read from the frame");
+        assert_eq!(uniform_word(&r, "frame guard"), 2);
+        assert!(matches!(pool.write(P), Err(BufferError::LatchHeld { page: P })), "{layer}");
+        assert!(matches!(pool.flush_page(P), Err(BufferError::LatchHeld { page: P })), "{layer}");
+        assert!(!pool.evict_page(P).unwrap(), "{layer}");
+        drop(r);
+        {
+            let w = pool.write(P).unwrap();
+            assert!(matches!(pool.read(P), Err(BufferError::LatchHeld { page: P })), "{layer}");
+            assert!(matches!(pool.flush_page(P), Err(BufferError::LatchHeld { .. })), "{layer}");
+            assert!(!pool.evict_page(P).unwrap(), "{layer}");
+            drop(w);
+        }
+        assert!(!hook.called.load(Ordering::SeqCst), "{layer}: nothing was written back yet");
+        assert_eq!(stored(&pool, P), 1, "{layer}: the file keeps the old bytes until write-back");
+
+        // Once the guards are gone, the write-back runs, and the hook saw the old bytes in place.
+        pool.flush_page(P).unwrap();
+        assert_eq!(*hook.events.lock().unwrap(), ["write-back 1 over 1"], "{layer}");
+        assert_eq!(stored(&pool, P), 2, "{layer}");
+    }
+}
+
+/// Thread A reads page P in place, then dirties it (a private copy appears); thread B starts a
+/// write-back of P, which must wait for A's redirected guard; A then reads P again, from the
+/// frame. Taking the frame's latch before waiting for the mapped latch would deadlock here.
+#[test]
+fn a_self_join_does_not_deadlock_behind_a_waiting_write_back_of_a_redirected_page() {
+    let _done = watchdog("se2 self-join behind a write-back", 120);
+    let hook = Arc::new(EventHook::default());
+    let (_dir, pool) = setup(Layer::Se2, hook.clone());
+    hook.reset();
+    let g1 = pool.read(P).unwrap();
+    assert!(g1.is_redirected());
+    fill_words(&mut pool.write(P).unwrap(), 2);
+
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        let flusher = s.spawn(|| {
+            tx.send(()).unwrap();
+            pool.flush_page(P).unwrap();
+        });
+        rx.recv().unwrap();
+        let_others_run();
+        let g2 = pool.read(P).unwrap();
+        assert!(!g2.is_redirected(), "the private copy exists: the second read uses it");
+        assert_eq!(uniform_word(&g2, "second guard"), 2);
+        let g3 = pool.read(P).unwrap();
+        assert_eq!(uniform_word(&g3, "third guard"), 2);
+        assert_eq!(uniform_word(&g1, "first guard"), 1);
+        assert!(!hook.called.load(Ordering::SeqCst), "write-back overlapped a redirected read");
+        drop((g3, g2, g1));
+        flusher.join().unwrap();
+    });
+    assert_eq!(*hook.events.lock().unwrap(), ["write-back 1 over 1"]);
+    assert_eq!(stored(&pool, P), 2);
+}
+
+/// Thread A holds a shared guard on a dirty frame; thread B's write-back waits for the frame's
+/// latch; A takes a second shared guard on the same page: shared latches are recursive, so it is
+/// granted despite the waiting writer.
+#[test]
+fn a_self_join_does_not_deadlock_behind_a_waiting_write_back_of_a_frame() {
+    let _done = watchdog("self-join behind a write-back", 120);
+    for layer in Layer::compiled() {
+        let hook = Arc::new(EventHook::default());
+        let (_dir, pool) = setup(layer, hook.clone());
+        hook.reset();
+        fill_words(&mut pool.write(P).unwrap(), 2);
+        let g1 = pool.read(P).unwrap();
+        assert!(!g1.is_redirected());
+
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|s| {
+            let flusher = s.spawn(|| {
+                tx.send(()).unwrap();
+                pool.flush_page(P).unwrap();
+            });
+            rx.recv().unwrap();
+            let_others_run();
+            let g2 = pool.read(P).unwrap();
+            assert_eq!(uniform_word(&g2, "second guard"), 2, "{layer}");
+            assert!(!hook.called.load(Ordering::SeqCst), "{layer}: write-back under a reader");
+            drop((g2, g1));
+            flusher.join().unwrap();
+        });
+        assert_eq!(*hook.events.lock().unwrap(), ["write-back 1 over 1"], "{layer}");
+        assert_eq!(stored(&pool, P), 2, "{layer}");
+    }
+}
+
+/// Eviction never waits: while another thread reads a page in place, a dirty private copy of it
+/// is skipped by eviction and by the clock, and written back once the reader is gone.
+#[test]
+fn eviction_skips_a_page_read_in_place_by_another_thread() {
+    let _done = watchdog("se2 eviction skips", 120);
+    let (_dir, pool) = setup(Layer::Se2, Arc::new(NoUndo));
+    let (held_tx, held_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let pool = &pool;
+        let reader = s.spawn(move || {
+            let g = pool.read(P).unwrap();
+            assert!(g.is_redirected());
+            held_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            assert_eq!(uniform_word(&g, "redirected guard"), 1);
+        });
+        held_rx.recv().unwrap();
+        fill_words(&mut pool.write(P).unwrap(), 2);
+        assert!(!pool.evict_page(P).unwrap(), "a redirected reader holds the page");
+        // Fill the other frames, several times over: the clock skips P's busy frame.
+        pool.layer().grow(40).unwrap();
+        for id in 2..40 {
+            fill_words(&mut pool.new_page(PageId(id)).unwrap(), id);
+        }
+        assert!(pool.dirty_pages().contains(&P));
+        assert_eq!(stored(pool, P), 1);
+        release_tx.send(()).unwrap();
+        reader.join().unwrap();
+    });
+    assert!(pool.evict_page(P).unwrap());
+    assert_eq!(stored(&pool, P), 2);
+}

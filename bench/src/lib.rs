@@ -1,6 +1,7 @@
 //! nvpage's benchmarks as a library, so the `nvpage-bench` binary and the criterion benches share
 //! fixtures and measuring code.
 //!
+//! - [`log`]: the log beside `write`+`fdatasync` and libpmemlog (issue 3).
 //! - [`storage`]: the file layers against each other and against the machine (issue 2).
 //! - [`cputime`], [`machine`], [`memory`], [`report`], [`stats`]: what every benchmark shares —
 //!   CPU time, machine facts, memory baselines, tables and JSON, medians.
@@ -10,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cputime;
+pub mod log;
 pub mod machine;
 pub mod memory;
 pub mod report;

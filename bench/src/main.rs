@@ -6,6 +6,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use nvpage_bench::log;
 use nvpage_bench::storage;
 
 /// nvpage's benchmarks. Every number printed names its durability and configuration.
@@ -21,12 +22,16 @@ enum Command {
     /// The file layers (pread, SE1, SE2) on disk and tmpfs: sequential passes in GB/s next to the
     /// machine's memory bandwidth, and random single-page read and write latency.
     Storage(storage::StorageArgs),
+    /// The log beside `write`+`fdatasync` and (feature `pmdk`) libpmemlog: small durable
+    /// appends and the seed's 4 MiB appends, on tmpfs (cache-line path and msync) and disk.
+    Log(log::LogArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Storage(args) => storage::run(args),
+        Command::Log(args) => log::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,486 @@
+//! `nvpage-bench log`: the log side by side, in one run (issue 3). Systems: nvpage's log (raw and
+//! record framing), `pwrite` + `fdatasync` per append on a plain file, and — with the Cargo
+//! feature `pmdk` — PMDK's libpmemlog through `nvpage_wal::pmdk`. Media: tmpfs with the
+//! cache-line path forced (emulated NVM: survives a process crash only), tmpfs with `msync`, and a
+//! disk directory. Workloads: the seed's (fresh pools of 64 MiB filled with 4 MiB appends, MB/s of
+//! data really appended) and small durable appends (64 B, 256 B, 4 KiB; 1 and 2 threads;
+//! appends/s, p50 and p99 latency). Every row names its durability.
+//!
+//! libpmem decides between flushes and `msync` once per process from `PMEM_IS_PMEM_FORCE`, so the
+//! libpmemlog rows for the forced medium run in a child process of this binary with that variable
+//! set (`--pmdk-child`), and report back as JSON lines.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use comfy_table::Table;
+use nvpage::PersistRequest;
+use nvpage_wal::{CreateOptions, Framing, Log, Uuid, WalError};
+use serde::{Deserialize, Serialize};
+
+/// Arguments of `nvpage-bench log`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LogArgs {
+    /// A directory on tmpfs.
+    #[arg(long, default_value = "/dev/shm")]
+    pub tmpfs_dir: PathBuf,
+    /// A directory on a disk file system (ext4 here).
+    #[arg(long, default_value = "/var/tmp")]
+    pub disk_dir: PathBuf,
+    /// Small appends per thread (at most; each row also stops after `--row-seconds`).
+    #[arg(long, default_value_t = 200_000)]
+    pub appends: u64,
+    /// Time limit of one small-append row.
+    #[arg(long, default_value_t = 2.0)]
+    pub row_seconds: f64,
+    /// Pools of the seed workload (the seed used 20).
+    #[arg(long, default_value_t = 20)]
+    pub pools: u32,
+    /// Size of one pool in MiB (the seed used 64).
+    #[arg(long, default_value_t = 64)]
+    pub pool_mib: u64,
+    /// Write the rows as JSON here too.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Internal: run only libpmemlog's rows on this medium and print them as JSON lines.
+    #[arg(long, hide = true)]
+    pub pmdk_child: Option<String>,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LogRow {
+    /// `seed` (4 MiB appends into fresh pools) or `small`.
+    pub workload: String,
+    /// `nvpage-wal raw`, `nvpage-wal records`, `write+fdatasync`, `libpmemlog`.
+    pub system: String,
+    /// `tmpfs-cacheline`, `tmpfs-msync`, `disk`.
+    pub medium: String,
+    /// What a completed append survives, as the system was configured.
+    pub durability: String,
+    /// Appending threads.
+    pub threads: u32,
+    /// Bytes per append.
+    pub append_bytes: u64,
+    /// Appends completed.
+    pub appends: u64,
+    /// Appends per second (all threads).
+    pub appends_per_s: f64,
+    /// MB/s of data appended (10^6 bytes).
+    pub mb_per_s: f64,
+    /// Median latency of one append, µs (small appends only).
+    pub p50_us: Option<f64>,
+    /// 99th percentile latency of one append, µs (small appends only).
+    pub p99_us: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Medium {
+    TmpfsCacheLine,
+    TmpfsMsync,
+    Disk,
+}
+
+impl Medium {
+    const ALL: [Medium; 3] = [Medium::TmpfsCacheLine, Medium::TmpfsMsync, Medium::Disk];
+
+    fn name(self) -> &'static str {
+        match self {
+            Medium::TmpfsCacheLine => "tmpfs-cacheline",
+            Medium::TmpfsMsync => "tmpfs-msync",
+            Medium::Disk => "disk",
+        }
+    }
+
+    fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    fn dir(self, args: &LogArgs) -> &Path {
+        if self == Medium::Disk { &args.disk_dir } else { &args.tmpfs_dir }
+    }
+
+    fn persistence(self) -> PersistRequest {
+        if self == Medium::TmpfsCacheLine {
+            PersistRequest::CacheLine
+        } else {
+            PersistRequest::Auto
+        }
+    }
+}
+
+const SMALL_SIZES: [u64; 3] = [64, 256, 4096];
+const THREADS: [u32; 2] = [1, 2];
+/// Data area of one small-append log: rows stop appending when it is full.
+const SMALL_LOG_BYTES: u64 = 256 << 20;
+
+/// Runs the benchmark and prints the table (and JSON, if asked).
+pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
+    if let Some(m) = &args.pmdk_child {
+        let m = Medium::from_name(m).ok_or("unknown medium")?;
+        for row in pmdk_rows(args, m)? {
+            println!("{}", serde_json::to_string(&row)?);
+        }
+        return Ok(());
+    }
+    let mut rows = Vec::new();
+    for m in Medium::ALL {
+        let scratch = tempfile::tempdir_in(m.dir(args))?;
+        let dir = scratch.path();
+        eprintln!("log bench: {} in {}", m.name(), dir.display());
+        rows.push(seed_nvpage(args, m, dir)?);
+        if m != Medium::TmpfsCacheLine {
+            rows.push(seed_write(args, m, dir)?);
+        }
+        for &size in &SMALL_SIZES {
+            for &threads in &THREADS {
+                for framing in [Framing::Raw, Framing::Records] {
+                    rows.push(small_nvpage(args, m, dir, framing, size, threads)?);
+                }
+                if m != Medium::TmpfsCacheLine {
+                    rows.push(small_write(args, m, dir, size, threads)?);
+                }
+            }
+        }
+        rows.extend(pmdk_rows_via_child(args, m));
+    }
+    print_table(&rows);
+    if let Some(path) = &args.json {
+        let machine = crate::machine::Machine::detect().summary();
+        let doc = serde_json::json!({ "machine": machine, "rows": rows });
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
+    }
+    Ok(())
+}
+
+fn seed_nvpage(args: &LogArgs, m: Medium, dir: &Path) -> Result<LogRow, WalError> {
+    let chunk = vec![b'1'; 4 << 20];
+    let (mut bytes, mut appends, mut durability) = (0u64, 0u64, String::new());
+    let t0 = Instant::now();
+    for i in 0..args.pools {
+        let path = dir.join(format!("seed-{i}.log"));
+        let opts = CreateOptions {
+            framing: Framing::Raw,
+            persistence: m.persistence(),
+            ..CreateOptions::new(Uuid::nil())
+        };
+        let log = Log::create(&path, args.pool_mib << 20, &opts)?;
+        durability = log.durability().to_string();
+        loop {
+            match log.append(&chunk) {
+                Ok(_) => {
+                    bytes += chunk.len() as u64;
+                    appends += 1;
+                }
+                Err(WalError::LogFull { .. }) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        drop(log);
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(row("seed", "nvpage-wal raw", m, durability, 1, 4 << 20, appends, bytes, t0.elapsed(), None))
+}
+
+fn seed_write(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> {
+    let chunk = vec![b'1'; 4 << 20];
+    let per_pool = (args.pool_mib << 20) / chunk.len() as u64;
+    let t0 = Instant::now();
+    for i in 0..args.pools {
+        let path = dir.join(format!("seed-{i}.vfs"));
+        let f = OpenOptions::new().create_new(true).write(true).open(&path)?;
+        for j in 0..per_pool {
+            f.write_all_at(&chunk, j * chunk.len() as u64)?;
+        }
+        f.sync_data()?;
+        drop(f);
+        let _ = std::fs::remove_file(&path);
+    }
+    let appends = per_pool * u64::from(args.pools);
+    let durability = format!("fdatasync per pool on {}", medium_fs(m));
+    Ok(row(
+        "seed",
+        "write+fdatasync",
+        m,
+        durability,
+        1,
+        4 << 20,
+        appends,
+        appends * (4 << 20),
+        t0.elapsed(),
+        None,
+    ))
+}
+
+fn medium_fs(m: Medium) -> &'static str {
+    if m == Medium::Disk { "disk: survives power loss" } else { "tmpfs: process crash only" }
+}
+
+/// Runs `threads` threads of `op` until each did `appends` or the row's time is up; returns
+/// the appends done, the wall time and the per-append latencies in ns.
+fn timed<F>(args: &LogArgs, threads: u32, per_thread: u64, op: F) -> (u64, Duration, Vec<u64>)
+where
+    F: Fn(u32, u64) -> bool + Sync,
+{
+    let limit = Duration::from_secs_f64(args.row_seconds);
+    let t0 = Instant::now();
+    let lats: Vec<Vec<u64>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let op = &op;
+                s.spawn(move || {
+                    let mut lat = Vec::with_capacity(per_thread.min(1 << 20) as usize);
+                    for i in 0..per_thread {
+                        let a = Instant::now();
+                        if !op(t, i) {
+                            break;
+                        }
+                        let b = Instant::now();
+                        lat.push((b - a).as_nanos() as u64);
+                        if i % 256 == 0 && b - t0 > limit {
+                            break;
+                        }
+                    }
+                    lat
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let wall = t0.elapsed();
+    let mut all: Vec<u64> = lats.into_iter().flatten().collect();
+    all.sort_unstable();
+    (all.len() as u64, wall, all)
+}
+
+fn small_nvpage(
+    args: &LogArgs,
+    m: Medium,
+    dir: &Path,
+    framing: Framing,
+    size: u64,
+    threads: u32,
+) -> Result<LogRow, WalError> {
+    let path = dir.join(format!("small-{size}-{threads}-{framing}.log"));
+    let opts =
+        CreateOptions { framing, persistence: m.persistence(), ..CreateOptions::new(Uuid::nil()) };
+    let log = Log::create(&path, SMALL_LOG_BYTES, &opts)?;
+    let buf = vec![0x5Au8; size as usize];
+    let per_thread = args.appends.min(SMALL_LOG_BYTES / 2 / u64::from(threads) / (size + 16));
+    let (n, wall, lat) = timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok());
+    let system = format!("nvpage-wal {framing}");
+    let r = row(
+        "small",
+        &system,
+        m,
+        log.durability().to_string(),
+        threads,
+        size,
+        n,
+        n * size,
+        wall,
+        Some(&lat),
+    );
+    drop(log);
+    let _ = std::fs::remove_file(&path);
+    Ok(r)
+}
+
+fn small_write(
+    args: &LogArgs,
+    m: Medium,
+    dir: &Path,
+    size: u64,
+    threads: u32,
+) -> std::io::Result<LogRow> {
+    let path = dir.join(format!("small-{size}-{threads}.vfs"));
+    let f = OpenOptions::new().create_new(true).read(true).write(true).open(&path)?;
+    let tail = AtomicU64::new(0);
+    let buf = vec![0x5Au8; size as usize];
+    let (n, wall, lat) = timed(args, threads, args.appends, |_, _| {
+        let at = tail.fetch_add(size, Ordering::Relaxed);
+        f.write_all_at(&buf, at).and_then(|()| f.sync_data()).is_ok()
+    });
+    let durability = format!("pwrite+fdatasync per append on {}", medium_fs(m));
+    drop(f);
+    let _ = std::fs::remove_file(&path);
+    Ok(row("small", "write+fdatasync", m, durability, threads, size, n, n * size, wall, Some(&lat)))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    workload: &str,
+    system: &str,
+    m: Medium,
+    durability: String,
+    threads: u32,
+    append_bytes: u64,
+    appends: u64,
+    bytes: u64,
+    wall: Duration,
+    lat_ns: Option<&[u64]>,
+) -> LogRow {
+    let secs = wall.as_secs_f64().max(1e-9);
+    let pct = |p: f64| {
+        lat_ns
+            .filter(|l| !l.is_empty())
+            .map(|l| l[((l.len() - 1) as f64 * p) as usize] as f64 / 1e3)
+    };
+    LogRow {
+        workload: workload.into(),
+        system: system.into(),
+        medium: m.name().into(),
+        durability,
+        threads,
+        append_bytes,
+        appends,
+        appends_per_s: appends as f64 / secs,
+        mb_per_s: bytes as f64 / secs / 1e6,
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+    }
+}
+
+fn print_table(rows: &[LogRow]) {
+    let mut t = Table::new();
+    t.set_header(vec![
+        "workload",
+        "system",
+        "medium",
+        "threads",
+        "bytes",
+        "appends/s",
+        "MB/s",
+        "p50 µs",
+        "p99 µs",
+        "durability",
+    ]);
+    let us = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
+    for r in rows {
+        t.add_row(vec![
+            r.workload.clone(),
+            r.system.clone(),
+            r.medium.clone(),
+            r.threads.to_string(),
+            r.append_bytes.to_string(),
+            format!("{:.0}", r.appends_per_s),
+            format!("{:.0}", r.mb_per_s),
+            us(r.p50_us),
+            us(r.p99_us),
+            r.durability.clone(),
+        ]);
+    }
+    println!("{t}");
+}
+
+/// libpmemlog's rows for `m`, from a child process whose environment fixes libpmem's choice.
+#[cfg(feature = "pmdk")]
+fn pmdk_rows_via_child(args: &LogArgs, m: Medium) -> Vec<LogRow> {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(_) => return Vec::new(),
+    };
+    let force = if m == Medium::TmpfsCacheLine { "1" } else { "0" };
+    let out = std::process::Command::new(exe)
+        .env("PMEM_IS_PMEM_FORCE", force)
+        .args(["log", "--pmdk-child", m.name()])
+        .arg("--tmpfs-dir")
+        .arg(&args.tmpfs_dir)
+        .arg("--disk-dir")
+        .arg(&args.disk_dir)
+        .args(["--appends", &args.appends.to_string()])
+        .args(["--row-seconds", &args.row_seconds.to_string()])
+        .args(["--pools", &args.pools.to_string(), "--pool-mib", &args.pool_mib.to_string()])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+        Ok(o) => {
+            eprintln!("libpmemlog rows failed: {}", String::from_utf8_lossy(&o.stderr));
+            Vec::new()
+        }
+        Err(e) => {
+            eprintln!("libpmemlog rows failed: {e}");
+            Vec::new()
+        }
+    }
+}
+
+#[cfg(not(feature = "pmdk"))]
+fn pmdk_rows_via_child(_args: &LogArgs, _m: Medium) -> Vec<LogRow> {
+    Vec::new()
+}
+
+#[cfg(feature = "pmdk")]
+fn pmdk_rows(args: &LogArgs, m: Medium) -> std::io::Result<Vec<LogRow>> {
+    use nvpage_wal::pmdk::PmemLog;
+    let forced = std::env::var("PMEM_IS_PMEM_FORCE").is_ok_and(|v| v == "1");
+    let durability = if forced {
+        "libpmem flushes (PMEM_IS_PMEM_FORCE=1) on tmpfs: process crash only".to_string()
+    } else {
+        format!("libpmem msync on {}", medium_fs(m))
+    };
+    let scratch = tempfile::tempdir_in(m.dir(args))?;
+    let dir = scratch.path();
+    let mut rows = Vec::new();
+    let chunk = vec![b'1'; 4 << 20];
+    let (mut bytes, mut appends) = (0u64, 0u64);
+    let t0 = Instant::now();
+    for i in 0..args.pools {
+        let path = dir.join(format!("seed-{i}.pmemlog"));
+        let log = PmemLog::create(&path, args.pool_mib << 20)?;
+        while log.nbyte() - log.tell() >= chunk.len() as u64 && log.append(&chunk).is_ok() {
+            bytes += chunk.len() as u64;
+            appends += 1;
+        }
+        drop(log);
+        let _ = std::fs::remove_file(&path);
+    }
+    rows.push(row(
+        "seed",
+        "libpmemlog",
+        m,
+        durability.clone(),
+        1,
+        4 << 20,
+        appends,
+        bytes,
+        t0.elapsed(),
+        None,
+    ));
+    for &size in &SMALL_SIZES {
+        for &threads in &THREADS {
+            let path = dir.join(format!("small-{size}-{threads}.pmemlog"));
+            let log = PmemLog::create(&path, SMALL_LOG_BYTES)?;
+            let buf = vec![0x5Au8; size as usize];
+            let per_thread =
+                args.appends.min(SMALL_LOG_BYTES / 2 / u64::from(threads) / (size + 16));
+            let (n, wall, lat) = timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok());
+            rows.push(row(
+                "small",
+                "libpmemlog",
+                m,
+                durability.clone(),
+                threads,
+                size,
+                n,
+                n * size,
+                wall,
+                Some(&lat),
+            ));
+            drop(log);
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(not(feature = "pmdk"))]
+fn pmdk_rows(_args: &LogArgs, _m: Medium) -> std::io::Result<Vec<LogRow>> {
+    Err(std::io::Error::other("built without the `pmdk` feature"))
+}

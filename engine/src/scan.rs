@@ -2,9 +2,10 @@
 //! pages among worker threads.
 //!
 //! Rows are read in place: a [`ScanPage`] holds its page (a frame, or in SE2 the page in the
-//! mapping) and lends [`RowRef`]s borrowed from it. Scans cycle through a small ring of frames
-//! ([`nvpage_buffer::ScanRing`]) so that a table larger than the pool does not flush everything
-//! else out, and ask the kernel to read ahead a window of pages at a time.
+//! mapping) and lends [`RowRef`]s borrowed from it. A scan of a table larger than the pool cycles
+//! through a small ring of frames ([`nvpage_buffer::ScanRing`]) so that it does not flush
+//! everything else out; a table that fits is cached like any other page. Scans ask the kernel to
+//! read ahead a window of pages at a time.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -17,6 +18,21 @@ use crate::heap::HeapPage;
 use crate::row::RowRef;
 use crate::schema::Schema;
 use crate::table::Table;
+
+/// A scan cycles through a ring of frames only when its table is larger than the pool (so it
+/// would push everything else out); a table that fits is read through the clock like any other
+/// page, so that a pool holding all the data serves a second scan from memory.
+fn scan_ring(db: &Database, runs: &[(u64, u64)]) -> Option<ScanRing> {
+    let pages: u64 = runs.iter().map(|r| r.1).sum();
+    (pages > db.pool.frames() as u64).then(|| db.pool.scan_ring())
+}
+
+fn read_page<'t>(db: &'t Database, id: u64, ring: &mut Option<ScanRing>) -> Result<PageRef<'t>> {
+    Ok(match ring {
+        Some(r) => db.pool.read_scan(PageId(id), r)?,
+        None => db.pool.read(PageId(id))?,
+    })
+}
 
 /// Pages read ahead of a scan.
 const READ_AHEAD_PAGES: u64 = 256;
@@ -42,22 +58,15 @@ pub struct Scan<'t> {
     run: usize,
     next: u64,
     ahead_to: u64,
-    ring: ScanRing,
+    ring: Option<ScanRing>,
 }
 
 impl<'t> Scan<'t> {
     pub(crate) fn new(db: &'t Database, table: &Table) -> Result<Self> {
         let pages = runs_of(db, table)?;
         let next = pages.first().map_or(0, |r| r.0);
-        Ok(Self {
-            db,
-            table: table.clone(),
-            pages,
-            run: 0,
-            next,
-            ahead_to: 0,
-            ring: db.pool.scan_ring(),
-        })
+        let ring = scan_ring(db, &pages);
+        Ok(Self { db, table: table.clone(), pages, run: 0, next, ahead_to: 0, ring })
     }
 }
 
@@ -92,8 +101,8 @@ pub struct ScanPage<'t> {
 }
 
 impl<'t> ScanPage<'t> {
-    fn read(db: &'t Database, table: &Table, id: u64, ring: &mut ScanRing) -> Result<Self> {
-        let page = db.pool.read_scan(PageId(id), ring)?;
+    fn read(db: &'t Database, table: &Table, id: u64, ring: &mut Option<ScanRing>) -> Result<Self> {
+        let page = read_page(db, id, ring)?;
         HeapPage::new(&page, table.id, id)?;
         Ok(Self { page, schema: table.schema().clone(), id, table_id: table.id })
     }
@@ -133,7 +142,9 @@ where
     F: Fn(A, RowRef<'_>) -> Result<A> + Sync,
     C: Fn(A, A) -> A,
 {
-    let chunks: Vec<(u64, u64)> = runs_of(db, table)?
+    let runs = runs_of(db, table)?;
+    let use_ring = scan_ring(db, &runs).is_some();
+    let chunks: Vec<(u64, u64)> = runs
         .into_iter()
         .flat_map(|(s, n)| {
             (0..n.div_ceil(CHUNK_PAGES))
@@ -145,7 +156,7 @@ where
     let threads = threads.clamp(1, chunks.len().max(1));
     let work = || -> Result<A> {
         let mut acc = init();
-        let mut ring = db.pool.scan_ring();
+        let mut ring = use_ring.then(|| db.pool.scan_ring());
         let schema = table.schema().clone();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -155,7 +166,7 @@ where
             }
             db.layer_ref().will_need(PageId(start), len);
             for id in start..start + len {
-                let page = db.pool.read_scan(PageId(id), &mut ring)?;
+                let page = read_page(db, id, &mut ring)?;
                 let h = HeapPage::new(&page, table.id, id)?;
                 for (_, bytes) in h.rows() {
                     acc = fold(acc, RowRef::new(&schema, bytes)?)?;

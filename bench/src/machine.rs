@@ -15,6 +15,9 @@ pub struct Machine {
     pub memory_gib: f64,
     /// The clock source behind the timers (`tsc` is cheap to read; others may be system calls).
     pub clocksource: String,
+    /// The 1-minute load average when the benchmark started: other work on the machine skews
+    /// every number, and a reader should know how busy it was.
+    pub load_average_1min: f64,
 }
 
 impl Machine {
@@ -31,14 +34,21 @@ impl Machine {
             clocksource: or_unknown(read(
                 "/sys/devices/system/clocksource/clocksource0/current_clocksource",
             )),
+            load_average_1min: load_1min(&read("/proc/loadavg")).unwrap_or(-1.0),
         }
     }
 
     /// One line for the top of a report.
     pub fn summary(&self) -> String {
         format!(
-            "machine: {} ({} cores), {:.1} GiB RAM, Linux {}, clocksource {}",
-            self.cpu_model, self.cores, self.memory_gib, self.kernel, self.clocksource
+            "machine: {} ({} cores), {:.1} GiB RAM, Linux {}, clocksource {}, load average {:.2} \
+             at start",
+            self.cpu_model,
+            self.cores,
+            self.memory_gib,
+            self.kernel,
+            self.clocksource,
+            self.load_average_1min
         )
     }
 }
@@ -62,6 +72,11 @@ pub fn mem_total_kib(meminfo: &str) -> Option<u64> {
     line.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
+/// The 1-minute load average from `/proc/loadavg`'s text.
+pub fn load_1min(loadavg: &str) -> Option<f64> {
+    loadavg.split_ascii_whitespace().next()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +87,6 @@ mod tests {
         assert_eq!(cpu_model(cpuinfo).as_deref(), Some("AMD EPYC 7B13"));
         assert_eq!(cpu_model("processor : 0\n"), None);
         assert_eq!(mem_total_kib("MemTotal:       24576000 kB\nMemFree: 1 kB\n"), Some(24576000));
+        assert_eq!(load_1min("2.87 3.94 2.64 3/412 9921\n"), Some(2.87));
     }
 }

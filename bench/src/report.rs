@@ -71,6 +71,8 @@ pub struct Sample {
     pub sys_ms: f64,
     /// Operations (pages) in the interval.
     pub ops: u64,
+    /// For throughputs measured right after a memory read baseline: the ratio of `value` to it.
+    pub of_mem_read: Option<f64>,
     #[serde(skip)]
     pub cpu: CpuTimes,
 }
@@ -83,20 +85,25 @@ pub struct Row {
     pub subject: Subject,
     /// The unit of `median`, `min` and `max`.
     pub unit: Unit,
-    /// Median over runs.
+    /// Median over samples (one per run; `mem-read` is measured beside every pass).
     pub median: f64,
-    /// Smallest over runs.
+    /// Smallest sample.
     pub min: f64,
-    /// Largest over runs.
+    /// Largest sample.
     pub max: f64,
-    /// How many runs.
-    pub runs: usize,
-    /// System share of CPU time, `sys / (user + sys)`, pooled over runs; `None` if no tick fell
-    /// in the intervals.
+    /// How many samples.
+    pub samples: usize,
+    /// System share of CPU time, `sys / (user + sys)`, pooled over samples; `None` when fewer
+    /// than [`MIN_SHARE_TICKS`] ticks fell in the intervals (too short to split).
     pub sys_cpu_share: Option<f64>,
-    /// For throughputs: the median as a fraction of the median memory read bandwidth (`mem-read`).
+    /// For throughputs: the median of each sample's ratio to the memory read bandwidth measured
+    /// right before it, or else the median over the median of all `mem-read` samples.
     pub of_mem_read: Option<f64>,
 }
+
+/// The fewest clock ticks (10 ms each) a row's intervals must hold for its system-CPU share to be
+/// shown: below that the kernel's per-tick sampling makes the split meaningless.
+pub const MIN_SHARE_TICKS: u64 = 10;
 
 /// Groups samples into rows, in the order subjects first appear.
 pub fn summarize_rows(samples: &[Sample]) -> Vec<Row> {
@@ -114,21 +121,22 @@ pub fn summarize_rows(samples: &[Sample]) -> Vec<Row> {
             let sum = summarize(&values)?;
             let user: u64 = mine.iter().map(|s| s.cpu.user_ticks).sum();
             let sys: u64 = mine.iter().map(|s| s.cpu.sys_ticks).sum();
+            let ratios: Option<Vec<f64>> = mine.iter().map(|s| s.of_mem_read).collect();
             Some(Row {
                 subject: subject.clone(),
                 unit: mine[0].unit,
                 median: sum.median,
                 min: sum.min,
                 max: sum.max,
-                runs: mine.len(),
-                sys_cpu_share: sys_share(user, sys),
-                of_mem_read: None,
+                samples: mine.len(),
+                sys_cpu_share: sys_share(user, sys).filter(|_| user + sys >= MIN_SHARE_TICKS),
+                of_mem_read: ratios.and_then(|r| summarize(&r)).map(|s| s.median),
             })
         })
         .collect();
     let mem = rows.iter().find(|r| r.subject.test == MEM_READ).map(|r| r.median);
     if let Some(mem) = mem.filter(|m| *m > 0.0) {
-        for r in rows.iter_mut().filter(|r| r.unit == Unit::GbPerSec) {
+        for r in rows.iter_mut().filter(|r| r.unit == Unit::GbPerSec && r.of_mem_read.is_none()) {
             r.of_mem_read = Some(r.median / mem);
         }
     }
@@ -229,27 +237,33 @@ mod tests {
             user_ms: 0.0,
             sys_ms: 0.0,
             ops: 1,
+            of_mem_read: None,
             cpu: CpuTimes { user_ticks: user, sys_ticks: sys },
         }
     }
 
     #[test]
     fn rows_pool_cpu_and_relate_to_memory_bandwidth() {
+        let mut beside = sample("seq-read", 4.0, Unit::GbPerSec, 0, 0);
+        beside.subject.pass = "warm".into();
+        beside.of_mem_read = Some(0.5);
         let samples = [
             sample(MEM_READ, 10.0, Unit::GbPerSec, 10, 0),
             sample("seq-read", 8.0, Unit::GbPerSec, 3, 1),
             sample("seq-read", 6.0, Unit::GbPerSec, 3, 3),
             sample("seq-read", 7.0, Unit::GbPerSec, 0, 0),
-            sample("rand-read", 900.0, Unit::NsPerOp, 0, 0),
+            sample("rand-read", 900.0, Unit::NsPerOp, 1, 0),
+            beside,
         ];
         let rows = summarize_rows(&samples);
-        assert_eq!(rows.len(), 3);
+        assert_eq!(rows.len(), 4);
         let seq = &rows[1];
-        assert_eq!((seq.median, seq.min, seq.max, seq.runs), (7.0, 6.0, 8.0, 3));
+        assert_eq!((seq.median, seq.min, seq.max, seq.samples), (7.0, 6.0, 8.0, 3));
         assert_eq!(seq.sys_cpu_share, Some(0.4));
         assert_eq!(seq.of_mem_read, Some(0.7));
         assert_eq!(rows[2].of_mem_read, None);
-        assert_eq!(rows[2].sys_cpu_share, None);
+        assert_eq!(rows[2].sys_cpu_share, None, "one tick is too few to split");
+        assert_eq!(rows[3].of_mem_read, Some(0.5), "the ratio to the baseline beside it wins");
         let rendered = table(&rows).to_string();
         assert!(rendered.contains("70%") && rendered.contains("40%"));
     }

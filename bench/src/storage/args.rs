@@ -73,7 +73,7 @@ pub struct StorageArgs {
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub random_ops: u64,
     /// Most random write+sync operations per layer, medium and run (also capped at 2 s)
-    #[arg(long, value_name = "N", default_value_t = 2_000)]
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
     pub sync_ops: u64,
     /// Pages the mapped layers pre-fault ahead of a sequential pass (MADV_POPULATE_READ)
     #[arg(long, value_name = "PAGES", default_value_t = 256)]

@@ -49,7 +49,7 @@ pub fn run(args: &StorageArgs) -> Result<(), BoxError> {
         b.memory(&mut mem, run)?;
         for site in &sites {
             for &layer in &cfg.layers {
-                b.sequential(site, layer, run)?;
+                b.sequential(&mem, site, layer, run)?;
             }
         }
     }
@@ -161,7 +161,10 @@ impl Bench<'_> {
     ) {
         let wall_ms = wall.as_secs_f64() * 1000.0;
         let (user_ms, sys_ms) = (cpu.user_ms(), cpu.sys_ms());
-        self.samples.push(Sample { subject, run, value, unit, wall_ms, user_ms, sys_ms, ops, cpu });
+        let of_mem_read = None;
+        let sample =
+            Sample { subject, run, value, unit, wall_ms, user_ms, sys_ms, ops, of_mem_read, cpu };
+        self.samples.push(sample);
     }
 
     fn open(
@@ -178,20 +181,22 @@ impl Bench<'_> {
         Ok(f)
     }
 
-    /// Memory read, `memcpy`, and `memcpy` + read bandwidth over a touched buffer.
+    /// Memory read bandwidth over a touched buffer, measured right before each sequential pair so
+    /// that passes are compared with the memory as it performed at that moment. Returns GB/s.
+    fn mem_read(&mut self, mem: &MemBuffers, run: usize) -> Result<f64, BoxError> {
+        let bytes = mem.len() as f64;
+        let pages = (mem.len() / self.cfg.page_size.bytes()) as u64;
+        let (_, wall, cpu) = timed(|| Ok::<_, std::convert::Infallible>(mem.read_pass()))?;
+        let v = gbps(bytes, wall);
+        self.push(memory_subject(MEM_READ), run, v, Unit::GbPerSec, wall, cpu, pages);
+        Ok(v)
+    }
+
+    /// `memcpy` and `memcpy` + read bandwidth over a touched buffer.
     fn memory(&mut self, mem: &mut MemBuffers, run: usize) -> Result<(), BoxError> {
         let bytes = mem.len() as f64;
         let pages = (mem.len() / self.cfg.page_size.bytes()) as u64;
-        let subject = |test: &str| Subject {
-            test: test.into(),
-            pass: String::new(),
-            layer: "-".into(),
-            medium: "dram".into(),
-            durability: "none (process memory)".into(),
-            survives: "-".into(),
-        };
-        let (_, wall, cpu) = timed(|| Ok::<_, std::convert::Infallible>(mem.read_pass()))?;
-        self.push(subject(MEM_READ), run, gbps(bytes, wall), Unit::GbPerSec, wall, cpu, pages);
+        let subject = memory_subject;
         let (_, wall, cpu) = timed(|| {
             mem.copy_pass();
             Ok::<_, std::convert::Infallible>(())
@@ -204,8 +209,15 @@ impl Bench<'_> {
 
     /// A cold pass over a freshly opened file (its pages evicted from the OS cache first, where
     /// the medium allows), then a warm pass in the same open.
-    fn sequential(&mut self, site: &Site, layer: Layer, run: usize) -> Result<(), BoxError> {
+    fn sequential(
+        &mut self,
+        mem: &MemBuffers,
+        site: &Site,
+        layer: Layer,
+        run: usize,
+    ) -> Result<(), BoxError> {
         evict_os_cache(&site.seq_path)?;
+        let baseline = self.mem_read(mem, run)?;
         let f = self.open(site, layer, &site.seq_path)?;
         let d = f.file().durability();
         let bytes = ((site.seq_pages - 1) * self.cfg.page_size.bytes() as u64) as f64;
@@ -231,15 +243,9 @@ impl Bench<'_> {
                 durability: mode_label(d),
                 survives: "-".into(),
             };
-            self.push(
-                subject,
-                run,
-                gbps(bytes, wall),
-                Unit::GbPerSec,
-                wall,
-                cpu,
-                site.seq_pages - 1,
-            );
+            let v = gbps(bytes, wall);
+            self.push(subject, run, v, Unit::GbPerSec, wall, cpu, site.seq_pages - 1);
+            self.samples.last_mut().expect("just pushed").of_mem_read = Some(v / baseline);
         }
         Ok(())
     }
@@ -285,6 +291,17 @@ impl Bench<'_> {
             n,
         );
         Ok(())
+    }
+}
+
+fn memory_subject(test: &str) -> Subject {
+    Subject {
+        test: test.into(),
+        pass: String::new(),
+        layer: "-".into(),
+        medium: "dram".into(),
+        durability: "none (process memory)".into(),
+        survives: "-".into(),
     }
 }
 

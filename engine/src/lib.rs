@@ -55,6 +55,7 @@
 #![forbid(unsafe_code)]
 
 mod catalog;
+mod check;
 mod db;
 mod error;
 mod heap;
@@ -65,6 +66,7 @@ mod table;
 mod txn;
 mod undo;
 
+pub use check::{CheckReport, TableReport};
 pub use db::{Builder, DATA_FILE, Database, LOG_FILE};
 pub use error::{Error, Result};
 pub use nvpage_buffer::Counters;

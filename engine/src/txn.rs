@@ -460,18 +460,31 @@ impl WriteTxn<'_> {
     /// (rule 2), then rewinds the log (the commit point, rule 3). Readers are admitted only after.
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
-        let r = self.commit_inner();
+        let mut at_commit_point = false;
+        let r = self.commit_inner(&mut at_commit_point);
         if let Err(e) = &r {
-            let clean = self.roll_back().is_ok();
-            if !(clean && matches!(e, Error::TransactionTooLarge { .. })) {
+            if at_commit_point {
+                // The rewind's 8-byte store reached the log's mapping but its persist failed: it
+                // may be durable, so the transaction may have committed. Every page is forced, so
+                // the file holds the committed state; rolling back now would store before-images
+                // over pages that a durable commit point makes final (breaking rule 1 in reverse).
+                // Leave both files as they are and poison: the next open either finds the rewind
+                // (committed) or rolls the log back (absent) — atomic either way.
                 self.db.poison();
+            } else {
+                let clean = self.roll_back().is_ok();
+                if !(clean && matches!(e, Error::TransactionTooLarge { .. })) {
+                    self.db.poison();
+                }
             }
         }
         self.db.hook.end();
         r
     }
 
-    fn commit_inner(&mut self) -> Result<()> {
+    /// Sets `at_commit_point` when the rewind was attempted: from then on a failure leaves the
+    /// outcome to the next open.
+    fn commit_inner(&mut self, at_commit_point: &mut bool) -> Result<()> {
         if self.catalog_dirty {
             self.write_catalog()?;
         }
@@ -484,6 +497,7 @@ impl WriteTxn<'_> {
         self.db.pool.sync()?;
         let mut log = self.db.log.write();
         if log.tell() > 0 {
+            *at_commit_point = true;
             log.rewind()?;
         }
         Ok(())

@@ -64,22 +64,32 @@ impl WriteBackHook for UndoHook {
         let Some(t) = guard.as_mut() else {
             // A dirty frame with no transaction to log to is a bug: refuse to store it.
             debug_assert!(false, "page {page} written back with no write transaction");
-            return Err(Box::new(Error::InvalidOption(format!(
+            return Err(hook_error(Error::InvalidOption(format!(
                 "page {page} written back outside a write transaction"
             ))));
         };
         if page.0 >= t.start_page_count || t.logged.contains(&page.0) {
             return Ok(());
         }
-        let ps = layer.file().page_size().bytes();
+        let file = layer.file();
+        let ps = file.page_size().bytes();
         let mut record = vec![0u8; IMAGE_OFFSET + ps];
         record[..ID_LEN].copy_from_slice(&page.0.to_le_bytes());
         record[ID_LEN..IMAGE_OFFSET].copy_from_slice(&(ps as u32).to_le_bytes());
-        layer.read_page(page, &mut record[IMAGE_OFFSET..]).map_err(|e| Box::new(Error::from(e)))?;
-        self.log.read().append_record(&record).map_err(|e| Box::new(Error::from(e)))?;
+        // The bytes as the file holds them, unverified: a page being reinitialised (a free
+        // extent taken again, a page past an old crash's rolled-back growth) may hold anything,
+        // and undo must restore exactly that, not refuse to log it.
+        file.raw().read_at(&mut record[IMAGE_OFFSET..], file.offset(page)).map_err(hook_error)?;
+        self.log.read().append_record(&record).map_err(hook_error)?;
         t.logged.insert(page.0);
         Ok(())
     }
+}
+
+/// The hook's error: an engine [`Error`] boxed once, so that `From<BufferError>` can downcast it
+/// back (a `Box<Error>` turned into a `HookError` by `?` would be boxed twice and lost).
+fn hook_error(e: impl Into<Error>) -> HookError {
+    Box::new(e.into())
 }
 
 /// A before-image decoded from a record.

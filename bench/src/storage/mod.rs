@@ -192,19 +192,37 @@ impl Bench<'_> {
         Ok(v)
     }
 
-    /// `memcpy` and `memcpy` + read bandwidth over a touched buffer.
+    /// Memory read, `memcpy`, and `memcpy` + read bandwidth over a touched buffer; the copies are
+    /// compared with the memory read measured right before them.
     fn memory(&mut self, mem: &mut MemBuffers, run: usize) -> Result<(), BoxError> {
+        let baseline = self.mem_read(mem, run)?;
         let bytes = mem.len() as f64;
         let pages = (mem.len() / self.cfg.page_size.bytes()) as u64;
-        let subject = memory_subject;
         let (_, wall, cpu) = timed(|| {
             mem.copy_pass();
             Ok::<_, std::convert::Infallible>(())
         })?;
-        self.push(subject("memcpy"), run, gbps(bytes, wall), Unit::GbPerSec, wall, cpu, pages);
+        self.push_gbps(memory_subject("memcpy"), run, bytes, wall, cpu, pages, baseline);
         let (_, wall, cpu) = timed(|| Ok::<_, std::convert::Infallible>(mem.copy_sum_pass()))?;
-        self.push(subject("memcpy+read"), run, gbps(bytes, wall), Unit::GbPerSec, wall, cpu, pages);
+        self.push_gbps(memory_subject("memcpy+read"), run, bytes, wall, cpu, pages, baseline);
         Ok(())
+    }
+
+    /// Records a throughput and its ratio to the memory read bandwidth measured beside it.
+    #[allow(clippy::too_many_arguments)]
+    fn push_gbps(
+        &mut self,
+        subject: Subject,
+        run: usize,
+        bytes: f64,
+        wall: Duration,
+        cpu: CpuTimes,
+        pages: u64,
+        baseline_gbps: f64,
+    ) {
+        let v = gbps(bytes, wall);
+        self.push(subject, run, v, Unit::GbPerSec, wall, cpu, pages);
+        self.samples.last_mut().expect("just pushed").of_mem_read = Some(v / baseline_gbps);
     }
 
     /// A cold pass over a freshly opened file (its pages evicted from the OS cache first, where
@@ -243,9 +261,7 @@ impl Bench<'_> {
                 durability: mode_label(d),
                 survives: "-".into(),
             };
-            let v = gbps(bytes, wall);
-            self.push(subject, run, v, Unit::GbPerSec, wall, cpu, site.seq_pages - 1);
-            self.samples.last_mut().expect("just pushed").of_mem_read = Some(v / baseline);
+            self.push_gbps(subject, run, bytes, wall, cpu, site.seq_pages - 1, baseline);
         }
         Ok(())
     }

@@ -28,6 +28,7 @@ use crate::persist::{
     self, Durability, FlushInstr, Medium, PersistMode, PersistRequest, cacheline,
 };
 use crate::sim_tag::{SimOp, SimTag};
+use crate::verified::VerifiedPages;
 
 /// The default maximum size of a file: the address space reserved for its mapping.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 << 30;
@@ -69,6 +70,8 @@ pub struct RawFile {
     len_bytes: AtomicU64,
     grow_lock: Mutex<()>,
     poisoned: AtomicBool,
+    /// 2 MiB windows of the mapping already populated (memory media only).
+    populated: VerifiedPages,
     sim: SimTag,
 }
 
@@ -171,6 +174,7 @@ impl RawFile {
             len_bytes: AtomicU64::new(len_bytes),
             grow_lock: Mutex::new(()),
             poisoned: AtomicBool::new(false),
+            populated: VerifiedPages::new(max_bytes.div_ceil(POPULATE_WINDOW)),
             sim,
         }
     }
@@ -418,14 +422,22 @@ impl RawFile {
 
     /// Gives the kernel access advice for `[offset, offset + len)`: `madvise` for mapped files,
     /// `posix_fadvise` otherwise. Hints only: failures are ignored.
+    ///
+    /// `WillNeed` on a mapping of a file that is memory (tmpfs, ramfs) fills the page tables of
+    /// each 2 MiB window once per open (`Advice::Populate`): populating pages already mapped
+    /// costs a page-table walk for nothing. On a disk it starts read-ahead in the background.
     pub fn advise(&self, advice: Advice, offset: u64, len: u64) {
         if let Some(m) = &self.mapping {
-            m.advise(advice, offset as usize, len as usize);
+            if advice == Advice::WillNeed && self.durability.medium.is_memory() {
+                self.populate_once(m, offset, len);
+            } else {
+                m.advise(advice, offset as usize, len as usize);
+            }
             return;
         }
         let flag = match advice {
             Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
-            Advice::WillNeed => libc::POSIX_FADV_WILLNEED,
+            Advice::WillNeed | Advice::Populate => libc::POSIX_FADV_WILLNEED,
             Advice::Normal => libc::POSIX_FADV_NORMAL,
         };
         let (offset, len) = if advice == Advice::WillNeed { (offset, len) } else { (0, 0) };
@@ -433,6 +445,29 @@ impl RawFile {
         unsafe { libc::posix_fadvise(self.file.as_raw_fd(), offset as i64, len as i64, flag) };
     }
 }
+
+impl RawFile {
+    /// Populates the 2 MiB windows of `[offset, offset + len)` not yet populated since open.
+    fn populate_once(&self, m: &Mapping, offset: u64, len: u64) {
+        let end = (offset + len).min(self.len_bytes());
+        let mut w = offset / POPULATE_WINDOW;
+        while w * POPULATE_WINDOW < end {
+            if !self.populated.contains(w) {
+                let start = w * POPULATE_WINDOW;
+                let n = POPULATE_WINDOW.min(end - start);
+                m.advise(Advice::Populate, start as usize, n as usize);
+                // A window cut short by the file's end is populated again once the file grows.
+                if n == POPULATE_WINDOW {
+                    self.populated.insert(w);
+                }
+            }
+            w += 1;
+        }
+    }
+}
+
+/// The unit in which mappings of memory files are populated.
+const POPULATE_WINDOW: u64 = 2 << 20;
 
 fn map(
     file: &File,

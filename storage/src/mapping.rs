@@ -19,9 +19,12 @@ pub enum Advice {
     /// The whole mapping will be read sequentially (`MADV_SEQUENTIAL`); only ever applied to the
     /// whole mapping, since advice on sub-ranges splits the kernel's mapping records.
     Sequential,
-    /// The range will be read soon: read it ahead and, where the kernel can, fill the page tables
-    /// (`MADV_POPULATE_READ`, falling back to `MADV_WILLNEED`).
+    /// The range will be read soon: start reading it ahead in the background (`MADV_WILLNEED`).
     WillNeed,
+    /// The range will be read soon: fill its page tables now (`MADV_POPULATE_READ`, falling back
+    /// to `MADV_WILLNEED`). Synchronous: worth it where the file is memory, so that reads then
+    /// take no page faults; on a disk it would wait for the reads.
+    Populate,
     /// Back to the default.
     Normal,
 }
@@ -111,6 +114,9 @@ impl Mapping {
             Advice::Sequential => (0, self.reserved_bytes, libc::MADV_SEQUENTIAL),
             Advice::Normal => (0, self.reserved_bytes, libc::MADV_NORMAL),
             Advice::WillNeed => {
+                (offset & !(page - 1), (offset + len).min(self.reserved_bytes), libc::MADV_WILLNEED)
+            }
+            Advice::Populate => {
                 (offset & !(page - 1), (offset + len).min(self.reserved_bytes), MADV_POPULATE_READ)
             }
         };

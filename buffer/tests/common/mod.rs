@@ -9,7 +9,7 @@ use std::sync::mpsc;
 
 use nvpage_buffer::{BufferPool, WriteBackHook};
 use nvpage_storage::page::PAGE_HEADER_LEN;
-use nvpage_storage::{FileLayer, Layer, OpenOptions};
+use nvpage_storage::{FileLayer, Layer, OpenOptions, PersistRequest};
 
 /// A fresh directory, on tmpfs where there is one (the tests check logic, not the medium, and
 /// `fdatasync` on a disk would dominate their run time).
@@ -28,11 +28,20 @@ pub fn data_path(dir: &Path) -> PathBuf {
     dir.join("data")
 }
 
-/// Opens (or creates) the data file in `dir` with `layer`, reserving 256 MiB.
-pub fn open_layer(dir: &Path, layer: Layer, create: bool) -> Box<dyn FileLayer> {
-    let opts = OpenOptions { max_bytes: 256 << 20, ..OpenOptions::new(layer) };
+/// Options for `layer` with a 256 MiB reservation and the given persistence.
+pub fn options(layer: Layer, persistence: PersistRequest) -> OpenOptions {
+    OpenOptions { max_bytes: 256 << 20, persistence, ..OpenOptions::new(layer) }
+}
+
+/// Opens (or creates) the data file in `dir` with `opts`.
+pub fn open_with(dir: &Path, opts: &OpenOptions, create: bool) -> Box<dyn FileLayer> {
     let path = data_path(dir);
     if create { opts.create(&path).unwrap() } else { opts.open(&path).unwrap() }
+}
+
+/// Opens (or creates) the data file in `dir` with `layer`, reserving 256 MiB.
+pub fn open_layer(dir: &Path, layer: Layer, create: bool) -> Box<dyn FileLayer> {
+    open_with(dir, &options(layer, PersistRequest::Auto), create)
 }
 
 /// A pool of `frames` over the data file in `dir`.

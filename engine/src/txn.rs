@@ -36,7 +36,11 @@ impl Database {
     /// runs, and see only committed data.
     pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
         self.check_usable(false)?;
-        let gate = self.gate.read_recursive();
+        // A thread that already reads this database re-enters recursively (waiting behind a
+        // queued writer would deadlock: the writer waits for that thread's first read). Any
+        // other reader queues behind a waiting writer, so a stream of readers cannot starve it.
+        let nested = READING.with(|r| r.borrow().contains(&self.id));
+        let gate = if nested { self.gate.read_recursive() } else { self.gate.read() };
         self.check_usable(false)?;
         READING.with(|r| r.borrow_mut().push(self.id));
         Ok(ReadTxn { db: self, _gate: gate })

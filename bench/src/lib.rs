@@ -3,6 +3,8 @@
 //!
 //! - [`log`]: the log beside `write`+`fdatasync` and libpmemlog (issue 3).
 //! - [`storage`]: the file layers against each other and against the machine (issue 2).
+//! - [`tpch`]: the TPC-H query-time comparison across layers, media, pool sizes, cold and warm
+//!   (issue 6).
 //! - [`cputime`], [`machine`], [`memory`], [`report`], [`stats`]: what every benchmark shares —
 //!   CPU time, machine facts, memory baselines, tables and JSON, medians.
 //!
@@ -17,6 +19,7 @@ pub mod memory;
 pub mod report;
 pub mod stats;
 pub mod storage;
+pub mod tpch;
 
 /// The error type of the benchmark drivers: they report and stop.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use nvpage_bench::log;
-use nvpage_bench::storage;
+use nvpage_bench::{storage, tpch};
 
 /// nvpage's benchmarks. Every number printed names its durability and configuration.
 #[derive(Debug, Parser)]
@@ -25,6 +25,9 @@ enum Command {
     /// The log beside `write`+`fdatasync` and (feature `pmdk`) libpmemlog: small durable
     /// appends and the seed's 4 MiB appends, on tmpfs (cache-line path and msync) and disk.
     Log(log::LogArgs),
+    /// TPC-H queries over nvpage on each layer, on disk and on tmpfs (emulated NVM), cold and
+    /// warm, with a pool holding all or a tenth of the data; answers checked across layers.
+    Tpch(tpch::TpchArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Storage(args) => storage::run(args),
         Command::Log(args) => log::run(args),
+        Command::Tpch(args) => tpch::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

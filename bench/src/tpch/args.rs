@@ -1,0 +1,218 @@
+//! The `tpch` subcommand's options, and their validation into a [`Config`].
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+use nvpage::Layer;
+use serde::Serialize;
+
+use super::queries::Query;
+use crate::BoxError;
+
+/// Where a database lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Medium {
+    /// A directory on a real disk, behind the OS page cache.
+    Disk,
+    /// A directory on tmpfs, used as emulated NVM: the mapped layers persist with cache-line
+    /// flushes there. DRAM: nothing on it survives a power loss.
+    Tmpfs,
+}
+
+impl Medium {
+    /// The name on the command line, in tables and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Medium::Disk => "disk",
+            Medium::Tmpfs => "tmpfs",
+        }
+    }
+}
+
+/// Options of `nvpage-bench tpch`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct TpchArgs {
+    /// TPC-H scale factor (1 is about 1 GB of data; fractions allowed)
+    #[arg(long, value_name = "SF", default_value_t = 0.1, value_parser = parse_sf,
+          allow_negative_numbers = true)]
+    pub sf: f64,
+    /// File layers, comma-separated [default: every layer compiled in]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_layer)]
+    pub layers: Vec<Layer>,
+    /// Media, comma-separated: disk, tmpfs (emulated NVM)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "disk,tmpfs")]
+    pub media: Vec<Medium>,
+    /// Directory for the disk databases (must not be tmpfs) [default: the working directory]
+    #[arg(long, value_name = "PATH")]
+    pub dir_disk: Option<PathBuf>,
+    /// Directory for the tmpfs databases (must be tmpfs or ramfs)
+    #[arg(long, value_name = "PATH", default_value = "/dev/shm")]
+    pub dir_tmpfs: PathBuf,
+    /// Buffer pool sizes as fractions of the data file, comma-separated (each in (0, 4])
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "1.0,0.1",
+          value_parser = parse_fraction)]
+    pub pool_fraction: Vec<f64>,
+    /// Measured runs per query and configuration
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Scan worker threads [default: every core]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+    /// Queries, comma-separated (q1, q06, 19, ...) [default: every implemented query]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_query)]
+    pub queries: Vec<Query>,
+    /// Cold runs only (empty pool, fresh mappings, the file evicted from the OS cache)
+    #[arg(long, conflicts_with = "warm")]
+    pub cold: bool,
+    /// Warm runs only (again, without reopening)
+    #[arg(long)]
+    pub warm: bool,
+    /// Write every run and every answer as JSON to PATH
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Draw the query times as an SVG chart to PATH
+    #[arg(long, value_name = "PATH")]
+    pub svg: Option<PathBuf>,
+    /// Also run PostgreSQL (a throwaway server as an unprivileged user) on the same data
+    #[arg(long)]
+    pub with_postgres: bool,
+    /// No progress bars
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn parse_sf(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 1000.0) {
+        return Err(format!("the scale factor must be in (0, 1000], not {s}"));
+    }
+    Ok(v)
+}
+
+fn parse_layer(s: &str) -> Result<Layer, String> {
+    let l: Layer = s.trim().parse()?;
+    if !l.is_compiled() {
+        return Err(format!("layer {l} is not compiled into this build"));
+    }
+    Ok(l)
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 4.0) {
+        return Err(format!("a pool fraction must be in (0, 4], not {s}"));
+    }
+    Ok(v)
+}
+
+fn parse_query(s: &str) -> Result<Query, String> {
+    Query::parse(s).ok_or_else(|| {
+        let names: Vec<String> = Query::ALL.iter().map(|q| q.name()).collect();
+        format!("unknown or unimplemented query {s:?}: expected one of {}", names.join(", "))
+    })
+}
+
+/// The validated configuration of a run, as saved in the JSON.
+#[derive(Clone, Debug, Serialize)]
+pub struct Config {
+    /// Scale factor.
+    pub sf: f64,
+    /// Layers, in order.
+    #[serde(serialize_with = "layer_names")]
+    pub layers: Vec<Layer>,
+    /// Media, in order.
+    pub media: Vec<Medium>,
+    /// Directory for disk databases.
+    pub dir_disk: PathBuf,
+    /// Directory for tmpfs databases.
+    pub dir_tmpfs: PathBuf,
+    /// Pool sizes as fractions of the data file.
+    pub pool_fractions: Vec<f64>,
+    /// Measured runs per configuration.
+    pub runs: u32,
+    /// Scan worker threads.
+    pub threads: usize,
+    /// Queries.
+    #[serde(serialize_with = "query_names")]
+    pub queries: Vec<Query>,
+    /// Whether cold runs are made.
+    pub cold: bool,
+    /// Whether warm runs are made.
+    pub warm: bool,
+    /// Whether PostgreSQL runs too.
+    pub with_postgres: bool,
+    /// No progress bars.
+    #[serde(skip)]
+    pub quiet: bool,
+}
+
+fn layer_names<S: serde::Serializer>(v: &[Layer], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|l| l.name()))
+}
+
+fn query_names<S: serde::Serializer>(v: &[Query], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|q| q.name()))
+}
+
+fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in v {
+        if !out.contains(x) {
+            out.push(x.clone());
+        }
+    }
+    out
+}
+
+impl Config {
+    /// Validates `args` (what clap cannot check alone) and fills in the defaults.
+    pub fn from_args(args: &TpchArgs) -> Result<Config, BoxError> {
+        let layers = if args.layers.is_empty() { Layer::compiled() } else { dedup(&args.layers) };
+        let media = dedup(&args.media);
+        if media.is_empty() {
+            return Err("--media needs at least one of disk, tmpfs".into());
+        }
+        let pool_fractions = dedup(&args.pool_fraction);
+        if pool_fractions.is_empty() {
+            return Err("--pool-fraction needs at least one fraction".into());
+        }
+        let queries =
+            if args.queries.is_empty() { Query::ALL.to_vec() } else { dedup(&args.queries) };
+        let dir_disk = match &args.dir_disk {
+            Some(d) => d.clone(),
+            None => std::env::current_dir()?,
+        };
+        for (m, d) in [(Medium::Disk, &dir_disk), (Medium::Tmpfs, &args.dir_tmpfs)] {
+            if media.contains(&m) && !d.is_dir() {
+                return Err(
+                    format!("the {} directory {} does not exist", m.name(), d.display()).into()
+                );
+            }
+        }
+        let threads = match args.threads {
+            Some(n) => n as usize,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let (cold, warm) = match (args.cold, args.warm) {
+            (false, false) => (true, true),
+            (c, w) => (c, w),
+        };
+        Ok(Config {
+            sf: args.sf,
+            layers,
+            media,
+            dir_disk,
+            dir_tmpfs: args.dir_tmpfs.clone(),
+            pool_fractions,
+            runs: args.runs,
+            threads,
+            queries,
+            cold,
+            warm,
+            with_postgres: args.with_postgres,
+            quiet: args.quiet,
+        })
+    }
+}

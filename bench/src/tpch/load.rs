@@ -1,0 +1,234 @@
+//! Loading: the `tpchgen` generator's rows (the same rows as the reference `dbgen`) inserted into
+//! nvpage tables with exact types, in write transactions of [`BATCH_ROWS`] rows.
+//!
+//! Pages a transaction allocates need no before-images (DESIGN.md rule 1 counts only pages below
+//! the page count at its start), so a batch costs the log little more than its catalog and header
+//! pages; each commit forces the batch's pages in place (rule 2).
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+use nvpage::{Database, Date, Decimal, Table, Value, WriteTxn};
+use tpchgen::dates::TPCHDate;
+use tpchgen::decimal::TPCHDecimal;
+use tpchgen::generators::{
+    CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
+    PartSuppGenerator, RegionGenerator, SupplierGenerator,
+};
+
+use super::schema;
+use crate::cputime::CpuTimes;
+
+/// Rows per write transaction.
+pub const BATCH_ROWS: u64 = 100_000;
+
+/// How long one table took to load.
+#[derive(Clone, Debug)]
+pub struct TableLoad {
+    /// The table.
+    pub table: &'static str,
+    /// Rows inserted.
+    pub rows: u64,
+    /// Wall time, generation included.
+    pub wall: Duration,
+    /// CPU time of the process over the load.
+    pub cpu: CpuTimes,
+}
+
+/// An exact decimal from the generator's cents.
+pub fn dec(d: TPCHDecimal) -> Decimal {
+    Decimal::new(d.0, 2)
+}
+
+/// A date from the generator's.
+pub fn date(d: TPCHDate) -> Date {
+    Date(d.to_unix_epoch())
+}
+
+/// The rows the generator makes at scale factor `sf`, as an estimate for the progress bar
+/// (lineitem's count is drawn at random, about four per order).
+pub fn estimated_rows(sf: f64) -> u64 {
+    let orders = OrderGenerator::calculate_row_count(sf, 1, 1) as u64;
+    30 + SupplierGenerator::calculate_row_count(sf, 1, 1) as u64
+        + CustomerGenerator::calculate_row_count(sf, 1, 1) as u64
+        + 5 * PartGenerator::calculate_row_count(sf, 1, 1) as u64
+        + 5 * orders
+}
+
+/// Inserts rows of one table, committing every [`BATCH_ROWS`].
+struct Sink<'d> {
+    db: &'d Database,
+    tx: Option<WriteTxn<'d>>,
+    table: Table,
+    rows: u64,
+    progress: &'d ProgressBar,
+}
+
+impl<'d> Sink<'d> {
+    fn new(db: &'d Database, name: &str, progress: &'d ProgressBar) -> nvpage::Result<Self> {
+        let mut tx = db.begin_write()?;
+        let table = tx.create_table(name, schema::schema(name)?)?;
+        Ok(Self { db, tx: Some(tx), table, rows: 0, progress })
+    }
+
+    fn insert(&mut self, values: &[Value<'_>]) -> nvpage::Result<()> {
+        let tx = self.tx.as_mut().expect("open until finish");
+        tx.insert(&self.table, values)?;
+        self.rows += 1;
+        if self.rows.is_multiple_of(BATCH_ROWS) {
+            self.tx.take().expect("open until finish").commit()?;
+            self.tx = Some(self.db.begin_write()?);
+        }
+        if self.rows.is_multiple_of(4096) {
+            self.progress.inc(4096);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> nvpage::Result<u64> {
+        self.tx.take().expect("open until finish").commit()?;
+        self.progress.inc(self.rows % 4096);
+        Ok(self.rows)
+    }
+}
+
+/// Writes `v` into `buf` (cleared first) and lends it.
+fn text(buf: &mut String, v: impl std::fmt::Display) -> &str {
+    buf.clear();
+    write!(buf, "{v}").expect("writing to a String");
+    buf
+}
+
+/// Generates and loads all eight tables at scale factor `sf` into the (empty) database.
+pub fn load_all(db: &Database, sf: f64, progress: &ProgressBar) -> nvpage::Result<Vec<TableLoad>> {
+    let mut out = Vec::new();
+    for name in schema::TABLES {
+        let cpu0 = CpuTimes::now().unwrap_or_default();
+        let t0 = Instant::now();
+        progress.set_message(name);
+        let mut sink = Sink::new(db, name, progress)?;
+        load_table(&mut sink, name, sf)?;
+        let rows = sink.finish()?;
+        let cpu = CpuTimes::now().unwrap_or_default().since(cpu0);
+        out.push(TableLoad { table: name, rows, wall: t0.elapsed(), cpu });
+    }
+    Ok(out)
+}
+
+fn load_table(sink: &mut Sink<'_>, name: &str, sf: f64) -> nvpage::Result<()> {
+    let (mut a, mut b, mut c, mut d) = (String::new(), String::new(), String::new(), String::new());
+    match name {
+        "region" => {
+            for r in RegionGenerator::new(sf, 1, 1).iter() {
+                sink.insert(&[
+                    Value::I32(r.r_regionkey as i32),
+                    Value::Str(r.r_name),
+                    Value::Str(r.r_comment),
+                ])?;
+            }
+        }
+        "nation" => {
+            for n in NationGenerator::new(sf, 1, 1).iter() {
+                sink.insert(&[
+                    Value::I32(n.n_nationkey as i32),
+                    Value::Str(n.n_name),
+                    Value::I32(n.n_regionkey as i32),
+                    Value::Str(n.n_comment),
+                ])?;
+            }
+        }
+        "supplier" => {
+            for s in SupplierGenerator::new(sf, 1, 1).iter() {
+                sink.insert(&[
+                    Value::I64(s.s_suppkey),
+                    Value::Str(text(&mut a, s.s_name)),
+                    Value::Str(text(&mut b, &s.s_address)),
+                    Value::I32(s.s_nationkey as i32),
+                    Value::Str(text(&mut c, &s.s_phone)),
+                    Value::Decimal(dec(s.s_acctbal)),
+                    Value::Str(&s.s_comment),
+                ])?;
+            }
+        }
+        "customer" => {
+            for r in CustomerGenerator::new(sf, 1, 1).iter() {
+                sink.insert(&[
+                    Value::I64(r.c_custkey),
+                    Value::Str(text(&mut a, r.c_name)),
+                    Value::Str(text(&mut b, &r.c_address)),
+                    Value::I32(r.c_nationkey as i32),
+                    Value::Str(text(&mut c, &r.c_phone)),
+                    Value::Decimal(dec(r.c_acctbal)),
+                    Value::Str(r.c_mktsegment),
+                    Value::Str(r.c_comment),
+                ])?;
+            }
+        }
+        "part" => {
+            for p in PartGenerator::new(sf, 1, 1).iter() {
+                sink.insert(&[
+                    Value::I64(p.p_partkey),
+                    Value::Str(text(&mut a, &p.p_name)),
+                    Value::Str(text(&mut b, p.p_mfgr)),
+                    Value::Str(text(&mut c, p.p_brand)),
+                    Value::Str(p.p_type),
+                    Value::I32(p.p_size),
+                    Value::Str(p.p_container),
+                    Value::Decimal(dec(p.p_retailprice)),
+                    Value::Str(p.p_comment),
+                ])?;
+            }
+        }
+        "partsupp" => {
+            for p in PartSuppGenerator::new(sf, 1, 1).iter() {
+                sink.insert(&[
+                    Value::I64(p.ps_partkey),
+                    Value::I64(p.ps_suppkey),
+                    Value::I32(p.ps_availqty),
+                    Value::Decimal(dec(p.ps_supplycost)),
+                    Value::Str(p.ps_comment),
+                ])?;
+            }
+        }
+        "orders" => {
+            for o in OrderGenerator::new(sf, 1, 1).iter() {
+                sink.insert(&[
+                    Value::I64(o.o_orderkey),
+                    Value::I64(o.o_custkey),
+                    Value::Str(o.o_orderstatus.as_str()),
+                    Value::Decimal(dec(o.o_totalprice)),
+                    Value::Date(date(o.o_orderdate)),
+                    Value::Str(o.o_orderpriority),
+                    Value::Str(text(&mut d, o.o_clerk)),
+                    Value::I32(o.o_shippriority),
+                    Value::Str(o.o_comment),
+                ])?;
+            }
+        }
+        "lineitem" => {
+            for l in LineItemGenerator::new(sf, 1, 1).iter() {
+                sink.insert(&[
+                    Value::I64(l.l_orderkey),
+                    Value::I64(l.l_partkey),
+                    Value::I64(l.l_suppkey),
+                    Value::I32(l.l_linenumber),
+                    Value::Decimal(Decimal::new(l.l_quantity * 100, 2)),
+                    Value::Decimal(dec(l.l_extendedprice)),
+                    Value::Decimal(dec(l.l_discount)),
+                    Value::Decimal(dec(l.l_tax)),
+                    Value::Str(l.l_returnflag),
+                    Value::Str(l.l_linestatus),
+                    Value::Date(date(l.l_shipdate)),
+                    Value::Date(date(l.l_commitdate)),
+                    Value::Date(date(l.l_receiptdate)),
+                    Value::Str(l.l_shipinstruct),
+                    Value::Str(l.l_shipmode),
+                    Value::Str(l.l_comment),
+                ])?;
+            }
+        }
+        other => unreachable!("unknown table {other}"),
+    }
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! What the terminal shows: the loads, one line per query and configuration (median and range
+//! over runs, CPU split, pages), and the comparison with pread per medium, as the paper reports
+//! it.
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+
+use super::runner::{LoadRecord, Report, RunRecord};
+use crate::cputime::sys_share;
+use crate::stats::summarize;
+
+/// One configuration's runs, summarised.
+#[derive(Clone, Debug)]
+pub struct Line {
+    /// Query name.
+    pub query: String,
+    /// Layer name (or `postgres`).
+    pub layer: String,
+    /// Medium name.
+    pub medium: String,
+    /// Pool fraction.
+    pub pool_fraction: f64,
+    /// Cold or warm.
+    pub cold: bool,
+    /// Median wall time.
+    pub median_ms: f64,
+    /// Fastest run.
+    pub min_ms: f64,
+    /// Slowest run.
+    pub max_ms: f64,
+    /// Median user CPU time.
+    pub user_ms: f64,
+    /// Median system CPU time.
+    pub sys_ms: f64,
+    /// System share of CPU time, pooled over runs.
+    pub sys_share: Option<f64>,
+    /// Median pages read.
+    pub pages_read: f64,
+    /// Median redirected reads.
+    pub redirected: f64,
+    /// Median bytes copied.
+    pub bytes_copied: f64,
+}
+
+fn layer_rank(l: &str) -> usize {
+    ["pread", "se1", "se2", "postgres", "postgres-1w"].iter().position(|x| *x == l).unwrap_or(9)
+}
+
+/// Groups runs by configuration, ordered by medium, pool, pass, query, layer.
+pub fn lines(runs: &[RunRecord]) -> Vec<Line> {
+    let mut keys: Vec<(String, f64, bool, String, String)> = Vec::new();
+    for r in runs {
+        let k = (r.medium.clone(), r.pool_fraction, r.cold, r.query.clone(), r.layer.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let fractions: Vec<f64> = {
+        let mut f: Vec<f64> = Vec::new();
+        for r in runs {
+            if !f.contains(&r.pool_fraction) {
+                f.push(r.pool_fraction);
+            }
+        }
+        f
+    };
+    let frac_rank = |f: f64| fractions.iter().position(|x| *x == f).unwrap_or(0);
+    keys.sort_by(|a, b| {
+        (a.0.as_str(), frac_rank(a.1), !a.2, a.3.as_str(), layer_rank(&a.4)).cmp(&(
+            b.0.as_str(),
+            frac_rank(b.1),
+            !b.2,
+            b.3.as_str(),
+            layer_rank(&b.4),
+        ))
+    });
+    keys.into_iter()
+        .filter_map(|(medium, pool_fraction, cold, query, layer)| {
+            let mine: Vec<&RunRecord> = runs
+                .iter()
+                .filter(|r| {
+                    r.medium == medium
+                        && r.pool_fraction == pool_fraction
+                        && r.cold == cold
+                        && r.query == query
+                        && r.layer == layer
+                })
+                .collect();
+            let med = |f: &dyn Fn(&RunRecord) -> f64| {
+                summarize(&mine.iter().map(|r| f(r)).collect::<Vec<_>>()).map_or(0.0, |s| s.median)
+            };
+            let wall = summarize(&mine.iter().map(|r| r.wall_ms).collect::<Vec<_>>())?;
+            let user: f64 = mine.iter().map(|r| r.user_ms).sum();
+            let sys: f64 = mine.iter().map(|r| r.sys_ms).sum();
+            Some(Line {
+                median_ms: wall.median,
+                min_ms: wall.min,
+                max_ms: wall.max,
+                user_ms: med(&|r| r.user_ms),
+                sys_ms: med(&|r| r.sys_ms),
+                sys_share: sys_share(user.round() as u64, sys.round() as u64),
+                pages_read: med(&|r| r.pages_read as f64),
+                redirected: med(&|r| r.redirected_reads as f64),
+                bytes_copied: med(&|r| r.bytes_copied as f64),
+                query,
+                layer,
+                medium,
+                pool_fraction,
+                cold,
+            })
+        })
+        .collect()
+}
+
+fn right(s: String) -> Cell {
+    Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+fn new_table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(header.to_vec());
+    t
+}
+
+/// The medium as the tables name it.
+pub fn medium_label(m: &str) -> String {
+    if m == "tmpfs" { "tmpfs (emulated NVM)".into() } else { m.into() }
+}
+
+fn ms(v: f64) -> String {
+    if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.1}") }
+}
+
+/// The loads.
+pub fn load_table(loads: &[LoadRecord]) -> Table {
+    let mut t = new_table(&[
+        "layer",
+        "medium",
+        "rows",
+        "seconds",
+        "rows/s",
+        "user s",
+        "sys s",
+        "data MiB",
+        "durability",
+    ]);
+    for l in loads {
+        t.add_row(vec![
+            Cell::new(&l.layer),
+            Cell::new(medium_label(&l.medium)),
+            right(l.rows.to_string()),
+            right(format!("{:.2}", l.seconds)),
+            right(format!("{:.0}", l.rows_per_s)),
+            right(format!("{:.2}", l.user_ms / 1e3)),
+            right(format!("{:.2}", l.sys_ms / 1e3)),
+            right(format!("{:.1}", l.data_bytes as f64 / (1 << 20) as f64)),
+            Cell::new(&l.durability),
+        ]);
+    }
+    t
+}
+
+/// One line per query and configuration.
+pub fn query_table(lines: &[Line]) -> Table {
+    let mut t = new_table(&[
+        "medium",
+        "pool",
+        "pass",
+        "query",
+        "layer",
+        "median ms",
+        "min–max ms",
+        "user ms",
+        "sys ms",
+        "sys CPU",
+        "pages read",
+        "redirected",
+        "copied MiB",
+    ]);
+    for l in lines {
+        t.add_row(vec![
+            Cell::new(medium_label(&l.medium)),
+            right(format!("{}", l.pool_fraction)),
+            Cell::new(if l.cold { "cold" } else { "warm" }),
+            Cell::new(&l.query),
+            Cell::new(&l.layer),
+            right(ms(l.median_ms)),
+            right(format!("{}–{}", ms(l.min_ms), ms(l.max_ms))),
+            right(format!("{:.0}", l.user_ms)),
+            right(format!("{:.0}", l.sys_ms)),
+            right(l.sys_share.map_or("-".into(), |s| format!("{:.1}%", s * 100.0))),
+            right(format!("{:.0}", l.pages_read)),
+            right(format!("{:.0}", l.redirected)),
+            right(format!("{:.1}", l.bytes_copied / (1 << 20) as f64)),
+        ]);
+    }
+    t
+}
+
+/// Per medium, pool and pass: each layer's median time as a percentage of pread's, per query
+/// and on average (the paper's comparison of SE1 and SE2 with the unmodified file layer).
+pub fn comparison_table(lines: &[Line]) -> Table {
+    let mut layers: Vec<String> = Vec::new();
+    for l in lines {
+        if l.layer != "pread" && !layers.contains(&l.layer) {
+            layers.push(l.layer.clone());
+        }
+    }
+    layers.sort_by_key(|l| layer_rank(l));
+    let mut header: Vec<String> =
+        ["medium", "pool", "pass", "query", "pread ms"].iter().map(|s| s.to_string()).collect();
+    header.extend(layers.iter().map(|l| format!("{l} / pread")));
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(header);
+    let mut groups: Vec<(String, f64, bool)> = Vec::new();
+    for l in lines {
+        let g = (l.medium.clone(), l.pool_fraction, l.cold);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    for (medium, pool, cold) in groups {
+        let mine: Vec<&Line> = lines
+            .iter()
+            .filter(|l| l.medium == medium && l.pool_fraction == pool && l.cold == cold)
+            .collect();
+        let mut queries: Vec<&str> = mine.iter().map(|l| l.query.as_str()).collect();
+        queries.dedup();
+        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); layers.len()];
+        let row = |query: String, base: String, cells: Vec<String>| {
+            let mut r = vec![
+                Cell::new(medium_label(&medium)),
+                right(format!("{pool}")),
+                Cell::new(if cold { "cold" } else { "warm" }),
+                Cell::new(query),
+                right(base),
+            ];
+            r.extend(cells.into_iter().map(right));
+            r
+        };
+        for q in &queries {
+            let find = |layer: &str| mine.iter().find(|l| l.query == *q && l.layer == layer);
+            let Some(base) = find("pread") else { continue };
+            let mut cells = Vec::new();
+            for (i, layer) in layers.iter().enumerate() {
+                match find(layer) {
+                    Some(l) if base.median_ms > 0.0 => {
+                        let r = l.median_ms / base.median_ms;
+                        ratios[i].push(r);
+                        cells.push(format!("{:.0}%", r * 100.0));
+                    }
+                    _ => cells.push("-".into()),
+                }
+            }
+            t.add_row(row(q.to_string(), ms(base.median_ms), cells));
+        }
+        let cells = ratios
+            .iter()
+            .map(|r| {
+                if r.is_empty() {
+                    "-".into()
+                } else {
+                    let mean = r.iter().sum::<f64>() / r.len() as f64;
+                    format!("{:.0}% ({:+.1}%)", mean * 100.0, (mean - 1.0) * 100.0)
+                }
+            })
+            .collect();
+        t.add_row(row("mean".into(), String::new(), cells));
+    }
+    t
+}
+
+/// Prints the whole report.
+pub fn print(report: &Report) {
+    println!("{}", report.machine.summary());
+    let c = &report.config.options;
+    println!(
+        "TPC-H SF {}, {} scan threads, {} runs per configuration, queries {}",
+        c.sf,
+        c.threads,
+        c.runs,
+        report.results.iter().map(|r| r.query.as_str()).collect::<Vec<_>>().join(" ")
+    );
+    println!("\nLoading (generation included):\n{}", load_table(&report.config.loads));
+    let lines = lines(&report.runs);
+    println!("\nQuery times:\n{}", query_table(&lines));
+    println!("\nEach layer relative to pread (median wall time; below 100% is faster):");
+    println!("{}", comparison_table(&lines));
+    let mut durabilities: Vec<(String, String, String)> = Vec::new();
+    for r in &report.runs {
+        let d = (r.layer.clone(), r.medium.clone(), r.durability.clone());
+        if !durabilities.contains(&d) {
+            durabilities.push(d);
+        }
+    }
+    println!("\nDurability of the data files:");
+    for (layer, medium, d) in durabilities {
+        println!("  {layer}/{}: {d}", medium_label(&medium));
+    }
+    println!("\nNotes:");
+    for n in &report.config.notes {
+        println!("  - {n}");
+    }
+}

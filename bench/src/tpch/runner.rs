@@ -1,0 +1,448 @@
+//! The matrix: per medium and layer, one database loaded once; per pool fraction, cold runs
+//! (drop the database, evict the data file from the OS cache, reopen) and warm runs (a warm-up,
+//! then the measured runs, without reopening). Every answer is checked against the first one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use nvpage::{Builder, DATA_FILE, Database, Layer, PersistRequest};
+use serde::{Deserialize, Serialize};
+
+use super::args::{Config, Medium};
+use super::load::{self, TableLoad};
+use super::queries::{Query, QueryResult};
+use crate::BoxError;
+use crate::cputime::CpuTimes;
+use crate::machine::Machine;
+
+/// The smallest pool, whatever the fraction: 64 pages of 8 KiB.
+const MIN_POOL_BYTES: u64 = 64 * 8192;
+
+/// One measured run of one query in one configuration: a line of the JSON's `runs`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// `q01`, `q06`, ...
+    pub query: String,
+    /// `pread`, `se1`, `se2` (or `postgres`).
+    pub layer: String,
+    /// `disk` or `tmpfs`.
+    pub medium: String,
+    /// The data file's persistence mode and what it survives.
+    pub durability: String,
+    /// The pool's size as a fraction of the data file.
+    pub pool_fraction: f64,
+    /// Cold (empty pool, fresh mappings, OS cache evicted on disk) or warm.
+    pub cold: bool,
+    /// The run, from 0.
+    pub run: u32,
+    /// Wall time of the query.
+    pub wall_ms: f64,
+    /// User CPU time of the process over the query (10 ms resolution).
+    pub user_ms: f64,
+    /// System CPU time of the process over the query (10 ms resolution).
+    pub sys_ms: f64,
+    /// Pages read from the file: pool misses, copy-on-write copies and redirected reads.
+    pub pages_read: u64,
+    /// Bytes copied between the file (or its mapping) and frames.
+    pub bytes_copied: u64,
+    /// Pages served in place from the mapping (SE2), no copy.
+    pub redirected_reads: u64,
+}
+
+/// One query's answer: a line of the JSON's `results`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerRecord {
+    /// `q01`, ...
+    pub query: String,
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows, as strings.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// How one database was loaded.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LoadRecord {
+    /// The layer the database was loaded with.
+    pub layer: String,
+    /// The medium.
+    pub medium: String,
+    /// The data file's durability.
+    pub durability: String,
+    /// Rows in all eight tables.
+    pub rows: u64,
+    /// Wall time of generation and insertion.
+    pub seconds: f64,
+    /// Rows per second.
+    pub rows_per_s: f64,
+    /// User CPU time.
+    pub user_ms: f64,
+    /// System CPU time.
+    pub sys_ms: f64,
+    /// Size of the data file.
+    pub data_bytes: u64,
+    /// Rows per table.
+    pub tables: BTreeMap<String, u64>,
+}
+
+/// The configuration, as the JSON's `config`: the options, how the data was loaded, and the
+/// caveats a reader needs.
+#[derive(Debug, Serialize)]
+pub struct ConfigOut {
+    /// The validated options.
+    #[serde(flatten)]
+    pub options: Config,
+    /// One entry per database loaded.
+    pub loads: Vec<LoadRecord>,
+    /// Caveats.
+    pub notes: Vec<String>,
+}
+
+/// Everything a `tpch` run produced: the JSON file's content.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Where it ran.
+    pub machine: Machine,
+    /// How it was configured.
+    pub config: ConfigOut,
+    /// Every measured run.
+    pub runs: Vec<RunRecord>,
+    /// Every query's answer (identical in every configuration: checked).
+    pub results: Vec<AnswerRecord>,
+}
+
+/// The first answer of each query, and where it came from: every later answer must equal it.
+#[derive(Debug, Default)]
+pub struct Checker {
+    first: BTreeMap<Query, (QueryResult, String)>,
+}
+
+impl Checker {
+    /// Records `res` if it is the first answer to `q`, else fails unless it equals the first.
+    pub fn check(&mut self, q: Query, res: &QueryResult, label: &str) -> Result<(), BoxError> {
+        match self.first.get(&q) {
+            None => {
+                self.first.insert(q, (res.clone(), label.to_string()));
+                Ok(())
+            }
+            Some((want, from)) if want != res => Err(format!(
+                "{q}: the answer of {label} differs from that of {from}:\n{}",
+                diff(want, res)
+            )
+            .into()),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// The answers, by query.
+    pub fn answers(&self) -> Vec<AnswerRecord> {
+        self.first
+            .iter()
+            .map(|(q, (r, _))| AnswerRecord {
+                query: q.name(),
+                columns: r.columns.clone(),
+                rows: r.rows.clone(),
+            })
+            .collect()
+    }
+}
+
+/// The first difference between two answers, for the error message.
+pub fn diff(a: &QueryResult, b: &QueryResult) -> String {
+    if a.columns != b.columns {
+        return format!("columns {:?} vs {:?}", a.columns, b.columns);
+    }
+    for i in 0..a.rows.len().max(b.rows.len()) {
+        if a.rows.get(i) != b.rows.get(i) {
+            return format!("row {i}: {:?} vs {:?}", a.rows.get(i), b.rows.get(i));
+        }
+    }
+    "equal".into()
+}
+
+/// How to open the databases of one medium: the mapped layers on tmpfs persist with cache-line
+/// flushes (emulated NVM).
+pub fn builder(layer: Layer, medium: Medium) -> Builder {
+    let b = Database::builder().layer(layer);
+    match medium {
+        Medium::Tmpfs => b.persistence(PersistRequest::CacheLine),
+        Medium::Disk => b,
+    }
+}
+
+/// Loads one database at `dir` and checks that it lies on `medium`.
+pub fn load_database(
+    dir: &Path,
+    layer: Layer,
+    medium: Medium,
+    sf: f64,
+    progress: &ProgressBar,
+) -> Result<(LoadRecord, Vec<TableLoad>), BoxError> {
+    let db = builder(layer, medium).open(dir)?;
+    let durability = db.durability();
+    if durability.medium.is_memory() != (medium == Medium::Tmpfs) {
+        return Err(format!(
+            "{} is on {}, not on {}: choose another directory with --dir-{}",
+            dir.display(),
+            durability.medium.name(),
+            medium.name(),
+            medium.name()
+        )
+        .into());
+    }
+    let t0 = Instant::now();
+    let cpu0 = CpuTimes::now()?;
+    let tables = load::load_all(&db, sf, progress)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let cpu = CpuTimes::now()?.since(cpu0);
+    let rows: u64 = tables.iter().map(|t| t.rows).sum();
+    let data_bytes = db.page_count() * db.page_size() as u64;
+    let rec = LoadRecord {
+        layer: layer.name().into(),
+        medium: medium.name().into(),
+        durability: durability.to_string(),
+        rows,
+        seconds,
+        rows_per_s: rows as f64 / seconds.max(1e-9),
+        user_ms: cpu.user_ms(),
+        sys_ms: cpu.sys_ms(),
+        data_bytes,
+        tables: tables.iter().map(|t| (t.table.to_string(), t.rows)).collect(),
+    };
+    Ok((rec, tables))
+}
+
+/// One query run, measured.
+pub fn measure(
+    db: &Database,
+    q: Query,
+    threads: usize,
+) -> Result<(QueryResult, Measured), BoxError> {
+    let c0 = db.counters();
+    let cpu0 = CpuTimes::now()?;
+    let t0 = Instant::now();
+    let rx = db.begin_read()?;
+    let res = q.run(&rx, threads)?;
+    drop(rx);
+    let wall = t0.elapsed();
+    let cpu = CpuTimes::now()?.since(cpu0);
+    let c1 = db.counters();
+    let redirected = c1.redirected_reads - c0.redirected_reads;
+    Ok((
+        res,
+        Measured {
+            wall_ms: wall.as_secs_f64() * 1e3,
+            user_ms: cpu.user_ms(),
+            sys_ms: cpu.sys_ms(),
+            pages_read: (c1.misses - c0.misses) + (c1.cow_copies - c0.cow_copies) + redirected,
+            bytes_copied: (c1.bytes_copied_in - c0.bytes_copied_in)
+                + (c1.bytes_copied_out - c0.bytes_copied_out),
+            redirected_reads: redirected,
+        },
+    ))
+}
+
+/// What [`measure`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Measured {
+    /// Wall time.
+    pub wall_ms: f64,
+    /// User CPU time.
+    pub user_ms: f64,
+    /// System CPU time.
+    pub sys_ms: f64,
+    /// Pages read from the file.
+    pub pages_read: u64,
+    /// Bytes copied.
+    pub bytes_copied: u64,
+    /// Redirected reads.
+    pub redirected_reads: u64,
+}
+
+/// A progress bar, hidden when `quiet`.
+pub fn bar(quiet: bool, len: u64, template: &str) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb
+}
+
+/// The directory for databases on `medium`.
+fn medium_dir(cfg: &Config, medium: Medium) -> &PathBuf {
+    match medium {
+        Medium::Disk => &cfg.dir_disk,
+        Medium::Tmpfs => &cfg.dir_tmpfs,
+    }
+}
+
+/// One configuration's measured runs, accumulated as they come.
+struct Ctx<'a> {
+    cfg: &'a Config,
+    checker: Checker,
+    runs: Vec<RunRecord>,
+    progress: ProgressBar,
+}
+
+impl Ctx<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        q: Query,
+        layer: Layer,
+        medium: Medium,
+        durability: &str,
+        fraction: f64,
+        cold: bool,
+        run: u32,
+        m: Measured,
+    ) {
+        self.runs.push(RunRecord {
+            query: q.name(),
+            layer: layer.name().into(),
+            medium: medium.name().into(),
+            durability: durability.into(),
+            pool_fraction: fraction,
+            cold,
+            run,
+            wall_ms: m.wall_ms,
+            user_ms: m.user_ms,
+            sys_ms: m.sys_ms,
+            pages_read: m.pages_read,
+            bytes_copied: m.bytes_copied,
+            redirected_reads: m.redirected_reads,
+        });
+    }
+}
+
+/// Runs the whole matrix of `cfg` and returns the report (nothing printed but progress).
+pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
+    let mut notes = vec![
+        "cold on disk: empty pool, mappings dropped (database closed and reopened), data file \
+         evicted from the OS page cache (fsync + POSIX_FADV_DONTNEED)"
+            .to_string(),
+        "warm: a warm-up run, then the measured runs, without reopening".to_string(),
+        "pages_read = pool misses + copy-on-write copies + redirected reads (SE2, no copy)"
+            .to_string(),
+        "user/sys CPU are the whole process's, in 10 ms ticks".to_string(),
+    ];
+    if cfg.media.contains(&Medium::Tmpfs) {
+        notes.push(
+            "tmpfs is emulated NVM: the mapped layers persist with cache-line flushes, but the \
+             medium is DRAM and survives a process crash only; cold on tmpfs means an empty pool \
+             and fresh mappings only (the file is memory, there is no cache to evict)"
+                .to_string(),
+        );
+    }
+    let per_pool =
+        (u64::from(cfg.cold) + u64::from(cfg.warm)) * u64::from(cfg.runs) + u64::from(cfg.warm);
+    let total = cfg.media.len() as u64
+        * cfg.layers.len() as u64
+        * cfg.pool_fractions.len() as u64
+        * cfg.queries.len() as u64
+        * per_pool;
+    let mut ctx =
+        Ctx { cfg, checker: Checker::default(), runs: Vec::new(), progress: ProgressBar::hidden() };
+    let mut loads = Vec::new();
+    let mut done_runs = 0u64;
+    for &medium in &cfg.media {
+        let base = tempfile::Builder::new()
+            .prefix("nvpage-tpch-")
+            .tempdir_in(medium_dir(cfg, medium))
+            .map_err(|e| format!("{}: {e}", medium_dir(cfg, medium).display()))?;
+        for &layer in &cfg.layers {
+            let dir = base.path().join(layer.name());
+            let pb = bar(
+                cfg.quiet,
+                load::estimated_rows(cfg.sf),
+                "load {prefix:>14} {msg:9} [{bar:30}] {human_pos}/{human_len} rows {per_sec} {eta}",
+            );
+            pb.set_prefix(format!("{layer}/{}", medium.name()));
+            let (rec, _) = load_database(&dir, layer, medium, cfg.sf, &pb)?;
+            pb.finish_and_clear();
+            let data_bytes = rec.data_bytes;
+            let durability = rec.durability.clone();
+            loads.push(rec);
+            ctx.progress = bar(
+                cfg.quiet,
+                total,
+                "query {prefix:>14} {msg:22} [{bar:30}] {pos}/{len} runs {eta}",
+            );
+            ctx.progress.set_prefix(format!("{layer}/{}", medium.name()));
+            ctx.progress.set_position(done_runs);
+            for &fraction in &cfg.pool_fractions {
+                run_pool(&mut ctx, &dir, layer, medium, &durability, fraction, data_bytes)?;
+            }
+            done_runs = ctx.progress.position();
+            ctx.progress.finish_and_clear();
+            std::fs::remove_dir_all(&dir)?;
+        }
+    }
+    let results = ctx.checker.answers();
+    Ok(Report {
+        machine: Machine::detect(),
+        config: ConfigOut { options: cfg.clone(), loads, notes },
+        runs: ctx.runs,
+        results,
+    })
+}
+
+/// Cold and warm runs of every query with one pool size.
+fn run_pool(
+    ctx: &mut Ctx<'_>,
+    dir: &Path,
+    layer: Layer,
+    medium: Medium,
+    durability: &str,
+    fraction: f64,
+    data_bytes: u64,
+) -> Result<(), BoxError> {
+    let cfg = ctx.cfg;
+    let pool = ((data_bytes as f64 * fraction) as u64).max(MIN_POOL_BYTES);
+    let open = || builder(layer, medium).pool_bytes(pool).open(dir);
+    let label = |cold: bool, run: u32| {
+        format!(
+            "{layer}/{}, pool {fraction}, {} run {run}",
+            medium.name(),
+            if cold { "cold" } else { "warm" }
+        )
+    };
+    if cfg.cold {
+        for run in 0..cfg.runs {
+            for &q in &cfg.queries {
+                ctx.progress.set_message(format!("pool {fraction} cold {q}"));
+                if medium == Medium::Disk {
+                    nvpage::storage::file::evict_os_cache(&dir.join(DATA_FILE))?;
+                }
+                let db = open()?;
+                let (res, m) = measure(&db, q, cfg.threads)?;
+                drop(db);
+                ctx.checker.check(q, &res, &label(true, run))?;
+                ctx.record(q, layer, medium, durability, fraction, true, run, m);
+                ctx.progress.inc(1);
+            }
+        }
+    }
+    if cfg.warm {
+        let db = open()?;
+        for &q in &cfg.queries {
+            ctx.progress.set_message(format!("pool {fraction} warm {q}"));
+            // The warm-up, unmeasured.
+            let (res, _) = measure(&db, q, cfg.threads)?;
+            ctx.checker.check(q, &res, &format!("{} warm-up", label(false, 0)))?;
+            ctx.progress.inc(1);
+            for run in 0..cfg.runs {
+                let (res, m) = measure(&db, q, cfg.threads)?;
+                ctx.checker.check(q, &res, &label(false, run))?;
+                ctx.record(q, layer, medium, durability, fraction, false, run, m);
+                ctx.progress.inc(1);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,9 +1,11 @@
 //! The `nvpage` command: `nvpage file-info PATH` prints a data file's header and the persistence
-//! mode it gets; `nvpage log info|dump|check PATH` inspects a log (see `log.rs`). Exit status 0
+//! mode it gets; `nvpage log info|dump|check PATH` inspects a log (see `log.rs`); `nvpage check
+//! PATH` and `nvpage info PATH` check and describe a database directory (see `db.rs`). Exit status 0
 //! on success, 1 on any error (a message on stderr), 2 for a usage error.
 
 #![forbid(unsafe_code)]
 
+mod db;
 mod log;
 
 use std::path::PathBuf;
@@ -26,6 +28,17 @@ enum Cmd {
         /// The data file.
         path: PathBuf,
     },
+    /// Verify a database: every page in use, the catalog against the tables, the log. Exits 1 on
+    /// any damage, a missing database, or a log that needs recovery.
+    Check {
+        /// The database directory.
+        path: PathBuf,
+    },
+    /// Describe a database: format, page size and count, durability, tables, the log's state.
+    Info {
+        /// The database directory.
+        path: PathBuf,
+    },
     /// Inspect a log file: `info`, `dump` or `check`.
     #[command(subcommand)]
     Log(log::LogCmd),
@@ -35,6 +48,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::FileInfo { path } => file_info(&path),
+        Cmd::Check { path } => {
+            report(db::check(&path, &mut std::io::stdout().lock(), &mut std::io::stderr().lock()))
+        }
+        Cmd::Info { path } => report(db::info(&path, &mut std::io::stdout().lock())),
         Cmd::Log(cmd) => match log::run(&cmd, &mut std::io::stdout().lock()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -42,6 +59,16 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+fn report(r: Result<(), db::Failure>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nvpage: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

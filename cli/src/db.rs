@@ -1,0 +1,104 @@
+//! `nvpage check PATH` and `nvpage info PATH`: a database directory, opened read-only with the
+//! pread layer (the on-disk format does not depend on the layer), never changed.
+//!
+//! A database whose log holds an unfinished transaction cannot be opened read-only (recovery
+//! would have to write): both commands say so and exit 1, as they do for a missing database or
+//! any damage.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use nvpage::{Database, Error, Layer, ReadOps};
+use nvpage_wal::{Log, OpenOptions};
+
+/// What went wrong, as the one line `main` prints after `nvpage: `.
+pub type Failure = String;
+
+fn open(path: &Path) -> Result<Database, Failure> {
+    if !path.join(nvpage::DATA_FILE).exists() && !path.join(nvpage::LOG_FILE).exists() {
+        return Err(format!(
+            "{}: no database here (no {} or {})",
+            path.display(),
+            nvpage::DATA_FILE,
+            nvpage::LOG_FILE
+        ));
+    }
+    Database::builder().layer(Layer::Pread).read_only(true).open(path).map_err(|e| match e {
+        Error::RecoveryNeeded => format!(
+            "{}: the log holds an unfinished transaction (a crash or kill left it); open the \
+             database writable once to roll it back, then check again",
+            path.display()
+        ),
+        e => format!("{}: {e}", path.display()),
+    })
+}
+
+fn io_failure(e: io::Error) -> Failure {
+    format!("writing the report: {e}")
+}
+
+/// `nvpage check PATH`: every page in use, the catalog against the tables' pages, the log.
+pub fn check(path: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
+    let db = open(path)?;
+    let r = db.check().map_err(|e| format!("{}: {e}", path.display()))?;
+    for d in &r.damage {
+        writeln!(err, "damage: {d}").map_err(io_failure)?;
+    }
+    if !r.is_sound() {
+        return Err(format!("{}: {} problem(s) found", path.display(), r.damage.len()));
+    }
+    writeln!(
+        out,
+        "{}: sound: {} of {} pages in use verified ({} unused), {} tables, {} rows; log generation \
+         {}, {} records",
+        path.display(),
+        r.pages_verified,
+        r.page_count,
+        r.pages_unused,
+        r.tables.len(),
+        r.tables.iter().map(|t| t.rows_scanned).sum::<u64>(),
+        r.log_generation,
+        r.log_records
+    )
+    .map_err(io_failure)
+}
+
+/// `nvpage info PATH`: format, page size and count, durability, tables, the log's state.
+pub fn info(path: &Path, out: &mut dyn Write) -> Result<(), Failure> {
+    let log_path = path.join(nvpage::LOG_FILE);
+    let log_state =
+        Log::open_with(&log_path, &OpenOptions { read_only: true, ..OpenOptions::default() })
+            .map(|l| (l.nbyte(), l.generation(), l.tell(), l.record_count(), l.durability()));
+    let db = open(path)?;
+    let w = |out: &mut dyn Write| -> io::Result<()> {
+        writeln!(out, "database:    {}", path.display())?;
+        writeln!(
+            out,
+            "format:      nvpage data file v{}",
+            nvpage::storage::header::FORMAT_VERSION
+        )?;
+        writeln!(out, "uuid:        {}", db.uuid())?;
+        writeln!(out, "page size:   {} bytes", db.page_size())?;
+        writeln!(out, "page count:  {}", db.page_count())?;
+        writeln!(out, "durability:  {} (data file)", db.durability())?;
+        writeln!(out, "             {} (log)", db.log_durability())?;
+        let rx = db.begin_read().map_err(io::Error::other)?;
+        let tables = rx.tables();
+        writeln!(out, "tables:      {}", tables.len())?;
+        for t in &tables {
+            let rows = rx.row_count(t).map_err(io::Error::other)?;
+            let pages = rx.page_count(t).map_err(io::Error::other)?;
+            writeln!(out, "  {:<24} {rows:>12} rows {pages:>10} pages", t.name())?;
+        }
+        match &log_state {
+            Ok((cap, generation, used, records, _)) => {
+                writeln!(
+                    out,
+                    "log:         generation {generation}, {used} of {cap} bytes used, {records} records"
+                )
+            }
+            Err(e) => writeln!(out, "log:         {e}"),
+        }
+    };
+    w(out).map_err(io_failure)
+}

@@ -156,6 +156,11 @@ impl PageFile {
         Ok(())
     }
 
+    /// Whether page `id` has been verified (or written) since open.
+    pub(crate) fn is_verified(&self, id: PageId) -> bool {
+        self.verified.contains(id.0)
+    }
+
     /// Records that this handle wrote page `id` (sealed), so it needs no check when read.
     pub(crate) fn mark_written(&self, id: PageId) {
         self.verified.insert(id.0);

@@ -1,6 +1,7 @@
 //! nvpage's benchmarks as a library, so the `nvpage-bench` binary and the criterion benches share
 //! fixtures and measuring code.
 //!
+//! - [`engine`]: durable commits, bulk loads and recovery time (issue 5).
 //! - [`log`]: the log beside `write`+`fdatasync` and libpmemlog (issue 3).
 //! - [`storage`]: the file layers against each other and against the machine (issue 2).
 //! - [`tpch`]: the TPC-H query-time comparison across layers, media, pool sizes, cold and warm
@@ -13,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cputime;
+pub mod engine;
 pub mod log;
 pub mod machine;
 pub mod memory;

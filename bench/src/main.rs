@@ -1,5 +1,6 @@
 //! `nvpage-bench`: one subcommand per benchmark. `storage` (issue 2) measures the file layers;
-//! `log` and `tpch` will join it.
+//! `log` the persistent-memory log, `tpch` the main job, `engine` the engine's commits, loads
+//! and recovery.
 
 #![forbid(unsafe_code)]
 
@@ -7,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use nvpage_bench::log;
-use nvpage_bench::{storage, tpch};
+use nvpage_bench::{engine, storage, tpch};
 
 /// nvpage's benchmarks. Every number printed names its durability and configuration.
 #[derive(Debug, Parser)]
@@ -28,6 +29,9 @@ enum Command {
     /// TPC-H queries over nvpage on each layer, on disk and on tmpfs (emulated NVM), cold and
     /// warm, with a pool holding all or a tenth of the data; answers checked across layers.
     Tpch(tpch::TpchArgs),
+    /// The engine: durable single-row commits per second, bulk-load rows per second, and
+    /// recovery (open) time against the log's size, per layer and medium.
+    Engine(engine::EngineArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
         Command::Storage(args) => storage::run(args),
         Command::Log(args) => log::run(args),
         Command::Tpch(args) => tpch::run(args),
+        Command::Engine(args) => engine::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

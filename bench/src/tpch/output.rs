@@ -284,6 +284,17 @@ pub fn print(report: &Report) {
         report.results.iter().map(|r| r.query.as_str()).collect::<Vec<_>>().join(" ")
     );
     println!("\nLoading (generation included):\n{}", load_table(&report.config.loads));
+    let gbps = report.config.mem_read_gb_per_s;
+    if let Some(li) = report.config.loads.first().and_then(|l| l.table_bytes.get("lineitem")) {
+        let floor_ms = *li as f64 / (gbps * 1e9 * c.threads as f64) * 1e3;
+        println!(
+            "\nMemory read bandwidth, one thread: {gbps:.1} GB/s. The lineitem heap is {:.0} MiB: \
+             one pass over it on {} threads at that rate takes {floor_ms:.1} ms, the floor under \
+             a warm Q1 or Q6.",
+            *li as f64 / (1 << 20) as f64,
+            c.threads
+        );
+    }
     let lines = lines(&report.runs);
     println!("\nQuery times:\n{}", query_table(&lines));
     println!("\nEach layer relative to pread (median wall time; below 100% is faster):");

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use nvpage::{Builder, DATA_FILE, Database, Layer, PersistRequest};
+use nvpage::{Builder, DATA_FILE, Database, Layer, PersistRequest, ReadOps};
 use serde::{Deserialize, Serialize};
 
 use super::args::{Config, Medium};
@@ -85,6 +85,8 @@ pub struct LoadRecord {
     pub data_bytes: u64,
     /// Rows per table.
     pub tables: BTreeMap<String, u64>,
+    /// Bytes of each table's heap pages.
+    pub table_bytes: BTreeMap<String, u64>,
 }
 
 /// The configuration, as the JSON's `config`: the options, how the data was loaded, and the
@@ -96,6 +98,10 @@ pub struct ConfigOut {
     pub options: Config,
     /// One entry per database loaded.
     pub loads: Vec<LoadRecord>,
+    /// The machine's single-threaded memory read bandwidth (best of three passes over 256 MiB,
+    /// the storage benchmark's summing loop), measured before the matrix: the floor under a
+    /// warm scan.
+    pub mem_read_gb_per_s: f64,
     /// Caveats.
     pub notes: Vec<String>,
 }
@@ -199,6 +205,14 @@ pub fn load_database(
     let cpu = CpuTimes::now()?.since(cpu0);
     let rows: u64 = tables.iter().map(|t| t.rows).sum();
     let data_bytes = db.page_count() * db.page_size() as u64;
+    let mut table_bytes = BTreeMap::new();
+    {
+        let rx = db.begin_read()?;
+        for t in &tables {
+            let pages = rx.page_count(&rx.table(t.table)?)?;
+            table_bytes.insert(t.table.to_string(), pages * db.page_size() as u64);
+        }
+    }
     let rec = LoadRecord {
         layer: layer.name().into(),
         medium: medium.name().into(),
@@ -210,6 +224,7 @@ pub fn load_database(
         sys_ms: cpu.sys_ms(),
         data_bytes,
         tables: tables.iter().map(|t| (t.table.to_string(), t.rows)).collect(),
+        table_bytes,
     };
     Ok((rec, tables))
 }
@@ -348,6 +363,7 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
         * per_pool;
     let mut ctx =
         Ctx { cfg, checker: Checker::default(), runs: Vec::new(), progress: ProgressBar::hidden() };
+    let mem_read_gb_per_s = mem_read_bandwidth();
     let mut loads = Vec::new();
     let mut done_runs = 0u64;
     for &medium in &cfg.media {
@@ -386,10 +402,22 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
     let results = ctx.checker.answers();
     Ok(Report {
         machine: Machine::detect(),
-        config: ConfigOut { options: cfg.clone(), loads, notes },
+        config: ConfigOut { options: cfg.clone(), loads, mem_read_gb_per_s, notes },
         runs: ctx.runs,
         results,
     })
+}
+
+/// Single-threaded memory read bandwidth in GB/s: best of three passes over 256 MiB.
+pub fn mem_read_bandwidth() -> f64 {
+    let buf = crate::memory::MemBuffers::new(256 << 20, 8192);
+    (0..3)
+        .map(|_| {
+            let t0 = Instant::now();
+            buf.read_pass();
+            buf.len() as f64 / t0.elapsed().as_secs_f64() / 1e9
+        })
+        .fold(0.0, f64::max)
 }
 
 /// Cold and warm runs of every query with one pool size.

@@ -233,10 +233,11 @@ impl Catalog {
         all.sort_by_key(|e| e.start);
         let mut end = CATALOG_ROOT.0 + 1;
         for e in &all {
-            if e.start < end || e.start + u64::from(e.len) > page_count {
+            let e_end = e.start.checked_add(u64::from(e.len)).filter(|&x| x <= page_count);
+            let Some(e_end) = e_end.filter(|_| e.start >= end) else {
                 return Err(corrupt("extents overlap or pass the page count"));
-            }
-            end = e.start + u64::from(e.len);
+            };
+            end = e_end;
         }
         Ok(())
     }
@@ -326,6 +327,10 @@ mod tests {
         assert!(Catalog::decode(&blob, 50, vec![1]).is_err());
         // A chain page inside a table's extent is an overlap.
         assert!(Catalog::decode(&blob, 200, vec![1, 12]).is_err());
+        // An extent whose end overflows a u64 is an error, not a panic.
+        let mut far = cat.clone();
+        far.free = vec![Extent { start: u64::MAX - 1, len: 8 }];
+        assert!(Catalog::decode(&far.encode(), 200, vec![1]).is_err());
         for cut in 0..blob.len() {
             assert!(Catalog::decode(&blob[..cut], 200, vec![1]).is_err());
         }

@@ -86,11 +86,17 @@ impl<'p> HeapPage<'p> {
         if slots_end > free_end || free_end > bytes.len() {
             return Err(bad(format!("{slots} slots and free end {free_end} do not fit the page")));
         }
+        let mut used = 0;
         for s in 0..slots {
             let (off, len) = slot(bytes, s);
-            if off != 0 && (off < free_end || off + len > bytes.len()) {
+            if (off == 0 && len != 0) || (off != 0 && (off < free_end || off + len > bytes.len())) {
                 return Err(bad(format!("slot {s} points outside the row area")));
             }
+            used += len;
+        }
+        // Rows that overlap would make the free space negative (and compaction overrun).
+        if used > bytes.len() - slots_end {
+            return Err(bad(format!("{used} bytes of rows do not fit the row area")));
         }
         Ok(Self { bytes, slots })
     }
@@ -289,6 +295,17 @@ mod tests {
         assert!(HeapPage::new(&q, 7, 1).is_err());
         let mut q = p.clone();
         set_slot(&mut q, 0, 4090, 100);
+        assert!(HeapPage::new(&q, 7, 1).is_err());
+        // A deleted slot with a length, and two slots over the same bytes past the page's room.
+        let mut q = p.clone();
+        set_slot(&mut q, 0, 0, 5);
+        assert!(HeapPage::new(&q, 7, 1).is_err());
+        let mut q = page();
+        put_u16(&mut q, SLOT_COUNT_OFFSET, 1000);
+        put_u32(&mut q, FREE_END_OFFSET, 4032);
+        for s in 0..1000 {
+            set_slot(&mut q, s, 4090, 6);
+        }
         assert!(HeapPage::new(&q, 7, 1).is_err());
     }
 }

@@ -78,6 +78,47 @@ pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
 pub use table::{RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
 
+/// Thin wrappers over private decoders, for the fuzz targets (`fuzz/`) and their corpus replay
+/// (`tests/`). Not part of the API: no stability promise, no behaviour of its own.
+#[doc(hidden)]
+pub mod fuzzing {
+    use crate::catalog::Catalog;
+    use crate::error::{Error, Result};
+    use crate::heap::HeapPage;
+    use crate::row::{Value, encode_row};
+    use crate::schema::Schema;
+
+    /// A heap page's live rows with their slots, and the bytes an insert could use.
+    pub type HeapRows<'p> = (Vec<(usize, &'p [u8])>, usize);
+
+    /// Checks `page` (a whole page, as the engine always passes) as a heap page of `table_id`
+    /// and returns its live rows with their slots, and the bytes an insert could use.
+    pub fn heap_rows(page: &[u8], table_id: u32, id: u64) -> Result<HeapRows<'_>> {
+        if page.len() < nvpage_storage::page::MIN_PAGE_SIZE {
+            return Err(Error::InvalidOption("heap_rows takes a whole page".into()));
+        }
+        let h = HeapPage::new(page, table_id, id)?;
+        Ok((h.rows().collect(), h.free_space()))
+    }
+
+    /// Decodes a catalog blob; `Ok` gives each table's name and its pages, in order.
+    pub fn catalog_tables(
+        blob: &[u8],
+        page_count: u64,
+        chain: Vec<u64>,
+    ) -> Result<Vec<(String, Vec<u64>)>> {
+        let cat = Catalog::decode(blob, page_count, chain)?;
+        Ok(cat.tables.iter().map(|t| (t.name.clone(), t.pages().map(|p| p.0).collect())).collect())
+    }
+
+    /// Encodes a row of `schema`, as inserts do.
+    pub fn encode(schema: &Schema, values: &[Value<'_>]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        encode_row(schema, values, &mut out)?;
+        Ok(out)
+    }
+}
+
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]

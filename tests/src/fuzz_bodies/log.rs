@@ -1,0 +1,244 @@
+//! `log_records` and `log_recovery`: the log's record decoder and its recovery at open, on
+//! arbitrary bytes.
+//!
+//! Whatever the bytes, `Log::open` returns a typed error or a log whose records are exactly a
+//! clean run of valid records of the current generation from the start of the data area to the
+//! persisted tail. That is checked here against the file's bytes, independently of the decoder:
+//! each record's marker, length, generation and CRC32C (over its first 12 bytes, its offset and
+//! its payload, as `wal/src/layout.rs` draws it) and the tiling of `[0, tail)`.
+
+use std::path::Path;
+
+use nvpage_wal::layout::{DATA_OFFSET, RECORD_HEADER_LEN, RECORD_MARKER, STATE_OFFSET, TAIL_BITS};
+use nvpage_wal::{Framing, Log, OpenOptions, WalError, layout::record_size};
+
+use super::{Input, scratch_dir};
+
+// The log header's fields (wal/src/layout.rs draws them; its offset constants are crate-private).
+const VERSION_OFFSET: usize = 8;
+const FRAMING_OFFSET: usize = 12;
+const UUID_OFFSET: usize = 16;
+const DATA_OFFSET_OFFSET: usize = 32;
+const CAPACITY_OFFSET: usize = 40;
+const HEADER_CRC_OFFSET: usize = 60;
+/// Bytes of the log header.
+pub(crate) const HEADER_LEN: usize = 64;
+const FRAMING_RAW: u32 = 1;
+const FRAMING_RECORDS: u32 = 2;
+
+/// A valid log header: `framing` is 1 (raw) or 2 (records).
+pub(crate) fn log_header(framing: u32, uuid: [u8; 16], capacity: u64) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[..8].copy_from_slice(&nvpage_wal::layout::MAGIC);
+    h[VERSION_OFFSET..FRAMING_OFFSET]
+        .copy_from_slice(&nvpage_wal::layout::FORMAT_VERSION.to_le_bytes());
+    h[FRAMING_OFFSET..UUID_OFFSET].copy_from_slice(&framing.to_le_bytes());
+    h[UUID_OFFSET..DATA_OFFSET_OFFSET].copy_from_slice(&uuid);
+    h[DATA_OFFSET_OFFSET..CAPACITY_OFFSET].copy_from_slice(&(DATA_OFFSET as u64).to_le_bytes());
+    h[CAPACITY_OFFSET..CAPACITY_OFFSET + 8].copy_from_slice(&capacity.to_le_bytes());
+    reseal_log_header(&mut h);
+    h
+}
+
+/// Recomputes the header checksum of a log file (or header) of at least 64 bytes.
+pub(crate) fn reseal_log_header(file: &mut [u8]) {
+    let crc = crc32c::crc32c(&file[..HEADER_CRC_OFFSET]);
+    file[HEADER_CRC_OFFSET..HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Puts database `uuid` into a log file's header and reseals it.
+pub(crate) fn set_log_uuid(file: &mut [u8], uuid: &[u8]) {
+    file[UUID_OFFSET..DATA_OFFSET_OFFSET].copy_from_slice(uuid);
+    reseal_log_header(file);
+}
+
+/// The CRC32C a record at data offset `pos` with header `h` (its first 12 bytes count) and
+/// `payload` carries.
+fn record_crc(h: &[u8], pos: u64, payload: &[u8]) -> u32 {
+    let crc = crc32c::crc32c(&h[..12]);
+    let crc = crc32c::crc32c_append(crc, &pos.to_le_bytes());
+    crc32c::crc32c_append(crc, payload)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// Writes `bytes` as a file in the scratch directory, runs `f` on its path, removes it.
+fn with_file<R>(name: &str, bytes: &[u8], f: impl FnOnce(&Path) -> R) -> R {
+    let path = scratch_dir().join(name);
+    std::fs::write(&path, bytes).expect("write the scratch file");
+    let r = f(&path);
+    let _ = std::fs::remove_file(&path);
+    r
+}
+
+/// What an opened log must satisfy, checked against the file's bytes; returns the record count.
+fn check_open_log(log: &Log, file: &[u8], chunk: usize) -> u64 {
+    let capacity = log.nbyte();
+    let tail = log.tell();
+    assert!(tail <= capacity, "tail {tail} past capacity {capacity}");
+    assert!(file.len() as u64 >= DATA_OFFSET as u64 + capacity, "a truncated log opened");
+    assert_eq!(log.durable_tell(), tail, "a freshly opened log is durable up to its tail");
+    let word = u64::from_le_bytes(file[STATE_OFFSET..STATE_OFFSET + 8].try_into().unwrap());
+    assert_eq!(u64::from(log.generation()), word >> TAIL_BITS);
+    let data = &file[DATA_OFFSET..DATA_OFFSET + tail as usize];
+    let mut walked = Vec::new();
+    log.walk(chunk, |c| {
+        assert!(chunk == 0 || c.len() <= chunk, "a chunk of {} bytes > {chunk}", c.len());
+        walked.extend_from_slice(c);
+        true
+    })
+    .expect("walk of an opened log");
+    if log.framing() == Framing::Raw {
+        assert!(matches!(log.records(), Err(WalError::WrongFraming { .. })));
+        assert_eq!(walked, data, "a raw log's walk is its bytes below the tail");
+        return 0;
+    }
+    let records: Vec<_> =
+        log.records().expect("records").collect::<Result<_, _>>().expect("open checked them");
+    let mut at = 0u64;
+    let mut payloads = Vec::new();
+    for r in &records {
+        assert_eq!(r.pos.0, at, "records tile the data area");
+        let s = at as usize;
+        let h = &data[s..s + RECORD_HEADER_LEN];
+        assert_eq!(u32_at(h, 0), RECORD_MARKER);
+        assert_eq!(u32_at(h, 4) as usize, r.payload.len());
+        assert_eq!(u32_at(h, 8), log.generation(), "a record of another generation");
+        assert_eq!(
+            &data[s + RECORD_HEADER_LEN..s + RECORD_HEADER_LEN + r.payload.len()],
+            r.payload
+        );
+        assert_eq!(u32_at(h, 12), record_crc(h, at, r.payload), "payload not what its CRC covers");
+        payloads.extend_from_slice(r.payload);
+        at += record_size(r.payload.len() as u64);
+    }
+    assert_eq!(at, tail, "the records end exactly at the tail");
+    assert_eq!(walked, payloads, "walk visits the records' payloads in order");
+    assert_eq!(log.record_count(), records.len() as u64);
+    let newest: Vec<_> = log.records_newest_first().expect("newest first");
+    assert!(newest.iter().rev().eq(records.iter()), "newest first is oldest first reversed");
+    records.len() as u64
+}
+
+/// Target `log_records`: arbitrary bytes as a log file. Input byte 0: bit 0 repairs the header
+/// checksum (so mutations reach the state word and records), bit 1 opens read-only; byte 1 is
+/// walk's chunk size; the rest is the file.
+pub fn log_records(data: &[u8]) {
+    let mut input = Input::new(data);
+    let mode = input.u8();
+    let chunk = usize::from(input.u8());
+    let mut file = input.rest().to_vec();
+    if mode & 1 == 1 && file.len() >= HEADER_LEN {
+        reseal_log_header(&mut file);
+    }
+    let opts = OpenOptions { read_only: mode & 2 == 2, ..OpenOptions::default() };
+    with_file("log_records.nvpage", &file, |path| match Log::open_with(path, &opts) {
+        Ok(log) => {
+            check_open_log(&log, &file, chunk);
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    });
+}
+
+/// Walks `area` from offset 0, rewriting every record it finds (a marker, a length that fits)
+/// to generation `generation` with a valid checksum; returns where the run of records ends and
+/// how many there are.
+fn reseal_records(area: &mut [u8], generation: u32) -> (u64, u64) {
+    let (mut at, mut n) = (0usize, 0u64);
+    while at + RECORD_HEADER_LEN <= area.len() && u32_at(area, at) == RECORD_MARKER {
+        let len = u32_at(area, at + 4) as u64;
+        let size = record_size(len);
+        if at as u64 + size > area.len() as u64 {
+            break;
+        }
+        area[at + 8..at + 12].copy_from_slice(&generation.to_le_bytes());
+        let payload_end = at + RECORD_HEADER_LEN + len as usize;
+        let crc =
+            record_crc(&area[at..at + 12], at as u64, &area[at + RECORD_HEADER_LEN..payload_end]);
+        area[at + 12..at + 16].copy_from_slice(&crc.to_le_bytes());
+        at += size as usize;
+        n += 1;
+    }
+    (at as u64, n)
+}
+
+/// Target `log_recovery`: a valid header, a state word from the input and an arbitrary data
+/// area. Input: flags u8 (bit 0 raw framing; bit 1 reseal the records found from offset 0 to the
+/// state word's generation; bit 2 set the tail to the end of that clean run; bit 3 cut the file
+/// short), the state word (tail u40, generation u24, as stored), a cut length u16, walk's chunk
+/// size u8; then the data area (its length is the capacity, at least 64 bytes).
+///
+/// Properties: open returns a typed error or a clean run of records up to the tail; a clean run
+/// whose tail is its exact end always opens, with every record; an opened log takes an append
+/// that a reopen finds after the others, and a rewind empties it.
+pub fn log_recovery(data: &[u8]) {
+    let mut input = Input::new(data);
+    let flags = input.u8();
+    let word = input.u64();
+    let cut = u64::from(input.u16());
+    let chunk = usize::from(input.u8());
+    let mut area = input.rest().to_vec();
+    if area.len() < 64 {
+        area.resize(64, 0);
+    }
+    let capacity = area.len() as u64;
+    let generation = (word >> TAIL_BITS) as u32;
+    let mut tail = word & ((1 << TAIL_BITS) - 1);
+    let raw = flags & 1 == 1;
+    let mut clean = None;
+    if flags & 2 == 2 && !raw {
+        let (end, n) = reseal_records(&mut area, generation);
+        if flags & 4 == 4 {
+            tail = end;
+            clean = Some(n);
+        }
+    }
+    let framing = if raw { FRAMING_RAW } else { FRAMING_RECORDS };
+    let mut file = vec![0u8; DATA_OFFSET];
+    file[..HEADER_LEN].copy_from_slice(&log_header(framing, [7; 16], capacity));
+    let state = tail | (u64::from(generation) << TAIL_BITS);
+    file[STATE_OFFSET..STATE_OFFSET + 8].copy_from_slice(&state.to_le_bytes());
+    file.extend_from_slice(&area);
+    let cut_short = flags & 8 == 8 && cut > 0;
+    if cut_short {
+        let keep = file.len().saturating_sub(cut as usize);
+        file.truncate(keep);
+    }
+    with_file("log_recovery.nvpage", &file, |path| {
+        let opened = Log::open(path);
+        if let (Some(n), false) = (clean, cut_short) {
+            let log = match &opened {
+                Ok(log) => log,
+                Err(e) => panic!("a clean run of {n} records to the tail did not open: {e}"),
+            };
+            assert_eq!(log.record_count(), n);
+        }
+        let log = match opened {
+            Ok(log) => log,
+            Err(e) => {
+                let _ = e.to_string();
+                return;
+            }
+        };
+        let n = check_open_log(&log, &file, chunk);
+        if raw || log.tell() + record_size(3) > log.nbyte() {
+            return;
+        }
+        let pos = log.append_record(&[1, 2, 3]).expect("append to an opened log with room");
+        assert_eq!(pos.0, tail);
+        drop(log);
+        let after = std::fs::read(path).expect("read the log back");
+        let log = Log::open(path).expect("reopen after an append");
+        assert_eq!(check_open_log(&log, &after, 0), n + 1);
+        let last = log.records_newest_first().expect("records")[0];
+        assert_eq!((last.pos.0, last.payload), (tail, &[1u8, 2, 3][..]));
+        let mut log = log;
+        log.rewind().expect("rewind");
+        assert_eq!((log.tell(), log.record_count()), (0, 0));
+        assert_eq!(log.records().expect("records").count(), 0);
+    });
+}

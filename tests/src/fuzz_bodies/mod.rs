@@ -1,0 +1,110 @@
+//! The bodies of the fuzz targets: one `pub fn <target>(data: &[u8])` per target in `fuzz/`.
+//!
+//! Each body panics only when a property fails (a decoder panicked, an `Ok` that should have
+//! been an error, a wrong answer); every typed error is an acceptable outcome for hostile bytes.
+//! Checksums cannot be found by mutation, so where the target is about what lies behind a
+//! checksum the input's first byte can ask the body to repair it (noted per target).
+
+mod api_countdown;
+mod db_open;
+mod log;
+mod page;
+mod row;
+
+use std::path::{Path, PathBuf};
+
+pub use api_countdown::api_countdown;
+pub use db_open::db_open;
+pub use db_open::{builder as db_open_builder, with_data_file};
+pub use log::{log_records, log_recovery};
+pub use page::page_decode;
+pub use row::row_decode;
+pub use row::schemas as row_schemas;
+
+/// The names of the targets, as the directories of `fuzz/corpus/` and the binaries of `fuzz/`.
+pub const TARGETS: [&str; 6] =
+    ["log_records", "log_recovery", "page_decode", "row_decode", "db_open", "api_countdown"];
+
+/// Runs the body of target `name` on `data`.
+pub fn run(name: &str, data: &[u8]) {
+    match name {
+        "log_records" => log_records(data),
+        "log_recovery" => log_recovery(data),
+        "page_decode" => page_decode(data),
+        "row_decode" => row_decode(data),
+        "db_open" => db_open(data),
+        "api_countdown" => api_countdown(data),
+        other => panic!("no fuzz target named {other}"),
+    }
+}
+
+/// A directory for one process's scratch files: on tmpfs when there is one (fast, and the
+/// persists are cheap), else the system's temporary directory. Files are removed after use;
+/// the directory is left behind, empty.
+pub(crate) fn scratch_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+    let dir = base.join(format!("nvpage-fuzz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create the scratch directory");
+    dir
+}
+
+/// A fresh scratch directory, removed when dropped; on tmpfs when there is one.
+pub fn scratch_tempdir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if let Some(d) = shm.is_dir().then(|| tempfile::tempdir_in(shm).ok()).flatten() {
+        return d;
+    }
+    tempfile::tempdir().expect("create a temporary directory")
+}
+
+/// A little-endian reader over fuzz input that yields zeros once the input runs out, so every
+/// input decodes to some parameters.
+pub(crate) struct Input<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Input<'a> {
+    pub(crate) fn new(data: &'a [u8]) -> Self {
+        Self { data }
+    }
+
+    pub(crate) fn u8(&mut self) -> u8 {
+        match self.data.split_first() {
+            Some((&b, rest)) => {
+                self.data = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    pub(crate) fn bytes<const N: usize>(&mut self) -> [u8; N] {
+        let mut out = [0u8; N];
+        for b in &mut out {
+            *b = self.u8();
+        }
+        out
+    }
+
+    pub(crate) fn u16(&mut self) -> u16 {
+        u16::from_le_bytes(self.bytes())
+    }
+
+    pub(crate) fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.bytes())
+    }
+
+    pub(crate) fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.bytes())
+    }
+
+    /// Whatever is left.
+    pub(crate) fn rest(self) -> &'a [u8] {
+        self.data
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}

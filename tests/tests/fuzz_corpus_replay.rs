@@ -1,0 +1,117 @@
+//! Goal: the fuzz corpus (`fuzz/corpus/<target>/`, kept in the repository and minimized with
+//! `cargo fuzz cmin`) replays through the fuzz targets' bodies on the ordinary stable test run,
+//! so every input a fuzzer once found interesting — and every crash it found, once fixed — is
+//! checked by CI without a nightly toolchain. The seeds the corpus started from must still reach
+//! the paths behind the checksums (a log that opens with records, a database that opens with
+//! rows), or the fuzzers would be exploring error paths only.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+
+use nvpage_tests::fuzz_bodies::{self, TARGETS};
+use nvpage_tests::fuzz_seeds;
+
+fn corpus_dir(target: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target)
+}
+
+fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = corpus_dir(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files.into_iter().map(|p| (p.clone(), std::fs::read(&p).expect("read a corpus file"))).collect()
+}
+
+fn replay(target: &str) {
+    let files = corpus(target);
+    assert!(!files.is_empty(), "{target}: the corpus is empty");
+    let mut failed = Vec::new();
+    for (path, data) in &files {
+        if catch_unwind(AssertUnwindSafe(|| fuzz_bodies::run(target, data))).is_err() {
+            failed.push(path.display().to_string());
+        }
+    }
+    eprintln!("{target}: {} corpus inputs replayed, {} failed", files.len(), failed.len());
+    assert!(failed.is_empty(), "{target}: inputs failed (see the panics above): {failed:?}");
+}
+
+#[test]
+fn replay_log_records() {
+    replay("log_records");
+}
+
+#[test]
+fn replay_log_recovery() {
+    replay("log_recovery");
+}
+
+#[test]
+fn replay_page_decode() {
+    replay("page_decode");
+}
+
+#[test]
+fn replay_row_decode() {
+    replay("row_decode");
+}
+
+#[test]
+fn replay_db_open() {
+    replay("db_open");
+}
+
+#[test]
+fn replay_api_countdown() {
+    replay("api_countdown");
+}
+
+#[test]
+fn every_target_has_a_corpus() {
+    for t in TARGETS {
+        assert!(corpus_dir(t).is_dir(), "{t} has no corpus directory");
+    }
+}
+
+#[test]
+fn seeds_reach_the_paths_behind_the_checksums() {
+    use nvpage::ReadOps;
+    let logs = fuzz_seeds::real_logs();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log");
+    std::fs::write(&path, &logs[0]).unwrap();
+    let log = nvpage_wal::Log::open(&path).expect("the seed log opens");
+    assert_eq!(log.record_count(), 4);
+    drop(log);
+    let file = fuzz_seeds::real_data_file();
+    // The db_open seed opens (its log is made to match) and holds the rows it was made with.
+    let got = fuzz_bodies::with_data_file(&file, nvpage::Layer::Se2, |db| {
+        let db = db.expect("the seed database opens");
+        let rx = db.begin_read().unwrap();
+        rx.tables().iter().map(|t| rx.row_count(t).unwrap()).collect::<Vec<_>>()
+    });
+    assert_eq!(got, vec![12, 3]);
+    for t in TARGETS {
+        let seeds = fuzz_seeds::seeds(t);
+        assert!(!seeds.is_empty(), "{t}: no seeds");
+        for s in &seeds {
+            fuzz_bodies::run(t, s);
+        }
+    }
+}
+
+/// Writes the seeds into the corpus: run once when a format changes, then `cargo fuzz cmin`.
+#[test]
+#[ignore = "writes fuzz/corpus; run by hand"]
+fn write_seed_corpus() {
+    for t in TARGETS {
+        let dir = corpus_dir(t);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, s) in fuzz_seeds::seeds(t).iter().enumerate() {
+            std::fs::write(dir.join(format!("seed-{i}")), s).unwrap();
+        }
+    }
+}

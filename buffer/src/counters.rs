@@ -1,10 +1,18 @@
 //! Counters cheap enough to leave on: one cache-padded set per thread slot, summed on read.
+//!
+//! A thread owns its slot alone (slots are handed out uniquely and returned when the thread
+//! exits), so it counts with a plain load and store instead of a locked read-modify-write: the
+//! hit path's cheapest possible count. Threads beyond the slots share one overflow slot and count
+//! with `fetch_add`.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
 
-const SLOTS: usize = 16;
+/// Slots owned by one thread each; slot `OWNED_SLOTS` is the shared overflow.
+const OWNED_SLOTS: usize = 64;
+const SLOTS: usize = OWNED_SLOTS + 1;
 
 /// What the pool has done since it was created.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,12 +66,41 @@ pub(crate) enum Counter {
     BytesOut,
 }
 
-fn slot_index() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS;
+/// Slot indices not owned by a live thread.
+static FREE_SLOTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static NEXT_SLOT: Mutex<usize> = Mutex::new(0);
+
+/// The calling thread's slot, returned to the free list when the thread exits.
+struct SlotLease(usize);
+
+impl SlotLease {
+    fn take() -> Self {
+        if let Some(i) = FREE_SLOTS.lock().pop() {
+            return SlotLease(i);
+        }
+        let mut next = NEXT_SLOT.lock();
+        if *next < OWNED_SLOTS {
+            *next += 1;
+            return SlotLease(*next - 1);
+        }
+        SlotLease(OWNED_SLOTS)
     }
-    INDEX.with(|i| *i)
+}
+
+impl Drop for SlotLease {
+    fn drop(&mut self) {
+        if self.0 < OWNED_SLOTS {
+            FREE_SLOTS.lock().push(self.0);
+        }
+    }
+}
+
+fn slot_index() -> usize {
+    thread_local! {
+        static LEASE: SlotLease = SlotLease::take();
+    }
+    // During thread teardown the lease may be gone: count in the shared slot then.
+    LEASE.try_with(|l| l.0).unwrap_or(OWNED_SLOTS)
 }
 
 impl CounterSlots {
@@ -73,7 +110,8 @@ impl CounterSlots {
 
     #[inline]
     pub(crate) fn add(&self, c: Counter, n: u64) {
-        let s = &self.slots[slot_index()];
+        let index = slot_index();
+        let s = &self.slots[index];
         let field = match c {
             Counter::Hit => &s.hits,
             Counter::Miss => &s.misses,
@@ -84,7 +122,12 @@ impl CounterSlots {
             Counter::BytesIn => &s.bytes_copied_in,
             Counter::BytesOut => &s.bytes_copied_out,
         };
-        field.fetch_add(n, Ordering::Relaxed);
+        if index == OWNED_SLOTS {
+            field.fetch_add(n, Ordering::Relaxed);
+        } else {
+            // This thread owns the slot: nobody else writes it, readers only load it.
+            field.store(field.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn snapshot(&self) -> Counters {

@@ -16,6 +16,8 @@ pub mod args;
 pub mod chart;
 pub mod load;
 pub mod output;
+mod pg_sql;
+pub mod postgres;
 pub mod queries;
 pub mod runner;
 pub mod schema;
@@ -30,7 +32,8 @@ use crate::BoxError;
 pub fn run(args: &TpchArgs) -> Result<(), BoxError> {
     let cfg = Config::from_args(args)?;
     if cfg.with_postgres {
-        return Err("--with-postgres is not implemented yet".into());
+        // Fail before the long nvpage matrix, not after it.
+        postgres::find_bin()?;
     }
     let report = execute(&cfg)?;
     output::print(&report);

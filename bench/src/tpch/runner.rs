@@ -142,6 +142,11 @@ impl Checker {
         }
     }
 
+    /// The first answer to `q`.
+    pub fn get(&self, q: Query) -> Option<&QueryResult> {
+        self.first.get(&q).map(|(r, _)| r)
+    }
+
     /// The answers, by query.
     pub fn answers(&self) -> Vec<AnswerRecord> {
         self.first
@@ -399,6 +404,17 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
             std::fs::remove_dir_all(&dir)?;
         }
     }
+    if cfg.with_postgres {
+        run_postgres(&mut ctx, &mut loads)?;
+        notes.push(
+            "postgres: a throwaway PostgreSQL server on the disk directory (Unix socket only), \
+             shared_buffers = pool fraction × its database size; postgres-1w runs with \
+             max_parallel_workers_per_gather = 0, postgres with the default (2); cold = server \
+             restarted and its files evicted from the OS cache; wall time is psql's \\timing; \
+             CPU is the postmaster's reaped children (approximate); no page counters"
+                .to_string(),
+        );
+    }
     let results = ctx.checker.answers();
     Ok(Report {
         machine: Machine::detect(),
@@ -418,6 +434,88 @@ pub fn mem_read_bandwidth() -> f64 {
             buf.len() as f64 / t0.elapsed().as_secs_f64() / 1e9
         })
         .fold(0.0, f64::max)
+}
+
+/// The PostgreSQL side: load, then the same queries per pool fraction, cold and warm, with one
+/// worker and with the default parallelism; every answer compared with ours.
+fn run_postgres(ctx: &mut Ctx<'_>, loads: &mut Vec<LoadRecord>) -> Result<(), BoxError> {
+    use super::postgres::{Server, compare};
+    let cfg = ctx.cfg;
+    let server = Server::start(&cfg.dir_disk, 128 << 10)?;
+    let durability = format!(
+        "{}: fsync on, WAL flushed at commit on disk: survives power loss",
+        server.version.split(',').next().unwrap_or("PostgreSQL")
+    );
+    let t0 = Instant::now();
+    let (rows, size) = server.load(cfg.sf)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    loads.push(LoadRecord {
+        layer: "postgres".into(),
+        medium: "disk".into(),
+        durability: durability.clone(),
+        rows,
+        seconds,
+        rows_per_s: rows as f64 / seconds.max(1e-9),
+        user_ms: 0.0,
+        sys_ms: 0.0,
+        data_bytes: size,
+        tables: BTreeMap::new(),
+        table_bytes: BTreeMap::new(),
+    });
+    for &fraction in &cfg.pool_fractions {
+        let kb = ((size as f64 * fraction) as u64 / 1024).max(128);
+        for (layer, workers) in [("postgres-1w", Some(0)), ("postgres", None)] {
+            let mut one = |cold: bool, run: u32, measured: bool| -> Result<(), BoxError> {
+                for &q in &cfg.queries {
+                    if cold {
+                        server.restart(kb)?;
+                        server.evict()?;
+                    }
+                    let cpu0 = server.cpu_ticks();
+                    let (rows, ms) = server.query(q, workers)?;
+                    let cpu = server.cpu_ticks().zip(cpu0).map(|(a, b)| (a.0 - b.0, a.1 - b.1));
+                    let ours = ctx.checker.get(q).ok_or("PostgreSQL ran before nvpage")?;
+                    if let Some(d) = compare(ours, &rows) {
+                        return Err(
+                            format!("{q}: PostgreSQL's answer differs from ours: {d}").into()
+                        );
+                    }
+                    if measured {
+                        let (u, s) = cpu.unwrap_or((0, 0));
+                        ctx.runs.push(RunRecord {
+                            query: q.name(),
+                            layer: layer.into(),
+                            medium: "disk".into(),
+                            durability: durability.clone(),
+                            pool_fraction: fraction,
+                            cold,
+                            run,
+                            wall_ms: ms,
+                            user_ms: u as f64 * 10.0,
+                            sys_ms: s as f64 * 10.0,
+                            pages_read: 0,
+                            bytes_copied: 0,
+                            redirected_reads: 0,
+                        });
+                    }
+                }
+                Ok(())
+            };
+            if cfg.cold {
+                for run in 0..cfg.runs {
+                    one(true, run, true)?;
+                }
+            }
+            if cfg.warm {
+                server.restart(kb)?;
+                one(false, 0, false)?;
+                for run in 0..cfg.runs {
+                    one(false, run, true)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Cold and warm runs of every query with one pool size.

@@ -12,6 +12,7 @@
 //! queries, no indexes), nor a test of the answers against the specification's SQL; the tests do
 //! that against plain Rust over the generator's rows, and `--with-postgres` against PostgreSQL.
 
+pub mod answers;
 pub mod args;
 pub mod chart;
 pub mod load;
@@ -37,6 +38,27 @@ pub fn run(args: &TpchArgs) -> Result<(), BoxError> {
     }
     let report = execute(&cfg)?;
     output::print(&report);
+    if cfg.sf == 1.0 {
+        let mut bad = Vec::new();
+        for r in &report.results {
+            let q = Query::parse(&r.query).ok_or("unknown query in the results")?;
+            let ours = QueryResult { columns: r.columns.clone(), rows: r.rows.clone() };
+            if let Some(d) = answers::check_sf1(q, &ours) {
+                bad.push(format!("{q}: {d}"));
+            }
+        }
+        if !bad.is_empty() {
+            return Err(format!(
+                "answers differ from TPC-H's SF 1 answer set:\n{}",
+                bad.join("\n")
+            )
+            .into());
+        }
+        println!(
+            "\nEvery answer equals TPC-H's answer set for SF 1 ({} queries).",
+            report.results.len()
+        );
+    }
     if let Some(path) = &args.json {
         write_json(&report, path)?;
         println!("\nJSON written to {}", path.display());

@@ -305,7 +305,7 @@ fn same_value(ours: &str, pg: &str) -> bool {
 }
 
 /// `v` (a decimal string) rounded half away from zero to `places` places.
-fn round_to(v: &str, places: usize) -> Option<String> {
+pub(crate) fn round_to(v: &str, places: usize) -> Option<String> {
     let (neg, digits) = match v.strip_prefix('-') {
         Some(d) => (true, d),
         None => (false, v),

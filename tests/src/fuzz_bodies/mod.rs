@@ -38,13 +38,16 @@ pub fn run(name: &str, data: &[u8]) {
     }
 }
 
-/// A directory for one process's scratch files: on tmpfs when there is one (fast, and the
-/// persists are cheap), else the system's temporary directory. Files are removed after use;
-/// the directory is left behind, empty.
+/// A directory for one thread's scratch files (tests replay corpora on several threads of one
+/// process): on tmpfs when there is one (fast, and the persists are cheap), else the system's
+/// temporary directory. Files are removed after use; the directory is left behind, empty.
 pub(crate) fn scratch_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    thread_local!(static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed));
     let shm = Path::new("/dev/shm");
     let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
-    let dir = base.join(format!("nvpage-fuzz-{}", std::process::id()));
+    let dir = base.join(format!("nvpage-fuzz-{}-{}", std::process::id(), ID.with(|i| *i)));
     std::fs::create_dir_all(&dir).expect("create the scratch directory");
     dir
 }

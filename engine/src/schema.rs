@@ -136,6 +136,8 @@ struct SchemaInner {
     columns: Vec<Column>,
     offsets: Vec<usize>,
     fixed_end: usize,
+    /// Indices of the `VarChar` columns, whose slots [`crate::RowRef::new`] checks per row.
+    var_cols: Vec<usize>,
 }
 
 impl Schema {
@@ -165,7 +167,13 @@ impl Schema {
             offsets.push(at);
             at += c.ty.fixed_width();
         }
-        Ok(Schema(Arc::new(SchemaInner { columns, offsets, fixed_end: at })))
+        let var_cols = columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c.ty, ColumnType::VarChar { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Schema(Arc::new(SchemaInner { columns, offsets, fixed_end: at, var_cols })))
     }
 
     /// The columns, in order.
@@ -194,6 +202,11 @@ impl Schema {
 
     /// Whether any column is a `VarChar`.
     pub(crate) fn has_var(&self) -> bool {
-        self.0.columns.iter().any(|c| matches!(c.ty, ColumnType::VarChar { .. }))
+        !self.0.var_cols.is_empty()
+    }
+
+    /// Indices of the `VarChar` columns.
+    pub(crate) fn var_cols(&self) -> &[usize] {
+        &self.0.var_cols
     }
 }

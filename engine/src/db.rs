@@ -273,6 +273,22 @@ impl Database {
         self.pool.layer()
     }
 
+    /// Runs `f` on `table`'s catalog entry; a table dropped since the handle was made is
+    /// [`Error::UnknownTable`].
+    pub(crate) fn with_table<R>(
+        &self,
+        table: &crate::Table,
+        f: impl FnOnce(&crate::catalog::TableMeta) -> R,
+    ) -> Result<R> {
+        let cat = self.catalog.read();
+        let t = cat
+            .tables
+            .iter()
+            .find(|t| t.id == table.id)
+            .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+        Ok(f(t))
+    }
+
     /// Replaces the cached catalog with the one in the file (after a roll-back).
     pub(crate) fn reload_catalog(&self) -> Result<()> {
         *self.catalog.write() = load_catalog(&self.pool)?;

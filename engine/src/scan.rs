@@ -13,7 +13,7 @@ use nvpage_buffer::{PageRef, ScanRing};
 use nvpage_storage::PageId;
 
 use crate::db::Database;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::heap::HeapPage;
 use crate::row::RowRef;
 use crate::schema::Schema;
@@ -40,13 +40,7 @@ const READ_AHEAD_PAGES: u64 = 256;
 const CHUNK_PAGES: u64 = 32;
 
 fn runs_of(db: &Database, table: &Table) -> Result<Vec<(u64, u64)>> {
-    let cat = db.catalog.read();
-    let t = cat
-        .tables
-        .iter()
-        .find(|t| t.id == table.id)
-        .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
-    Ok(t.runs())
+    db.with_table(table, |t| t.runs())
 }
 
 /// A table's pages, in order, as an iterator of [`ScanPage`]s.

@@ -117,24 +117,12 @@ pub trait ReadOps {
 
     /// Live rows in `table`.
     fn row_count(&self, table: &Table) -> Result<u64> {
-        let cat = self.db().catalog.read();
-        let t = cat
-            .tables
-            .iter()
-            .find(|t| t.id == table.id)
-            .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
-        Ok(t.rows)
+        self.db().with_table(table, |t| t.rows)
     }
 
     /// Pages `table` uses.
     fn page_count(&self, table: &Table) -> Result<u64> {
-        let cat = self.db().catalog.read();
-        let t = cat
-            .tables
-            .iter()
-            .find(|t| t.id == table.id)
-            .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
-        Ok(t.page_count())
+        self.db().with_table(table, |t| t.page_count())
     }
 
     /// The row `id` of `table`, read in place (see [`RowGuard`]).
@@ -195,17 +183,9 @@ pub trait ReadOps {
 /// Fails unless `id`'s page belongs to `table` (so a stale or foreign id is an error, not a read
 /// of another table's page).
 fn check_row_page(db: &Database, table: &Table, id: RowId) -> Result<()> {
-    let cat = db.catalog.read();
-    let t = cat
-        .tables
-        .iter()
-        .find(|t| t.id == table.id)
-        .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
-    if t.runs().iter().any(|&(s, n)| id.page >= s && id.page < s + n) {
-        Ok(())
-    } else {
-        Err(Error::UnknownRow(id))
-    }
+    let inside =
+        db.with_table(table, |t| t.runs().iter().any(|&(s, n)| id.page >= s && id.page < s + n))?;
+    if inside { Ok(()) } else { Err(Error::UnknownRow(id)) }
 }
 
 /// A row read in place, holding its page; [`RowGuard::row`] gives the typed view.
@@ -357,13 +337,7 @@ impl WriteTxn<'_> {
     }
 
     fn meta<R>(&self, table: &Table, f: impl FnOnce(&TableMeta) -> R) -> Result<R> {
-        let cat = self.db.catalog.read();
-        let t = cat
-            .tables
-            .iter()
-            .find(|t| t.id == table.id)
-            .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
-        Ok(f(t))
+        self.db.with_table(table, f)
     }
 
     fn adjust_rows(&mut self, table: &Table, delta: i64) -> Result<()> {

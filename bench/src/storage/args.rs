@@ -26,8 +26,8 @@ impl MediumKind {
     }
 }
 
-/// When the mapped layers pre-fault pages ahead of a sequential pass (`will_need`, which is
-/// `MADV_POPULATE_READ`).
+/// When the mapped layers advise pages ahead of a sequential pass (`will_need`: on tmpfs
+/// `MADV_POPULATE_READ`, on a disk `MADV_WILLNEED`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Prefault {
@@ -75,7 +75,7 @@ pub struct StorageArgs {
     /// Most random write+sync operations per layer, medium and run (also capped at 2 s)
     #[arg(long, value_name = "N", default_value_t = 20_000)]
     pub sync_ops: u64,
-    /// Pages the mapped layers pre-fault ahead of a sequential pass (MADV_POPULATE_READ)
+    /// Pages the mapped layers advise ahead of a sequential pass (will_need)
     #[arg(long, value_name = "PAGES", default_value_t = 256)]
     pub window_pages: u64,
     /// Which sequential passes of the mapped layers pre-fault ahead

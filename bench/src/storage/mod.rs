@@ -355,7 +355,8 @@ fn standard_notes(cfg: &Config) -> Vec<String> {
         format!(
             "seq-read: every byte of every data page of a {} MiB file, summed as u64 words. pread \
              and se1 copy each page into one frame; se2 reads in place. Mapped layers: \
-             MADV_SEQUENTIAL, and MADV_POPULATE_READ {} pages ahead ({}); pread: \
+             MADV_SEQUENTIAL, and will_need {} pages ahead ({}; tmpfs: MADV_POPULATE_READ, \
+             disk: MADV_WILLNEED); pread: \
              POSIX_FADV_SEQUENTIAL and the kernel's read-ahead.",
             cfg.seq_bytes >> 20,
             cfg.window_pages,

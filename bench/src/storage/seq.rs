@@ -2,16 +2,16 @@
 //!
 //! pread and SE1 copy each page into one reused frame (`read_page`); SE2 reads it in place
 //! (`with_page`, no copy). Before the pass the file is advised sequential (`MADV_SEQUENTIAL` over
-//! the mapping, `POSIX_FADV_SEQUENTIAL` for pread); during it the mapped layers may pre-fault a
-//! window of pages ahead (`will_need`, i.e. `MADV_POPULATE_READ`), so the pass does not take a
-//! page fault per few pages. pread needs no such hint: the kernel's read-ahead follows sequential
+//! the mapping, `POSIX_FADV_SEQUENTIAL` for pread); during it the mapped layers advise a window
+//! of pages ahead (`will_need`: on tmpfs `MADV_POPULATE_READ`, each 2 MiB window once per open,
+//! so the pass does not take a page fault per few pages; on a disk `MADV_WILLNEED`, read-ahead in
+//! the background). pread needs no such hint: the kernel's read-ahead follows sequential
 //! `pread`s.
 //!
 //! Pre-faulting pages that are already mapped is not free: `MADV_POPULATE_READ` walks every page
 //! through `get_user_pages` and marks it accessed, which on tmpfs cost about a third of a warm
-//! pass's CPU time here. So by default only the first pass after open pre-faults
-//! ([`Prefault::FirstPass`](super::args::Prefault)); later passes run over the page tables it
-//! filled.
+//! pass's CPU time here (the storage layer now skips windows it populated). By default only the
+//! first pass after open advises ([`Prefault::FirstPass`](super::args::Prefault)).
 
 use nvpage::storage::{FileLayer, Layer, PageId, Result};
 

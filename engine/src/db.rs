@@ -297,27 +297,50 @@ impl Database {
     }
 }
 
-/// A log with no data file is a create that crashed after making the log: if the log is empty,
-/// it is removed so the database can be created again.
+/// A log with no data file is a create that crashed after starting the log (the data file
+/// appears, complete, only by a rename at the very end of a create): such a log holds nothing
+/// committed. It is removed so the database can be created again if it is empty, or if it never
+/// became a whole log (a crash inside `Log::create`: too short, all zeros, or a torn header). A
+/// log that opens and holds records is kept, and the directory is `Incomplete`.
 fn crashed_create(log_path: &Path) -> Result<bool> {
-    let log = Log::open(log_path)?;
-    if log.tell() == 0 && log.generation() == 0 {
-        drop(log);
+    use nvpage_wal::WalError;
+    let unfinished = match Log::open(log_path) {
+        Ok(log) => log.tell() == 0 && log.generation() == 0,
+        Err(
+            WalError::Truncated { .. }
+            | WalError::NotALog { .. }
+            | WalError::CorruptHeader { .. }
+            | WalError::CorruptState { .. },
+        ) => true,
+        Err(e) => return Err(e.into()),
+    };
+    if unfinished {
         std::fs::remove_file(log_path)
             .map_err(|e| nvpage_storage::StorageError::io("remove", log_path, e))?;
-        return Ok(true);
     }
-    Ok(false)
+    Ok(unfinished)
 }
 
-/// Creates the log, then the data file with its header and an empty catalog; each durable (and
-/// its directory entry synced) before the next step. A crash in between leaves a lone empty log,
-/// which the next open removes.
+/// The name a data file is built under before the rename that makes the database exist.
+const DATA_FILE_CREATING: &str = "data.nvpage.creating";
+
+/// Creates the log, then the data file — header and empty catalog — under a temporary name, and
+/// renames it into place (then syncs the directory). Each step is durable before the next. A
+/// crash before the rename leaves a lone log (and perhaps a half-built temporary file), which the
+/// next open removes; after it, the database is whole.
 fn create(dir: &Path, b: &Builder, page_size: PageSize) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| nvpage_storage::StorageError::io("mkdir", dir, e))?;
+    let io = |op: &'static str, p: &Path, e| nvpage_storage::StorageError::io(op, p, e);
+    std::fs::create_dir_all(dir).map_err(|e| io("mkdir", dir, e))?;
     let uuid = Uuid::new_v4();
     let log_opts = CreateOptions { persistence: b.persistence, ..CreateOptions::new(uuid) };
     drop(Log::create(&dir.join(LOG_FILE), b.log_bytes, &log_opts)?);
+    let creating = dir.join(DATA_FILE_CREATING);
+    match std::fs::remove_file(&creating) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(io("remove", &creating, e).into());
+        }
+        _ => {}
+    }
     let opts = OpenOptions {
         layer: Layer::compiled()[0],
         page_size,
@@ -326,13 +349,18 @@ fn create(dir: &Path, b: &Builder, page_size: PageSize) -> Result<()> {
         read_only: false,
         uuid: Some(uuid),
     };
-    let layer = opts.create(&dir.join(DATA_FILE))?;
-    layer.grow(CATALOG_ROOT.0 + 1)?;
-    let mut page = vec![0u8; page_size.bytes()];
-    catalog::write_chunk(&mut page, &Catalog::default().encode(), 0);
-    layer.write_page(CATALOG_ROOT, &mut page)?;
-    layer.write_header()?;
-    layer.sync()?;
+    {
+        let layer = opts.create(&creating)?;
+        layer.grow(CATALOG_ROOT.0 + 1)?;
+        let mut page = vec![0u8; page_size.bytes()];
+        catalog::write_chunk(&mut page, &Catalog::default().encode(), 0);
+        layer.write_page(CATALOG_ROOT, &mut page)?;
+        layer.write_header()?;
+        layer.sync()?;
+    }
+    let data = dir.join(DATA_FILE);
+    std::fs::rename(&creating, &data).map_err(|e| io("rename", &creating, e))?;
+    nvpage_storage::file::sync_parent_dir(&data)?;
     Ok(())
 }
 

@@ -64,6 +64,7 @@ enum MappedHold<'a> {
     Busy,
 }
 
+#[derive(Clone, Copy)]
 enum LoadKind {
     Read,
     Write,
@@ -268,28 +269,18 @@ impl BufferPool {
     /// is first copied into a private frame (copy-on-write): the mapping keeps the old bytes until
     /// write-back.
     pub fn write(&self, id: PageId) -> Result<PageMut<'_>> {
-        self.layer.file().check_id(id)?;
-        self.layer.file().raw().check_writable()?;
-        loop {
-            if let Some(f) = self.lookup_pin(id) {
-                if !self.latch_frame(f, id, true)? {
-                    continue;
-                }
-                self.metas[f].dirty.store(true, Ordering::Release);
-                self.counters.add(Counter::Hit, 1);
-                return Ok(PageMut::new(self, f));
-            }
-            match self.load(id, None, LoadKind::Write) {
-                Ok(f) => return Ok(PageMut::new(self, f)),
-                Err(LoadError::Retry) => continue,
-                Err(LoadError::Failed(e)) => return Err(e),
-            }
-        }
+        self.exclusive(id, LoadKind::Write)
     }
 
     /// An exclusive guard on page `id` with its bytes zeroed and nothing read from the file, for
     /// a page being (re)initialised. The page is marked dirty.
     pub fn new_page(&self, id: PageId) -> Result<PageMut<'_>> {
+        self.exclusive(id, LoadKind::New)
+    }
+
+    /// What `write` and `new_page` share: the page's frame latched exclusively and marked dirty,
+    /// loaded (`Write`) or zeroed (`New`) if it was not resident, zeroed too if it was and `New`.
+    fn exclusive(&self, id: PageId, kind: LoadKind) -> Result<PageMut<'_>> {
         self.layer.file().check_id(id)?;
         self.layer.file().raw().check_writable()?;
         loop {
@@ -299,10 +290,13 @@ impl BufferPool {
                 }
                 self.metas[f].dirty.store(true, Ordering::Release);
                 let mut g = PageMut::new(self, f);
-                g.fill(0);
+                match kind {
+                    LoadKind::New => g.fill(0),
+                    _ => self.counters.add(Counter::Hit, 1),
+                }
                 return Ok(g);
             }
-            match self.load(id, None, LoadKind::New) {
+            match self.load(id, None, kind) {
                 Ok(f) => return Ok(PageMut::new(self, f)),
                 Err(LoadError::Retry) => continue,
                 Err(LoadError::Failed(e)) => return Err(e),

@@ -45,6 +45,12 @@ pub struct LogArgs {
     /// Write the rows as JSON here too.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Only these media (`tmpfs-cacheline`, `tmpfs-msync`, `disk`); all three when not given.
+    #[arg(long, value_delimiter = ',')]
+    pub media: Vec<String>,
+    /// Skip the seed workload (fresh 64 MiB pools filled with 4 MiB appends).
+    #[arg(long)]
+    pub no_seed: bool,
     /// Internal: run only libpmemlog's rows on this medium and print them as JSON lines.
     #[arg(long, hide = true)]
     pub pmdk_child: Option<String>,
@@ -126,14 +132,23 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
         }
         return Ok(());
     }
+    let mut media = Vec::new();
+    for name in &args.media {
+        media.push(Medium::from_name(name).ok_or_else(|| format!("unknown medium {name:?}"))?);
+    }
+    if media.is_empty() {
+        media = Medium::ALL.to_vec();
+    }
     let mut rows = Vec::new();
-    for m in Medium::ALL {
+    for m in media {
         let scratch = tempfile::tempdir_in(m.dir(args))?;
         let dir = scratch.path();
         eprintln!("log bench: {} in {}", m.name(), dir.display());
-        rows.push(seed_nvpage(args, m, dir)?);
-        if m != Medium::TmpfsCacheLine {
-            rows.push(seed_write(args, m, dir)?);
+        if !args.no_seed {
+            rows.push(seed_nvpage(args, m, dir)?);
+            if m != Medium::TmpfsCacheLine {
+                rows.push(seed_write(args, m, dir)?);
+            }
         }
         for &size in &SMALL_SIZES {
             for &threads in &THREADS {
@@ -159,15 +174,15 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
 fn seed_nvpage(args: &LogArgs, m: Medium, dir: &Path) -> Result<LogRow, WalError> {
     let chunk = vec![b'1'; 4 << 20];
     let (mut bytes, mut appends, mut durability) = (0u64, 0u64, String::new());
+    let paths: Vec<PathBuf> = (0..args.pools).map(|i| dir.join(format!("seed-{i}.log"))).collect();
     let t0 = Instant::now();
-    for i in 0..args.pools {
-        let path = dir.join(format!("seed-{i}.log"));
+    for path in &paths {
         let opts = CreateOptions {
             framing: Framing::Raw,
             persistence: m.persistence(),
             ..CreateOptions::new(Uuid::nil())
         };
-        let log = Log::create(&path, args.pool_mib << 20, &opts)?;
+        let log = Log::create(path, args.pool_mib << 20, &opts)?;
         durability = log.durability().to_string();
         loop {
             match log.append(&chunk) {
@@ -180,25 +195,27 @@ fn seed_nvpage(args: &LogArgs, m: Medium, dir: &Path) -> Result<LogRow, WalError
             }
         }
         drop(log);
-        let _ = std::fs::remove_file(&path);
     }
-    Ok(row("seed", "nvpage-wal raw", m, durability, 1, 4 << 20, appends, bytes, t0.elapsed(), None))
+    let wall = t0.elapsed();
+    remove_all(&paths);
+    Ok(row("seed", "nvpage-wal raw", m, durability, 1, 4 << 20, appends, bytes, wall, None))
 }
 
 fn seed_write(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> {
     let chunk = vec![b'1'; 4 << 20];
     let per_pool = (args.pool_mib << 20) / chunk.len() as u64;
+    let paths: Vec<PathBuf> = (0..args.pools).map(|i| dir.join(format!("seed-{i}.vfs"))).collect();
     let t0 = Instant::now();
-    for i in 0..args.pools {
-        let path = dir.join(format!("seed-{i}.vfs"));
-        let f = OpenOptions::new().create_new(true).write(true).open(&path)?;
+    for path in &paths {
+        let f = OpenOptions::new().create_new(true).write(true).open(path)?;
         for j in 0..per_pool {
             f.write_all_at(&chunk, j * chunk.len() as u64)?;
         }
         f.sync_data()?;
         drop(f);
-        let _ = std::fs::remove_file(&path);
     }
+    let wall = t0.elapsed();
+    remove_all(&paths);
     let appends = per_pool * u64::from(args.pools);
     let durability = format!("fdatasync per pool on {}", medium_fs(m));
     Ok(row(
@@ -210,9 +227,17 @@ fn seed_write(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> 
         4 << 20,
         appends,
         appends * (4 << 20),
-        t0.elapsed(),
+        wall,
         None,
     ))
+}
+
+/// Deletes the seed workload's pools once its clock has stopped: the seed keeps its files, and
+/// giving their pages back to the kernel is no part of appending.
+fn remove_all(paths: &[PathBuf]) {
+    for p in paths {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 fn medium_fs(m: Medium) -> &'static str {
@@ -394,6 +419,7 @@ fn pmdk_rows_via_child(args: &LogArgs, m: Medium) -> Vec<LogRow> {
         .args(["--appends", &args.appends.to_string()])
         .args(["--row-seconds", &args.row_seconds.to_string()])
         .args(["--pools", &args.pools.to_string(), "--pool-mib", &args.pool_mib.to_string()])
+        .args(args.no_seed.then_some("--no-seed"))
         .output();
     match out {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
@@ -430,29 +456,33 @@ fn pmdk_rows(args: &LogArgs, m: Medium) -> std::io::Result<Vec<LogRow>> {
     let mut rows = Vec::new();
     let chunk = vec![b'1'; 4 << 20];
     let (mut bytes, mut appends) = (0u64, 0u64);
+    let pools = if args.no_seed { 0 } else { args.pools };
+    let paths: Vec<PathBuf> = (0..pools).map(|i| dir.join(format!("seed-{i}.pmemlog"))).collect();
     let t0 = Instant::now();
-    for i in 0..args.pools {
-        let path = dir.join(format!("seed-{i}.pmemlog"));
-        let log = PmemLog::create(&path, args.pool_mib << 20)?;
+    for path in &paths {
+        let log = PmemLog::create(path, args.pool_mib << 20)?;
         while log.nbyte() - log.tell() >= chunk.len() as u64 && log.append(&chunk).is_ok() {
             bytes += chunk.len() as u64;
             appends += 1;
         }
         drop(log);
-        let _ = std::fs::remove_file(&path);
     }
-    rows.push(row(
-        "seed",
-        "libpmemlog",
-        m,
-        durability.clone(),
-        1,
-        4 << 20,
-        appends,
-        bytes,
-        t0.elapsed(),
-        None,
-    ));
+    let wall = t0.elapsed();
+    remove_all(&paths);
+    if !args.no_seed {
+        rows.push(row(
+            "seed",
+            "libpmemlog",
+            m,
+            durability.clone(),
+            1,
+            4 << 20,
+            appends,
+            bytes,
+            wall,
+            None,
+        ));
+    }
     for &size in &SMALL_SIZES {
         for &threads in &THREADS {
             let path = dir.join(format!("small-{size}-{threads}.pmemlog"));

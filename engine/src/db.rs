@@ -304,8 +304,11 @@ impl Database {
 /// log that opens and holds records is kept, and the directory is `Incomplete`.
 fn crashed_create(log_path: &Path) -> Result<bool> {
     use nvpage_wal::WalError;
-    let unfinished = match Log::open(log_path) {
-        Ok(log) => log.tell() == 0 && log.generation() == 0,
+    // Read-only: a writable open would start a new generation, and this one tells whether the
+    // log was ever rewound (committed to) since its create.
+    let read_only = nvpage_wal::OpenOptions { read_only: true, ..Default::default() };
+    let unfinished = match Log::open_with(log_path, &read_only) {
+        Ok(log) => log.tell() == 0 && log.generation() == nvpage_wal::layout::FIRST_GENERATION,
         Err(
             WalError::Truncated { .. }
             | WalError::NotALog { .. }

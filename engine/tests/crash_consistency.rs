@@ -83,11 +83,12 @@ fn tempdir(m: Medium) -> tempfile::TempDir {
 }
 
 /// The generation in the log's state word: live (the file) and durable (the simulator's image).
-fn log_generations(sim: &Sim, db_path: &Path) -> (u64, u64) {
-    use nvpage_wal::layout::{STATE_OFFSET, TAIL_BITS};
+fn log_generations(sim: &Sim, db_path: &Path) -> (u32, u32) {
+    use nvpage_wal::layout::{STATE_OFFSET, State};
     let log = db_path.join(nvpage::LOG_FILE);
     let word = |b: &[u8]| {
-        u64::from_le_bytes(b[STATE_OFFSET..STATE_OFFSET + 8].try_into().unwrap()) >> TAIL_BITS
+        let w = u64::from_le_bytes(b[STATE_OFFSET..STATE_OFFSET + 8].try_into().unwrap());
+        State::decode(w).expect("an 8-byte store is never torn").generation
     };
     let live = std::fs::read(&log).unwrap();
     let durable = sim.durable_image(&log).expect("the log is followed");

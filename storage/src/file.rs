@@ -426,7 +426,20 @@ impl RawFile {
     /// `WillNeed` on a mapping of a file that is memory (tmpfs, ramfs) fills the page tables of
     /// each 2 MiB window once per open (`Advice::Populate`): populating pages already mapped
     /// costs a page-table walk for nothing. On a disk it starts read-ahead in the background.
+    ///
+    /// `PopulateWrite` is applied only where the file is memory or mapped with `MAP_SYNC` (DAX):
+    /// elsewhere it is ignored (see [`Advice::PopulateWrite`]).
     pub fn advise(&self, advice: Advice, offset: u64, len: u64) {
+        if advice == Advice::PopulateWrite {
+            let direct =
+                self.durability.medium.is_memory() || self.durability.mode == PersistMode::Dax;
+            let end = (offset + len).min(self.len_bytes());
+            if let (Some(m), true, true) = (&self.mapping, direct && !self.read_only, end > offset)
+            {
+                m.advise(advice, offset as usize, (end - offset) as usize);
+            }
+            return;
+        }
         if let Some(m) = &self.mapping {
             if advice == Advice::WillNeed && self.durability.medium.is_memory() {
                 self.populate_once(m, offset, len);
@@ -437,7 +450,9 @@ impl RawFile {
         }
         let flag = match advice {
             Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
-            Advice::WillNeed | Advice::Populate => libc::POSIX_FADV_WILLNEED,
+            Advice::WillNeed | Advice::Populate | Advice::PopulateWrite => {
+                libc::POSIX_FADV_WILLNEED
+            }
             Advice::Normal => libc::POSIX_FADV_NORMAL,
         };
         let (offset, len) = if advice == Advice::WillNeed { (offset, len) } else { (0, 0) };

@@ -52,6 +52,7 @@ pub use error::{Result, StorageError};
 pub use file::{FileOptions, RawFile};
 pub use header::FileHeader;
 pub use layer::{FileLayer, Layer, OpenOptions};
+pub use mapping::Advice;
 pub use page::{PageId, PageSize};
 pub use pagefile::PageFile;
 pub use persist::{Durability, Medium, PersistMode, PersistRequest};

@@ -25,6 +25,10 @@ pub enum Advice {
     /// to `MADV_WILLNEED`). Synchronous: worth it where the file is memory, so that reads then
     /// take no page faults; on a disk it would wait for the reads.
     Populate,
+    /// The range will be written soon: fill its page tables writable now
+    /// (`MADV_POPULATE_WRITE`; nothing where the kernel lacks it). For files that are memory or
+    /// DAX only: on a disk file it would read every page and leave it dirty for write-back.
+    PopulateWrite,
     /// Back to the default.
     Normal,
 }
@@ -119,12 +123,16 @@ impl Mapping {
             Advice::Populate => {
                 (offset & !(page - 1), (offset + len).min(self.reserved_bytes), MADV_POPULATE_READ)
             }
+            Advice::PopulateWrite => {
+                (offset & !(page - 1), (offset + len).min(self.reserved_bytes), MADV_POPULATE_WRITE)
+            }
         };
         if end <= start {
             return;
         }
         // SAFETY: the range lies inside our reservation; advice never changes memory contents
-        // (MADV_POPULATE_READ only fills page tables from the file, as a read would).
+        // (MADV_POPULATE_READ / _WRITE only fill page tables from the file, as a read or a write
+        // fault would, without touching the bytes).
         let rc = unsafe { libc::madvise(self.base.as_ptr().add(start).cast(), end - start, flag) };
         if rc != 0 && flag == MADV_POPULATE_READ {
             // Older kernels lack MADV_POPULATE_READ: read ahead instead.
@@ -142,6 +150,8 @@ impl Mapping {
 
 /// `MADV_POPULATE_READ` (Linux 5.14); not in every libc release.
 const MADV_POPULATE_READ: i32 = 22;
+/// `MADV_POPULATE_WRITE` (Linux 5.14).
+const MADV_POPULATE_WRITE: i32 = 23;
 
 impl Drop for Mapping {
     fn drop(&mut self) {

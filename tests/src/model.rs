@@ -108,9 +108,10 @@ pub fn compare(db: &Database, want: &Tables) -> Result<(), String> {
     Err("contents differ".into())
 }
 
-/// The generation in a log file's state word, as the file holds it.
+/// The generation in a log file's state word, as the file holds it (`u64::MAX` if the word is
+/// damaged or missing).
 pub fn log_generation(log_file: &[u8]) -> u64 {
-    use nvpage_wal::layout::{STATE_OFFSET, TAIL_BITS};
+    use nvpage_wal::layout::{STATE_OFFSET, State};
     let w = log_file.get(STATE_OFFSET..STATE_OFFSET + 8).map_or([0; 8], |b| b.try_into().unwrap());
-    u64::from_le_bytes(w) >> TAIL_BITS
+    State::decode(u64::from_le_bytes(w)).map_or(u64::MAX, |s| u64::from(s.generation))
 }

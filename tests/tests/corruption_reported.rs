@@ -9,12 +9,11 @@
 //! - a 512 B sector zeroed in a page in use (only sectors that were not zero already);
 //! - two pages in use swapped (each carries its own id);
 //! - a bit flip in the log of an unfinished transaction: its header (checksummed), its state
-//!   word (not checksummed: one aligned 8-byte word, failure-atomic by design; a flipped tail
-//!   lands inside a record — before-image records are 4128 bytes, never a power of two apart —
-//!   and a flipped generation disowns every record), or its records below the tail.
+//!   word (sealed by a CRC-8 check byte), or its records below the watermark (closing the
+//!   database stored the watermark at the end of its records).
 //!
 //! Bytes nobody reads are not targets: pages not in use (free, or the unused tail of an
-//! extent), the log header page's padding, and log bytes past the tail.
+//! extent), the log header page's padding, and log bytes past the end of its records.
 //!
 //! `NVPAGE_CORRUPTION_SEEDS` (default 25) sets the runs per kind and layer.
 
@@ -23,7 +22,7 @@ use std::path::Path;
 
 use nvpage::{Database, Layer, ReadOps, RowId, fuzzing};
 use nvpage_tests::model::{Row, Tables, contents, schema};
-use nvpage_wal::layout::{DATA_OFFSET, STATE_OFFSET, TAIL_BITS};
+use nvpage_wal::layout::{DATA_OFFSET, STATE_OFFSET, State};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -91,11 +90,15 @@ fn build() -> (Image, Tables, Image) {
     std::mem::forget(tx);
     drop(db);
     let unfinished = read_image(&path);
-    let tail =
-        u64::from_le_bytes(unfinished.log[STATE_OFFSET..STATE_OFFSET + 8].try_into().unwrap())
-            & ((1 << TAIL_BITS) - 1);
-    assert!(tail > 0, "the unfinished transaction logged before-images");
+    let end = log_end(&unfinished.log);
+    assert!(end > 0, "the unfinished transaction logged before-images");
     (clean, want, unfinished)
+}
+
+/// Where a closed log's records end: its state word's watermark (closing stores it at the end).
+fn log_end(log: &[u8]) -> u64 {
+    let word = u64::from_le_bytes(log[STATE_OFFSET..STATE_OFFSET + 8].try_into().unwrap());
+    State::decode(word).expect("a sound state word").tail
 }
 
 /// Pages in use: the header, the catalog chain (one page here), every table's pages.
@@ -150,15 +153,13 @@ fn inject(kind: Kind, seed: u64, clean: &Image, unfinished: &Image) -> (Image, S
             }
         },
         Kind::LogBitFlip => {
-            let word =
-                u64::from_le_bytes(img.log[STATE_OFFSET..STATE_OFFSET + 8].try_into().unwrap());
-            let tail = (word & ((1 << TAIL_BITS) - 1)) as usize;
-            // The header's 64 bytes, the state word's 8, the records' `tail`, weighted so each
+            let end = log_end(&img.log) as usize;
+            // The header's 64 bytes, the state word's 8, the records' `end`, weighted so each
             // region is hit often.
             let (region, at) = match r.random_range(0..4) {
                 0 => ("header", r.random_range(0..64)),
                 1 => ("state word", STATE_OFFSET + r.random_range(0..8)),
-                _ => ("records", DATA_OFFSET + r.random_range(0..tail)),
+                _ => ("records", DATA_OFFSET + r.random_range(0..end)),
             };
             let bit = r.random_range(0..8);
             img.log[at] ^= 1 << bit;

@@ -13,10 +13,14 @@
 //!   stores). In `msync` mode it only copies: the commit leader's `msync` covers the range.
 //! - **complete in order**: the appender waits until `copied == start`, then publishes
 //!   `copied = end`. So `copied` only ever covers whole, written appends, in reservation order.
-//! - **commit** (group commit): if `durable` does not yet cover `end`, the appender takes the
-//!   `commit` lock, and — unless a leader covered it meanwhile — persists `[durable, copied)` (in
-//!   `msync` mode), then stores and persists the state word with tail `copied`. One persist of
-//!   the tail covers every append completed by then, from every thread.
+//! - **commit**: a record log in a cache-line mode has nothing left to do: its records are
+//!   self-validating and fenced, and every one before it completed first, so an open after a
+//!   crash finds it (one fence per append). Otherwise, if `durable` does not yet cover `end`,
+//!   the appender takes the `commit` lock and — unless a leader covered it meanwhile — persists
+//!   `[durable, copied)` (in `msync` mode) and, in a raw log, stores and persists the state word
+//!   with tail `copied` (group commit: one persist covers every append completed by then, from
+//!   every thread). A record log stores its watermark only every [`MARK_INTERVAL`] bytes, on
+//!   [`Log::sync`] and on close, which bounds what an open reads past it.
 //!
 //! Any failure after a reservation poisons the log: a claimed range that is never completed
 //! would stall every later appender, so they fail with [`StorageError::Poisoned`] instead.
@@ -31,6 +35,11 @@ use crate::layout::{DATA_OFFSET, Framing, State, record_header, record_size};
 use crate::log::{Log, RecordPos};
 
 const ZERO_PAD: [u8; 8] = [0; 8];
+
+/// A record log stores its watermark when it has moved this many bytes past the stored one: an
+/// open reads at most about this much past the watermark, and damage to a record below the
+/// watermark is an error rather than the end of the log.
+pub const MARK_INTERVAL: u64 = 64 << 10;
 
 /// The slices of one append (header, payload parts, padding), on the stack unless there are many.
 #[derive(Default)]
@@ -100,12 +109,16 @@ impl Log {
         Ok(self.write(bufs)?.0)
     }
 
-    /// Makes every append that completed before the call durable (one persist of the tail, and
-    /// in `msync` mode one `msync` of the new bytes).
+    /// Makes every append that completed before the call durable (in `msync` mode one `msync`
+    /// of the new bytes) and stores the tail or watermark in the state word.
     /// On a poisoned log it fails, even with nothing new to persist.
     pub fn sync(&self) -> Result<()> {
         self.file.check_writable()?;
-        self.commit_to(self.copied.load(Ordering::Acquire))
+        self.commit_to(self.copied.load(Ordering::Acquire))?;
+        if self.header.framing == Framing::Records {
+            self.store_mark(true)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn require(&self, needed: Framing) -> Result<()> {
@@ -202,10 +215,13 @@ impl Log {
     }
 
     /// Makes the log durable up to at least `end` (which has completed): group commit. The
-    /// leader persists the tail as far as appends have completed; the others wait for `durable`
-    /// to cover them (spinning, then yielding: parking on the lock would cost more than the
-    /// leader's persist).
+    /// leader persists as far as appends have completed; the others wait for `durable` to cover
+    /// them (spinning, then yielding: parking on the lock would cost more than the leader's
+    /// persist).
     fn commit_to(&self, end: u64) -> Result<()> {
+        if self.commits_by_copy() {
+            return self.store_mark(false);
+        }
         let mut spins = 0u32;
         loop {
             if self.durable.load(Ordering::Acquire) >= end {
@@ -221,13 +237,37 @@ impl Log {
                 if !self.file.mode().uses_cache_lines() {
                     self.file.persist_range(DATA_OFFSET as u64 + from, (target - from) as usize)?;
                 }
-                self.store_state(State { tail: target, generation: self.generation })?;
+                let mark_due = target - self.mark.load(Ordering::Acquire) >= MARK_INTERVAL;
+                if self.header.framing == Framing::Raw || mark_due {
+                    self.store_state(State { tail: target, generation: self.generation })?;
+                }
                 self.durable.store(target, Ordering::Release);
                 return Ok(());
             }
             self.check_not_poisoned()?;
             backoff(&mut spins);
         }
+    }
+
+    /// Stores a record log's watermark at what is durable: always if `now` (waiting for the
+    /// lock), else only when it is [`MARK_INTERVAL`] behind and nobody else is storing it.
+    fn store_mark(&self, now: bool) -> Result<()> {
+        let behind = |log: &Self| log.durable_tell() - log.mark.load(Ordering::Acquire);
+        if behind(self) == 0 || (!now && behind(self) < MARK_INTERVAL) {
+            return Ok(());
+        }
+        let _leader = if now {
+            self.commit.lock()
+        } else {
+            match self.commit.try_lock() {
+                Some(g) => g,
+                None => return Ok(()),
+            }
+        };
+        if behind(self) == 0 {
+            return Ok(());
+        }
+        self.store_state(State { tail: self.durable_tell(), generation: self.generation })
     }
 
     fn check_not_poisoned(&self) -> Result<()> {

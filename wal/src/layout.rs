@@ -16,10 +16,17 @@
 //!      the CRC32C covers bytes 0..60.
 //!
 //! state word (8 B at offset 64, alone in cache line 1, outside the header's checksum)
-//!      bit 0                        40                 64
-//!      +----------------------------+------------------+
-//!      | tail: bytes used (u40)     | generation (u24) |
-//!      +----------------------------+------------------+
+//!      bit 0                        36                 56        64
+//!      +----------------------------+------------------+---------+
+//!      | tail: see below (u36)      | generation (u20) | check   |
+//!      +----------------------------+------------------+---------+
+//!      check: CRC-8 (polynomial 0x07) of the word's first 7 bytes (catches every flip of up to
+//!      three bits: a damaged word is an error, never a different tail or generation).
+//!      raw log:    tail = bytes in the log, exactly (persisted after the bytes below it).
+//!      record log: tail = a watermark: every record below it is durable; more records of the
+//!                  current generation may follow it, each self-validating (open scans them).
+//!      generation 0 is never given to a record: in a record log it means "scrub pending" (the
+//!      rewind that wrapped the generations was interrupted before the data area was zeroed).
 //!
 //! record (framing `Records`; 8-byte aligned, relative offsets count from DATA_OFFSET)
 //!      0        4          8             12       16                 16 + len     next 8 B boundary
@@ -32,15 +39,17 @@
 //! ```
 //!
 //! All integers are little-endian; no `usize` reaches the file. The state word is the only thing
-//! that changes in place: it is written as one aligned 8-byte store, the unit that is
-//! failure-atomic, and persisted only after every byte below its tail is persisted.
+//! that changes in place (besides the data area's zeroing when generations wrap): it is written
+//! as one aligned 8-byte store, the unit that is failure-atomic, and persisted only after every
+//! byte below its tail is persisted.
 
 use uuid::Uuid;
 
 /// Identifies an nvpage log file.
 pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
-/// The log format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The log format this build reads and writes. Version 2: record logs keep a watermark in the
+/// state word and records past it (version 1 persisted an exact tail for every append).
+pub const FORMAT_VERSION: u32 = 2;
 
 pub(crate) const MAGIC_OFFSET: usize = 0;
 pub(crate) const VERSION_OFFSET: usize = MAGIC_OFFSET + MAGIC.len();
@@ -61,11 +70,19 @@ pub const STATE_OFFSET: usize = HEADER_LEN.next_multiple_of(LINE);
 pub const DATA_OFFSET: usize = 4096;
 
 /// Bits of the state word holding the tail.
-pub const TAIL_BITS: u32 = 40;
-/// The largest data area: the tail must fit its 40 bits (1 TiB - 1).
+pub const TAIL_BITS: u32 = 36;
+/// Bits of the state word holding the generation.
+pub const GENERATION_BITS: u32 = 20;
+/// Where the state word's check byte starts.
+pub const CHECK_SHIFT: u32 = TAIL_BITS + GENERATION_BITS;
+/// The largest data area: the tail must fit its 36 bits (64 GiB - 1).
 pub const MAX_CAPACITY: u64 = (1 << TAIL_BITS) - 1;
-/// Generations wrap at 2^24: harmless, because nothing past the persisted tail is ever read.
-pub const GENERATION_MASK: u32 = (1 << (64 - TAIL_BITS)) - 1;
+/// Generations are 20 bits. A record log never reuses one while a record of it may remain: the
+/// rewind that would wrap zeroes the data area first (`Log::rewind`); a raw log reads nothing
+/// past its tail, so its generations may simply wrap.
+pub const GENERATION_MASK: u32 = (1 << GENERATION_BITS) - 1;
+/// The generation of a new log, and of a record log after the data area is zeroed.
+pub const FIRST_GENERATION: u32 = 1;
 /// The smallest file `create` accepts: the header page plus one line of data.
 pub const MIN_FILE_BYTES: u64 = DATA_OFFSET as u64 + LINE as u64;
 
@@ -81,6 +98,7 @@ pub const RECORD_HEADER_LEN: usize = REC_CRC_OFFSET + size_of::<u32>();
 pub const RECORD_ALIGN: u64 = 8;
 
 const _: () = assert!(RESERVED_OFFSET <= HEADER_CRC_OFFSET);
+const _: () = assert!(CHECK_SHIFT == 56, "the check is the word's top byte");
 const _: () = assert!(HEADER_LEN == 64 && HEADER_LEN <= LINE);
 const _: () = assert!(STATE_OFFSET.is_multiple_of(LINE) && STATE_OFFSET >= HEADER_LEN);
 const _: () =
@@ -204,28 +222,53 @@ impl LogHeader {
 /// The state word's two fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct State {
-    /// Bytes of the data area in the log (persisted: everything below is durable).
+    /// Raw log: bytes of the data area in the log. Record log: the watermark, below which every
+    /// record is durable (records may follow it). Either way everything below it is durable.
     pub tail: u64,
     /// The current generation (24 bits, wrapping).
     pub generation: u32,
 }
 
 impl State {
-    /// The word as it is stored.
-    pub(crate) fn encode(self) -> u64 {
+    /// The word as it is stored, check byte included.
+    pub fn encode(self) -> u64 {
         debug_assert!(self.tail <= MAX_CAPACITY && self.generation <= GENERATION_MASK);
-        self.tail | (u64::from(self.generation) << TAIL_BITS)
+        let low = self.tail | (u64::from(self.generation) << TAIL_BITS);
+        low | (u64::from(state_check(low)) << CHECK_SHIFT)
     }
 
-    /// Splits a stored word (any 64 bits decode; the caller checks the tail against capacity).
-    pub(crate) fn decode(word: u64) -> Self {
-        Self { tail: word & MAX_CAPACITY, generation: (word >> TAIL_BITS) as u32 }
+    /// Splits a stored word; a word whose check byte does not match is `Err` (the caller
+    /// still checks the tail against the capacity).
+    pub fn decode(word: u64) -> Result<Self, String> {
+        let low = word & ((1 << CHECK_SHIFT) - 1);
+        let stored = (word >> CHECK_SHIFT) as u8;
+        let computed = state_check(low);
+        if stored != computed {
+            return Err(format!(
+                "check byte {stored:#04x} does not match computed {computed:#04x}"
+            ));
+        }
+        Ok(Self { tail: low & MAX_CAPACITY, generation: (low >> TAIL_BITS) as u32 })
     }
 
-    /// The generation after `g`.
+    /// The generation after `g`, wrapping (a record log never wraps without zeroing first).
     pub(crate) fn next_generation(g: u32) -> u32 {
         g.wrapping_add(1) & GENERATION_MASK
     }
+}
+
+/// The state word's check byte: CRC-8 with polynomial 0x07 over its low 56 bits (little-endian
+/// bytes). For messages this short the polynomial has Hamming distance 4: every flip of up to
+/// three bits of the word changes the check (the unit test tries every one- and two-bit flip).
+fn state_check(low: u64) -> u8 {
+    let mut crc = 0u8;
+    for byte in &low.to_le_bytes()[..7] {
+        crc ^= byte;
+        for _ in 0..8 {
+            crc = if crc & 0x80 != 0 { (crc << 1) ^ 0x07 } else { crc << 1 };
+        }
+    }
+    crc
 }
 
 /// Bytes a record with a payload of `len` bytes occupies, padding included.
@@ -258,17 +301,33 @@ fn record_crc<'a>(h: &[u8], offset: u64, payload: impl IntoIterator<Item = &'a [
     crc
 }
 
-/// Checks the record at relative `offset` in `data` (the data area up to the tail) and returns
-/// its payload range. `Err` says what is wrong, in words for the error.
+/// The generations a record may carry where it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Generations {
+    /// The oldest allowed: the previous record's (generations never decrease along the log).
+    pub min: u32,
+    /// The newest allowed: the log's current generation.
+    pub max: u32,
+}
+
+impl Generations {
+    /// Exactly `g`: records past the watermark must be of the current generation.
+    pub(crate) fn exactly(g: u32) -> Self {
+        Self { min: g, max: g }
+    }
+}
+
+/// Checks the record at relative `offset` in `data` (the data area, up to where records may be)
+/// and returns its payload range and generation. `Err` says what is wrong, in words for the error.
 pub(crate) fn check_record(
     data: &[u8],
     offset: u64,
-    generation: u32,
-) -> Result<std::ops::Range<usize>, String> {
+    gens: Generations,
+) -> Result<(std::ops::Range<usize>, u32), String> {
     let at = offset as usize;
     let rest = data.len() - at;
     if rest < RECORD_HEADER_LEN {
-        return Err(format!("{rest} bytes before the tail, too few for a record header"));
+        return Err(format!("{rest} bytes left, too few for a record header"));
     }
     let h = &data[at..at + RECORD_HEADER_LEN];
     let marker = u32_at(h, REC_MARKER_OFFSET);
@@ -277,11 +336,15 @@ pub(crate) fn check_record(
     }
     let len = u64::from(u32_at(h, REC_LEN_OFFSET));
     if record_size(len) > rest as u64 {
-        return Err(format!("length {len} runs past the tail ({rest} bytes left)"));
+        return Err(format!("length {len} runs past the end ({rest} bytes left)"));
     }
     let found = u32_at(h, REC_GEN_OFFSET);
-    if found != generation {
-        return Err(format!("generation {found}, the log is at generation {generation}"));
+    if !(gens.min..=gens.max).contains(&found) {
+        return Err(if gens.min == gens.max {
+            format!("generation {found}, the log is at generation {}", gens.max)
+        } else {
+            format!("generation {found} outside {}..={}", gens.min, gens.max)
+        });
     }
     let payload = at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + len as usize;
     let stored = u32_at(h, REC_CRC_OFFSET);
@@ -289,7 +352,7 @@ pub(crate) fn check_record(
     if stored != computed {
         return Err(format!("checksum {stored:#010x} does not match computed {computed:#010x}"));
     }
-    Ok(payload)
+    Ok((payload, found))
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -321,9 +384,22 @@ mod tests {
     }
 
     #[test]
-    fn state_word_round_trips_and_generations_wrap() {
-        let s = State { tail: MAX_CAPACITY, generation: GENERATION_MASK };
-        assert_eq!(State::decode(s.encode()), s);
+    fn state_word_round_trips_and_every_bit_flip_is_caught() {
+        for s in [
+            State { tail: MAX_CAPACITY, generation: GENERATION_MASK },
+            State { tail: 0, generation: FIRST_GENERATION },
+            State { tail: 4128 * 7, generation: 12_345 },
+        ] {
+            let w = s.encode();
+            assert_eq!(State::decode(w), Ok(s));
+            for bit in 0..64 {
+                assert!(State::decode(w ^ (1 << bit)).is_err(), "{s:?} bit {bit}");
+                for other in 0..bit {
+                    let w2 = w ^ (1 << bit) ^ (1 << other);
+                    assert!(State::decode(w2).is_err(), "{s:?} bits {bit}, {other}");
+                }
+            }
+        }
         assert_eq!(State::next_generation(GENERATION_MASK), 0);
     }
 
@@ -335,9 +411,12 @@ mod tests {
         data.extend_from_slice(&h);
         data.extend_from_slice(payload);
         data.resize(8 + record_size(payload.len() as u64) as usize, 0);
-        let r = check_record(&data, 8, 3).unwrap();
-        assert_eq!(&data[r], payload);
-        assert!(check_record(&data, 8, 4).is_err());
-        assert!(check_record(&data[8..], 0, 3).is_err(), "the offset is in the checksum");
+        let (r, g) = check_record(&data, 8, Generations::exactly(3)).unwrap();
+        assert_eq!((&data[r], g), (&payload[..], 3));
+        assert!(check_record(&data, 8, Generations::exactly(4)).is_err());
+        assert!(check_record(&data, 8, Generations { min: 1, max: 4 }).is_ok());
+        assert!(check_record(&data, 8, Generations { min: 4, max: 9 }).is_err(), "older");
+        let moved = check_record(&data[8..], 0, Generations::exactly(3));
+        assert!(moved.is_err(), "the offset is in the checksum");
     }
 }

@@ -4,14 +4,15 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use nvpage_storage::{Durability, FileOptions, PersistRequest, RawFile, StorageError};
+use nvpage_storage::{Advice, Durability, FileOptions, PersistRequest, RawFile, StorageError};
 use parking_lot::Mutex;
 use uuid::Uuid;
 
 use crate::error::{Result, WalError};
 use crate::layout::{
-    self, DATA_OFFSET, Framing, HEADER_LEN, HeaderFault, LogHeader, MAX_CAPACITY, MIN_FILE_BYTES,
-    STATE_OFFSET, State,
+    self, DATA_OFFSET, FIRST_GENERATION, Framing, GENERATION_MASK, Generations, HEADER_LEN,
+    HeaderFault, LogHeader, MAX_CAPACITY, MIN_FILE_BYTES, STATE_OFFSET, State, check_record,
+    record_size,
 };
 
 /// How to create a log.
@@ -51,8 +52,11 @@ pub struct RecordPos(pub u64);
 
 /// A persistent-memory log file (see the crate docs for the design and libpmemlog's mapping).
 ///
-/// Byte ranges, all relative to the data area, with `durable <= copied <= reserved`:
-/// - below `durable`: persisted, and the state word on the medium says so;
+/// Byte ranges, all relative to the data area, with `mark <= durable <= copied <= reserved`:
+/// - below `mark`: the tail (raw log) or watermark (record log) the state word on the medium
+///   holds;
+/// - below `durable`: persisted, and found again by an open after a crash (a raw log's tail is
+///   persisted up to here; a record log's records are self-validating past its watermark);
 /// - below `copied`: every append's bytes are written (and, in the cache-line modes, fenced by
 ///   the thread that wrote them), in order; readers see up to here;
 /// - below `reserved`: claimed by appenders, possibly still being copied.
@@ -68,6 +72,8 @@ pub struct Log {
     pub(crate) reserved: AtomicU64,
     pub(crate) copied: AtomicU64,
     pub(crate) durable: AtomicU64,
+    /// The tail of the state word last stored (see the list above).
+    pub(crate) mark: AtomicU64,
     pub(crate) record_count: AtomicU64,
     /// Held only while the state word is stored and persisted (the group-commit leader).
     pub(crate) commit: Mutex<()>,
@@ -105,10 +111,7 @@ impl Log {
         };
         let made = (|| {
             file.grow_to(size_bytes)?;
-            file.write_at(
-                &State { tail: 0, generation: 0 }.encode().to_le_bytes(),
-                STATE_OFFSET as u64,
-            )?;
+            file.write_at(&FRESH.encode().to_le_bytes(), STATE_OFFSET as u64)?;
             file.write_at(&header.encode(), 0)?;
             file.sync()
         })();
@@ -117,10 +120,13 @@ impl Log {
             let _ = std::fs::remove_file(path);
             return Err(e.into());
         }
-        Self::assemble(file, header, State { tail: 0, generation: 0 }, 0)
+        Self::assemble(file, header, FRESH, 0)
     }
 
-    /// Opens a log, checking its header, its state word and every record below the tail.
+    /// Opens a log, checking its header, its state word and every record below the tail (or
+    /// watermark); in a record log it then reads on past the watermark while the records are
+    /// whole and of the current generation, and — unless read-only — starts a new generation
+    /// there, so that no record found invalid now can be taken for valid later.
     /// libpmemlog: `pmemlog_open(path)`.
     pub fn open(path: &Path) -> Result<Self> {
         Self::open_with(path, &OpenOptions::default())
@@ -158,7 +164,11 @@ impl Log {
         let mut wb = [0u8; 8];
         file.read_at(&mut wb, STATE_OFFSET as u64)?;
         let word = u64::from_le_bytes(wb);
-        let state = State::decode(word);
+        let state = State::decode(word).map_err(|reason| WalError::CorruptState {
+            path: path.into(),
+            word,
+            reason,
+        })?;
         if state.tail > header.capacity {
             return Err(WalError::CorruptState {
                 path: path.into(),
@@ -167,11 +177,18 @@ impl Log {
             });
         }
         let mut log = Self::assemble(file, header, state, 0)?;
-        log.record_count = AtomicU64::new(log.verify()?);
+        if header.framing == Framing::Records {
+            log.recover_records(opts.read_only)?;
+        }
         Ok(log)
     }
 
     fn assemble(file: RawFile, header: LogHeader, state: State, records: u64) -> Result<Self> {
+        // Where the file is memory (or DAX), map every page writable now, in one call: a first
+        // store into an unmapped page is a page fault, which costs more than several appends
+        // (on tmpfs and in a VM, microseconds), and a fresh log would take one per 4 KiB.
+        // Ignored on disk files and read-only handles.
+        file.advise(Advice::PopulateWrite, 0, file.len_bytes());
         let base = file.map_base().ok_or_else(|| {
             WalError::Storage(StorageError::io(
                 "mmap",
@@ -187,22 +204,75 @@ impl Log {
             reserved: AtomicU64::new(state.tail),
             copied: AtomicU64::new(state.tail),
             durable: AtomicU64::new(state.tail),
+            mark: AtomicU64::new(state.tail),
             record_count: AtomicU64::new(records),
             commit: Mutex::new(()),
         })
     }
 
-    /// Checks every record below the tail; returns how many there are.
-    fn verify(&self) -> Result<u64> {
-        if self.header.framing == Framing::Raw {
-            return Ok(0);
+    /// Opens a record log's contents: checks every record below the watermark (damage there is
+    /// [`WalError::CorruptRecord`]: those were durable), reads on past it while records are whole
+    /// and of the current generation (the first that is not ends the log: it was never
+    /// acknowledged, nor anything after it), then, unless read-only, stores the state word with
+    /// the watermark at the end and a new generation. From then on a record left past the end —
+    /// torn, or whole but behind a torn one — carries an old generation and is never read.
+    fn recover_records(&mut self, read_only: bool) -> Result<()> {
+        if self.generation == 0 {
+            // A rewind that wrapped the generations stopped before zeroing: the log is empty.
+            self.set_end(0, 0);
+            return if read_only { Ok(()) } else { self.zero_and_restart() };
         }
-        let mut n = 0;
+        let mut count = 0;
         for r in self.records()? {
             r?;
-            n += 1;
+            count += 1;
         }
-        Ok(n)
+        let mut end = self.copied.load(Ordering::Acquire);
+        let current = Generations::exactly(self.generation);
+        let area = self.data_area();
+        while let Ok((payload, _)) = check_record(area, end, current) {
+            end += record_size(payload.len() as u64);
+            count += 1;
+        }
+        self.set_end(end, count);
+        if read_only {
+            return Ok(());
+        }
+        if self.generation == GENERATION_MASK {
+            // No new generation without wrapping: erase what lies past the end instead.
+            self.zero_data(end, self.header.capacity - end)?;
+        } else {
+            self.generation += 1;
+        }
+        self.store_state(State { tail: end, generation: self.generation })
+    }
+
+    /// Sets every cursor to `end` (at open, before any append).
+    fn set_end(&mut self, end: u64, records: u64) {
+        for a in [&self.reserved, &self.copied, &self.durable, &self.mark] {
+            a.store(end, Ordering::Release);
+        }
+        self.record_count.store(records, Ordering::Release);
+    }
+
+    /// Zeroes the whole data area, then stores (tail 0, the first generation): no record of any
+    /// generation is left to be mistaken for a new one.
+    fn zero_and_restart(&mut self) -> Result<()> {
+        self.zero_data(0, self.header.capacity)?;
+        self.generation = FIRST_GENERATION;
+        self.store_state(State { tail: 0, generation: FIRST_GENERATION })
+    }
+
+    /// Writes zeros over `[from, from + len)` of the data area and makes them durable.
+    fn zero_data(&self, from: u64, len: u64) -> Result<()> {
+        let zeros = vec![0u8; (1 << 20).min(len) as usize];
+        let mut at = from;
+        while at < from + len {
+            let n = (from + len - at).min(zeros.len() as u64);
+            self.file.write_at(&zeros[..n as usize], DATA_OFFSET as u64 + at)?;
+            at += n;
+        }
+        Ok(self.file.sync()?)
     }
 
     /// Usable bytes of the data area. libpmemlog: `pmemlog_nbyte`.
@@ -216,9 +286,19 @@ impl Log {
         self.copied.load(Ordering::Acquire)
     }
 
-    /// Bytes of the log known durable: the tail the state word on the medium holds.
+    /// Bytes of the log known durable: what an open after a crash would find at least.
     pub fn durable_tell(&self) -> u64 {
+        if self.commits_by_copy() {
+            return self.copied.load(Ordering::Acquire);
+        }
         self.durable.load(Ordering::Acquire)
+    }
+
+    /// Whether a completed append is durable with no further step: a record log whose bytes are
+    /// persisted by the appending thread's streaming stores and fence. Such a log persists its
+    /// watermark only now and then ([`Log::sync`], every `MARK_INTERVAL` bytes, on close).
+    pub(crate) fn commits_by_copy(&self) -> bool {
+        self.header.framing == Framing::Records && self.file.mode().uses_cache_lines()
     }
 
     /// Records in the log (0 for a raw log, which has no records).
@@ -226,7 +306,8 @@ impl Log {
         self.record_count.load(Ordering::Acquire)
     }
 
-    /// The current generation (24 bits, wrapping): each rewind starts the next.
+    /// The current generation (24 bits): each rewind starts the next, and so does each writable
+    /// open of a record log. Records carry the generation they were appended in.
     pub fn generation(&self) -> u32 {
         self.generation
     }
@@ -263,18 +344,27 @@ impl Log {
 
     /// Empties the log in one persisted 8-byte store of (tail 0, generation + 1): the commit
     /// point of the engine's transactions. Records of older generations left in the data area
-    /// are never read again: nothing past the persisted tail is. libpmemlog: `pmemlog_rewind`
-    /// (a pmemobj transaction there).
+    /// are never read again: a raw log reads nothing past its tail, a record log nothing past
+    /// its watermark that is not of the current generation. The one rewind in 2^24 that would
+    /// wrap a record log's generation stores (tail 0, generation 0) instead, zeroes the data
+    /// area, and starts again at generation 1 (an open finishes an interrupted zeroing).
+    /// libpmemlog: `pmemlog_rewind` (a pmemobj transaction there).
     ///
     /// Takes `&mut self`: no append, walk or record borrow may be in progress, because the
     /// appends after a rewind overwrite the bytes those borrow.
     pub fn rewind(&mut self) -> Result<()> {
         self.file.check_writable()?;
-        let next = State { tail: 0, generation: State::next_generation(self.generation) };
-        self.store_state(next)?;
-        self.generation = next.generation;
-        for a in [&self.reserved, &self.copied, &self.durable, &self.record_count] {
-            a.store(0, Ordering::Release);
+        let wraps = self.generation == GENERATION_MASK;
+        let next = if wraps && self.header.framing == Framing::Records {
+            0
+        } else {
+            State::next_generation(self.generation)
+        };
+        self.store_state(State { tail: 0, generation: next })?;
+        self.generation = next;
+        self.set_end(0, 0);
+        if next == 0 && self.header.framing == Framing::Records {
+            self.zero_and_restart()?;
         }
         Ok(())
     }
@@ -290,7 +380,21 @@ impl Log {
         let word = unsafe { &*self.base.as_ptr().add(STATE_OFFSET).cast::<AtomicU64>() };
         word.store(state.encode().to_le(), Ordering::Release);
         self.file.persist_range(STATE_OFFSET as u64, 8)?;
+        self.mark.store(state.tail, Ordering::Release);
         Ok(())
+    }
+
+    /// The whole data area, for reading past `copied` at open. `&mut self`: no appender exists.
+    fn data_area(&mut self) -> &[u8] {
+        // SAFETY: `DATA_OFFSET + capacity <= file length` (checked at open and create), so the
+        // range is mapped and backed; `&mut self` excludes every writer of the mapping for as
+        // long as the borrow lives.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base.as_ptr().add(DATA_OFFSET),
+                self.header.capacity as usize,
+            )
+        }
     }
 
     /// The data area's bytes `[0, end)`.
@@ -304,6 +408,25 @@ impl Log {
         // and create), so the range is mapped and backed. Per the contract above no thread
         // writes these bytes while the returned borrow of `self` lives.
         unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(DATA_OFFSET), end as usize) }
+    }
+}
+
+/// The state word of a new log.
+const FRESH: State = State { tail: 0, generation: FIRST_GENERATION };
+
+impl Drop for Log {
+    /// Closing stores the watermark of a record log that has moved past it, so the next open
+    /// has nothing to read past it. Only a hint: a failure is ignored (the records are durable
+    /// either way).
+    fn drop(&mut self) {
+        let durable = self.durable_tell();
+        if self.header.framing == Framing::Records
+            && !self.file.is_read_only()
+            && !self.file.is_poisoned()
+            && durable > self.mark.load(Ordering::Acquire)
+        {
+            let _ = self.store_state(State { tail: durable, generation: self.generation });
+        }
     }
 }
 

@@ -9,10 +9,10 @@
 use std::sync::atomic::Ordering;
 
 use crate::error::{Result, WalError};
-use crate::layout::{Framing, check_record, record_size};
+use crate::layout::{FIRST_GENERATION, Framing, Generations, check_record, record_size};
 use crate::log::{Log, RecordPos};
 
-/// One record of the current generation, borrowed from the mapping.
+/// One record of the log, borrowed from the mapping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record<'a> {
     /// Where the record starts in the data area.
@@ -21,13 +21,18 @@ pub struct Record<'a> {
     pub payload: &'a [u8],
 }
 
-/// The records of the current generation, oldest first (see [`Log::records`]). Each is checked
-/// as it is read; a damaged one yields [`WalError::CorruptRecord`] once, then the iterator ends.
+/// The records since the last rewind, oldest first (see [`Log::records`]). Each is checked as
+/// it is read (marker, length, checksum, a generation no older than the record before it and no
+/// newer than the log's); a damaged one yields [`WalError::CorruptRecord`] once, then the
+/// iterator ends.
 #[derive(Debug)]
 pub struct Records<'a> {
     log: &'a Log,
     data: &'a [u8],
     at: u64,
+    /// The generations the next record may carry: at least the previous one's, at most the
+    /// log's current one.
+    gens: Generations,
     failed: bool,
 }
 
@@ -38,8 +43,9 @@ impl<'a> Iterator for Records<'a> {
         if self.failed || self.at >= self.data.len() as u64 {
             return None;
         }
-        match check_record(self.data, self.at, self.log.generation) {
-            Ok(range) => {
+        match check_record(self.data, self.at, self.gens) {
+            Ok((range, generation)) => {
+                self.gens.min = generation;
                 let pos = RecordPos(self.at);
                 self.at += record_size((range.end - range.start) as u64);
                 Some(Ok(Record { pos, payload: &self.data[range] }))
@@ -54,15 +60,16 @@ impl<'a> Iterator for Records<'a> {
 }
 
 impl Log {
-    /// The records of the current generation, oldest first, up to the appends completed when
-    /// the call is made. A raw log is [`WalError::WrongFraming`]. No libpmemlog counterpart.
+    /// The records since the last rewind, oldest first, up to the appends completed when the
+    /// call is made. A raw log is [`WalError::WrongFraming`]. No libpmemlog counterpart.
     pub fn records(&self) -> Result<Records<'_>> {
         self.require(Framing::Records)?;
         let end = self.copied.load(Ordering::Acquire);
-        Ok(Records { log: self, data: self.data(end), at: 0, failed: false })
+        let gens = Generations { min: FIRST_GENERATION, max: self.generation };
+        Ok(Records { log: self, data: self.data(end), at: 0, gens, failed: false })
     }
 
-    /// The records of the current generation, newest first: the order in which the engine
+    /// The records since the last rewind, newest first: the order in which the engine
     /// applies before-images. Records are variable-length and carry no back pointers, so this
     /// collects the positions first (16 bytes per record); the payloads stay in the mapping.
     pub fn records_newest_first(&self) -> Result<Vec<Record<'_>>> {

@@ -2,14 +2,19 @@
 //! arbitrary bytes.
 //!
 //! Whatever the bytes, `Log::open` returns a typed error or a log whose records are exactly a
-//! clean run of valid records of the current generation from the start of the data area to the
-//! persisted tail. That is checked here against the file's bytes, independently of the decoder:
-//! each record's marker, length, generation and CRC32C (over its first 12 bytes, its offset and
-//! its payload, as `wal/src/layout.rs` draws it) and the tiling of `[0, tail)`.
+//! clean run of valid records from the start of the data area: through the state word's
+//! watermark with generations that never decrease and never pass the state word's, then on past
+//! it with the state word's generation only. That is checked here against the file's bytes,
+//! independently of the record decoder: each record's marker, length, generation and CRC32C
+//! (over its first 12 bytes, its offset and its payload, as `wal/src/layout.rs` draws it) and
+//! the tiling of `[0, end)`. The state word itself is decoded with the crate's `State`.
 
 use std::path::Path;
 
-use nvpage_wal::layout::{DATA_OFFSET, RECORD_HEADER_LEN, RECORD_MARKER, STATE_OFFSET, TAIL_BITS};
+use nvpage_wal::layout::{
+    DATA_OFFSET, FIRST_GENERATION, GENERATION_MASK, MAX_CAPACITY, RECORD_HEADER_LEN, RECORD_MARKER,
+    STATE_OFFSET, State,
+};
 use nvpage_wal::{Framing, Log, OpenOptions, WalError, layout::record_size};
 
 use super::{Input, scratch_dir};
@@ -73,16 +78,32 @@ fn with_file<R>(name: &str, bytes: &[u8], f: impl FnOnce(&Path) -> R) -> R {
     r
 }
 
-/// What an opened log must satisfy, checked against the file's bytes; returns the record count.
-fn check_open_log(log: &Log, file: &[u8], chunk: usize) -> u64 {
+/// What an opened log must satisfy, checked against the file's bytes as they were before the
+/// open (`read_only`: how it was opened); returns the record count.
+fn check_open_log(log: &Log, file: &[u8], chunk: usize, read_only: bool) -> u64 {
     let capacity = log.nbyte();
     let tail = log.tell();
     assert!(tail <= capacity, "tail {tail} past capacity {capacity}");
     assert!(file.len() as u64 >= DATA_OFFSET as u64 + capacity, "a truncated log opened");
-    assert_eq!(log.durable_tell(), tail, "a freshly opened log is durable up to its tail");
+    assert_eq!(log.durable_tell(), tail, "a freshly opened log is durable up to its end");
     let word = u64::from_le_bytes(file[STATE_OFFSET..STATE_OFFSET + 8].try_into().unwrap());
-    assert_eq!(u64::from(log.generation()), word >> TAIL_BITS);
-    let data = &file[DATA_OFFSET..DATA_OFFSET + tail as usize];
+    let state = State::decode(word).expect("a log with a damaged state word opened");
+    let records_log = log.framing() == Framing::Records;
+    let expected_generation = match (records_log && !read_only, state.generation) {
+        (false, g) => g,
+        (true, 0) => FIRST_GENERATION,
+        (true, GENERATION_MASK) => GENERATION_MASK,
+        (true, g) => g + 1,
+    };
+    assert_eq!(log.generation(), expected_generation, "the generation after open");
+    if records_log && state.generation == 0 {
+        assert_eq!(tail, 0, "a log waiting to be zeroed is empty");
+    } else if records_log {
+        assert!(tail >= state.tail, "the end {tail} is below the watermark {}", state.tail);
+    } else {
+        assert_eq!(tail, state.tail, "a raw log ends at its tail");
+    }
+    let data = &data_area(file, capacity)[..tail as usize];
     let mut walked = Vec::new();
     log.walk(chunk, |c| {
         assert!(chunk == 0 || c.len() <= chunk, "a chunk of {} bytes > {chunk}", c.len());
@@ -99,13 +120,19 @@ fn check_open_log(log: &Log, file: &[u8], chunk: usize) -> u64 {
         log.records().expect("records").collect::<Result<_, _>>().expect("open checked them");
     let mut at = 0u64;
     let mut payloads = Vec::new();
+    let mut min_generation = FIRST_GENERATION;
     for r in &records {
         assert_eq!(r.pos.0, at, "records tile the data area");
         let s = at as usize;
         let h = &data[s..s + RECORD_HEADER_LEN];
         assert_eq!(u32_at(h, 0), RECORD_MARKER);
         assert_eq!(u32_at(h, 4) as usize, r.payload.len());
-        assert_eq!(u32_at(h, 8), log.generation(), "a record of another generation");
+        let g = u32_at(h, 8);
+        if at >= state.tail {
+            assert_eq!(g, state.generation, "a record past the watermark of another generation");
+        }
+        assert!((min_generation..=state.generation).contains(&g), "generation {g} out of order");
+        min_generation = g;
         assert_eq!(
             &data[s + RECORD_HEADER_LEN..s + RECORD_HEADER_LEN + r.payload.len()],
             r.payload
@@ -114,12 +141,35 @@ fn check_open_log(log: &Log, file: &[u8], chunk: usize) -> u64 {
         payloads.extend_from_slice(r.payload);
         at += record_size(r.payload.len() as u64);
     }
-    assert_eq!(at, tail, "the records end exactly at the tail");
+    assert_eq!(at, tail, "the records end exactly at the end");
+    if tail < capacity && state.generation != 0 {
+        // The open stopped at the first record that is not whole and of the current generation.
+        let next = &data_area(file, capacity)[tail as usize..];
+        assert!(!is_valid_record(next, tail, state.generation), "the open stopped too early");
+    }
     assert_eq!(walked, payloads, "walk visits the records' payloads in order");
     assert_eq!(log.record_count(), records.len() as u64);
     let newest: Vec<_> = log.records_newest_first().expect("newest first");
     assert!(newest.iter().rev().eq(records.iter()), "newest first is oldest first reversed");
     records.len() as u64
+}
+
+fn data_area(file: &[u8], capacity: u64) -> &[u8] {
+    &file[DATA_OFFSET..DATA_OFFSET + capacity as usize]
+}
+
+/// Whether `rest` (the data area from relative offset `at`) starts with a whole, valid record of
+/// generation `generation`.
+fn is_valid_record(rest: &[u8], at: u64, generation: u32) -> bool {
+    if rest.len() < RECORD_HEADER_LEN || u32_at(rest, 0) != RECORD_MARKER {
+        return false;
+    }
+    let len = u64::from(u32_at(rest, 4));
+    if record_size(len) > rest.len() as u64 || u32_at(rest, 8) != generation {
+        return false;
+    }
+    let payload = &rest[RECORD_HEADER_LEN..RECORD_HEADER_LEN + len as usize];
+    u32_at(rest, 12) == record_crc(rest, at, payload)
 }
 
 /// Target `log_records`: arbitrary bytes as a log file. Input byte 0: bit 0 repairs the header
@@ -136,7 +186,7 @@ pub fn log_records(data: &[u8]) {
     let opts = OpenOptions { read_only: mode & 2 == 2, ..OpenOptions::default() };
     with_file("log_records.nvpage", &file, |path| match Log::open_with(path, &opts) {
         Ok(log) => {
-            check_open_log(&log, &file, chunk);
+            check_open_log(&log, &file, chunk, opts.read_only);
         }
         Err(e) => {
             let _ = e.to_string();
@@ -169,12 +219,14 @@ fn reseal_records(area: &mut [u8], generation: u32) -> (u64, u64) {
 /// Target `log_recovery`: a valid header, a state word from the input and an arbitrary data
 /// area. Input: flags u8 (bit 0 raw framing; bit 1 reseal the records found from offset 0 to the
 /// state word's generation; bit 2 set the tail to the end of that clean run; bit 3 cut the file
-/// short), the state word (tail u40, generation u24, as stored), a cut length u16, walk's chunk
-/// size u8; then the data area (its length is the capacity, at least 64 bytes).
+/// short; bit 4 store the state word as given, check byte and all, instead of sealing it), the
+/// state word (tail, generation, check byte), a cut length u16, walk's chunk size u8; then the
+/// data area (its length is the capacity, at least 64 bytes).
 ///
-/// Properties: open returns a typed error or a clean run of records up to the tail; a clean run
-/// whose tail is its exact end always opens, with every record; an opened log takes an append
-/// that a reopen finds after the others, and a rewind empties it.
+/// Properties: open returns a typed error or a clean run of records; a clean run whose tail is
+/// its exact end always opens, with every record (none if the generation is 0, "zeroing
+/// pending"); an opened log takes an append that a reopen finds after the others, and a rewind
+/// empties it.
 pub fn log_recovery(data: &[u8]) {
     let mut input = Input::new(data);
     let flags = input.u8();
@@ -186,21 +238,22 @@ pub fn log_recovery(data: &[u8]) {
         area.resize(64, 0);
     }
     let capacity = area.len() as u64;
-    let generation = (word >> TAIL_BITS) as u32;
-    let mut tail = word & ((1 << TAIL_BITS) - 1);
+    let generation = (word >> 36) as u32 & GENERATION_MASK;
+    let mut tail = word & MAX_CAPACITY;
     let raw = flags & 1 == 1;
     let mut clean = None;
     if flags & 2 == 2 && !raw {
         let (end, n) = reseal_records(&mut area, generation);
         if flags & 4 == 4 {
             tail = end;
-            clean = Some(n);
+            clean = Some(if generation == 0 { 0 } else { n });
         }
     }
     let framing = if raw { FRAMING_RAW } else { FRAMING_RECORDS };
     let mut file = vec![0u8; DATA_OFFSET];
     file[..HEADER_LEN].copy_from_slice(&log_header(framing, [7; 16], capacity));
-    let state = tail | (u64::from(generation) << TAIL_BITS);
+    let sealed = flags & 16 == 0;
+    let state = if sealed { State { tail, generation }.encode() } else { word };
     file[STATE_OFFSET..STATE_OFFSET + 8].copy_from_slice(&state.to_le_bytes());
     file.extend_from_slice(&area);
     let cut_short = flags & 8 == 8 && cut > 0;
@@ -210,7 +263,7 @@ pub fn log_recovery(data: &[u8]) {
     }
     with_file("log_recovery.nvpage", &file, |path| {
         let opened = Log::open(path);
-        if let (Some(n), false) = (clean, cut_short) {
+        if let (Some(n), false, true) = (clean, cut_short, sealed) {
             let log = match &opened {
                 Ok(log) => log,
                 Err(e) => panic!("a clean run of {n} records to the tail did not open: {e}"),
@@ -224,18 +277,19 @@ pub fn log_recovery(data: &[u8]) {
                 return;
             }
         };
-        let n = check_open_log(&log, &file, chunk);
-        if raw || log.tell() + record_size(3) > log.nbyte() {
+        let n = check_open_log(&log, &file, chunk, false);
+        let end = log.tell();
+        if raw || end + record_size(3) > log.nbyte() {
             return;
         }
         let pos = log.append_record(&[1, 2, 3]).expect("append to an opened log with room");
-        assert_eq!(pos.0, tail);
+        assert_eq!(pos.0, end);
         drop(log);
         let after = std::fs::read(path).expect("read the log back");
         let log = Log::open(path).expect("reopen after an append");
-        assert_eq!(check_open_log(&log, &after, 0), n + 1);
+        assert_eq!(check_open_log(&log, &after, 0, false), n + 1);
         let last = log.records_newest_first().expect("records")[0];
-        assert_eq!((last.pos.0, last.payload), (tail, &[1u8, 2, 3][..]));
+        assert_eq!((last.pos.0, last.payload), (end, &[1u8, 2, 3][..]));
         let mut log = log;
         log.rewind().expect("rewind");
         assert_eq!((log.tell(), log.record_count()), (0, 0));

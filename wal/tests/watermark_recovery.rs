@@ -1,0 +1,168 @@
+//! Goal: a record log's watermark protocol never loses an acknowledged record and never brings
+//! back one that was not. Records past the watermark are found by reading on; a record left
+//! behind a torn one must stay dead even when later appends line up exactly with it; the rewind
+//! that wraps the 24-bit generation zeroes the data area first, and an open finishes a zeroing
+//! that was cut short. The crashes here are written into the file directly (the state word as a
+//! crash before a watermark store leaves it), on both persistence paths.
+
+mod common;
+
+use std::path::Path;
+
+use common::{create, media, open, payload, payloads};
+use nvpage_wal::layout::{
+    DATA_OFFSET, FIRST_GENERATION, GENERATION_MASK, RECORD_HEADER_LEN, STATE_OFFSET, State,
+    record_size,
+};
+use nvpage_wal::{Framing, OpenOptions, WalError};
+
+const SIZE: u64 = DATA_OFFSET as u64 + 16 * 1024;
+
+fn read_state(path: &Path) -> (u64, u32) {
+    let f = std::fs::read(path).unwrap();
+    let w = u64::from_le_bytes(f[STATE_OFFSET..STATE_OFFSET + 8].try_into().unwrap());
+    let s = State::decode(w).unwrap();
+    (s.tail, s.generation)
+}
+
+/// Overwrites the state word, as a crash before a later store of it would have left it.
+fn write_state(path: &Path, tail: u64, generation: u32) {
+    let mut f = std::fs::read(path).unwrap();
+    let w = State { tail, generation }.encode();
+    f[STATE_OFFSET..STATE_OFFSET + 8].copy_from_slice(&w.to_le_bytes());
+    std::fs::write(path, f).unwrap();
+}
+
+fn flip_byte(path: &Path, data_offset: u64) {
+    let mut f = std::fs::read(path).unwrap();
+    f[DATA_OFFSET + data_offset as usize] ^= 0x40;
+    std::fs::write(path, f).unwrap();
+}
+
+#[test]
+fn records_past_the_watermark_are_found_and_a_record_behind_a_torn_one_stays_dead() {
+    for m in media() {
+        let p = m.path("wm.log");
+        let log = create(&p, SIZE, Framing::Records, m.persistence);
+        let (mark0, _) = read_state(&p);
+        let recs: Vec<Vec<u8>> = (0..4).map(|i| payload(i, 200)).collect();
+        let pos: Vec<u64> = recs.iter().map(|r| log.append(r).unwrap().0).collect();
+        let generation = log.generation();
+        drop(log);
+
+        // A crash before any watermark store: the four records are past it, and all are found.
+        write_state(&p, mark0, generation);
+        let log = open(&p, m.persistence).unwrap();
+        assert_eq!(payloads(&log), recs, "{}: records past the watermark", m.name);
+        assert_eq!(read_state(&p).0, log.tell(), "{}: open stores the end it found", m.name);
+        drop(log);
+
+        // Record 2 torn (never acknowledged, say): the log ends before it, record 3 is not read.
+        write_state(&p, mark0, generation);
+        flip_byte(&p, pos[2] + RECORD_HEADER_LEN as u64 + 5);
+        let log = open(&p, m.persistence).unwrap();
+        assert_eq!(payloads(&log), recs[..2], "{}: the log ends at the torn record", m.name);
+        assert_eq!(read_state(&p), (pos[2], log.generation()), "{}: stored at open", m.name);
+        // An append of the same size lands exactly where record 2 was, so record 3 follows it
+        // byte for byte as before. It carries an older generation and must stay dead.
+        let again = payload(9, 200);
+        assert_eq!(log.append(&again).unwrap().0, pos[2]);
+        let after = log.generation();
+        drop(log);
+        // A crash before the close's watermark store leaves the one the open stored.
+        write_state(&p, pos[2], after);
+        let log = open(&p, m.persistence).unwrap();
+        let want = vec![recs[0].clone(), recs[1].clone(), again.clone()];
+        assert_eq!(payloads(&log), want, "{}: the stale record came back", m.name);
+        assert_eq!(log.tell(), pos[3], "{}", m.name);
+    }
+}
+
+#[test]
+fn damage_below_the_watermark_is_an_error_naming_the_offset() {
+    for m in media() {
+        let p = m.path("below.log");
+        let log = create(&p, SIZE, Framing::Records, m.persistence);
+        let pos: Vec<u64> = (0..3).map(|i| log.append(&payload(i, 100)).unwrap().0).collect();
+        log.sync().unwrap();
+        assert_eq!(read_state(&p).0, log.tell(), "{}: sync stores the watermark", m.name);
+        drop(log);
+        flip_byte(&p, pos[1] + RECORD_HEADER_LEN as u64);
+        match open(&p, m.persistence) {
+            Err(WalError::CorruptRecord { offset, .. }) => assert_eq!(offset, pos[1]),
+            other => panic!("{}: expected CorruptRecord, got {other:?}", m.name),
+        }
+    }
+}
+
+#[test]
+fn the_rewind_that_wraps_the_generation_zeroes_the_log_first() {
+    for m in media() {
+        let p = m.path("wrap.log");
+        drop(create(&p, SIZE, Framing::Records, m.persistence));
+        // Jump to the generation before the last; the open takes the last.
+        write_state(&p, 0, GENERATION_MASK - 1);
+        let mut log = open(&p, m.persistence).unwrap();
+        assert_eq!(log.generation(), GENERATION_MASK);
+        let old: Vec<Vec<u8>> = (0..5).map(|i| payload(i, 300)).collect();
+        for r in &old {
+            log.append(r).unwrap();
+        }
+        log.rewind().unwrap();
+        assert_eq!(log.generation(), FIRST_GENERATION);
+        assert_eq!((log.tell(), log.record_count()), (0, 0));
+        drop(log);
+        let f = std::fs::read(&p).unwrap();
+        assert!(f[DATA_OFFSET..].iter().all(|&b| b == 0), "{}: the data area is zeroed", m.name);
+        let log = open(&p, m.persistence).unwrap();
+        assert!(payloads(&log).is_empty());
+        assert_eq!(log.generation(), FIRST_GENERATION + 1);
+    }
+}
+
+#[test]
+fn an_open_at_the_last_generation_erases_what_lies_past_the_end() {
+    for m in media() {
+        let p = m.path("last.log");
+        drop(create(&p, SIZE, Framing::Records, m.persistence));
+        write_state(&p, 0, GENERATION_MASK);
+        let log = open(&p, m.persistence).unwrap();
+        let recs: Vec<Vec<u8>> = (0..3).map(|i| payload(i, 64)).collect();
+        let pos: Vec<u64> = recs.iter().map(|r| log.append(r).unwrap().0).collect();
+        drop(log);
+        write_state(&p, 0, GENERATION_MASK);
+        flip_byte(&p, pos[1] + RECORD_HEADER_LEN as u64);
+        let log = open(&p, m.persistence).unwrap();
+        assert_eq!(log.generation(), GENERATION_MASK, "no new generation without wrapping");
+        assert_eq!(payloads(&log), recs[..1]);
+        drop(log);
+        let f = std::fs::read(&p).unwrap();
+        let end = DATA_OFFSET + record_size(64) as usize;
+        assert!(f[end..].iter().all(|&b| b == 0), "{}: past the end is zeroed", m.name);
+    }
+}
+
+#[test]
+fn an_interrupted_wrap_is_finished_by_the_next_open() {
+    for m in media() {
+        let p = m.path("pending.log");
+        let log = create(&p, SIZE, Framing::Records, m.persistence);
+        for i in 0..4 {
+            log.append(&payload(i, 500)).unwrap();
+        }
+        drop(log);
+        // The wrapping rewind stored (0, generation 0) and crashed before zeroing.
+        write_state(&p, 0, 0);
+        let ro = OpenOptions { read_only: true, persistence: m.persistence, ..Default::default() };
+        let log = nvpage_wal::Log::open_with(&p, &ro).unwrap();
+        assert!(payloads(&log).is_empty(), "{}: a log waiting to be zeroed is empty", m.name);
+        drop(log);
+        let log = open(&p, m.persistence).unwrap();
+        assert!(payloads(&log).is_empty());
+        assert_eq!(log.generation(), FIRST_GENERATION);
+        drop(log);
+        let f = std::fs::read(&p).unwrap();
+        assert!(f[DATA_OFFSET..].iter().all(|&b| b == 0), "{}: zeroed", m.name);
+        assert_eq!(read_state(&p), (0, FIRST_GENERATION));
+    }
+}

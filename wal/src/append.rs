@@ -10,17 +10,20 @@
 //!   the capacity is refused before anything changes ([`WalError::LogFull`]), so it harms no one.
 //! - **copy**: each appender writes its own range, unlocked. In the cache-line modes it uses
 //!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
-//!   stores). In `msync` mode it only copies: the commit leader's `msync` covers the range.
+//!   stores). In `msync` mode it only copies (on a disk, with `pwrite`): the commit leader's
+//!   `msync` covers the range.
 //! - **complete in order**: the appender waits until `copied == start`, then publishes
 //!   `copied = end`. So `copied` only ever covers whole, written appends, in reservation order.
 //! - **commit**: a record log in a cache-line mode has nothing left to do: its records are
 //!   self-validating and fenced, and every one before it completed first, so an open after a
-//!   crash finds it (one fence per append). Otherwise, if `durable` does not yet cover `end`,
-//!   the appender takes the `commit` lock and — unless a leader covered it meanwhile — persists
-//!   `[durable, copied)` (in `msync` mode) and, in a raw log, stores and persists the state word
-//!   with tail `copied` (group commit: one persist covers every append completed by then, from
-//!   every thread). A record log stores its watermark only every [`MARK_INTERVAL`] bytes, on
-//!   [`Log::sync`] and on close, which bounds what an open reads past it.
+//!   crash finds it (one fence per append). A record log in `msync` mode `msync`s from `durable`
+//!   to its end, with no lock, so that concurrent committers' syncs overlap in the kernel. A raw
+//!   log, if `durable` does not yet cover `end`, takes the `commit` lock and — unless a leader
+//!   covered it meanwhile — persists `[durable, copied)` (in `msync` mode), then stores and
+//!   persists the state word with tail `copied` (group commit: one persist covers every append
+//!   completed by then, from every thread). A record log stores its watermark only every
+//!   [`MARK_INTERVAL`] bytes, on [`Log::sync`] and on close, which bounds what an open reads
+//!   past it.
 //!
 //! Any failure after a reservation poisons the log: a claimed range that is never completed
 //! would stall every later appender, so they fail with [`StorageError::Poisoned`] instead.
@@ -187,6 +190,16 @@ impl Log {
             // `reserve`), lies below the capacity, so inside the mapped file, and no reader looks
             // past `copied <= start`. The parts are the caller's buffers, not the mapping.
             unsafe { self.file.store_persist_vectored(offset, parts.as_slice()) }?;
+        } else if !self.file.durability().medium.is_memory() {
+            // A disk file in `msync` mode: `pwrite` into the page cache (which the mapping
+            // shares) rather than a copy through the mapping, whose first store into each
+            // 4 KiB page is a page fault and a block allocation. The commit's `msync` of the
+            // range writes these pages as it would pages stored through the mapping.
+            let mut at = offset;
+            for p in parts.as_slice() {
+                self.file.write_at(p, at)?;
+                at += p.len() as u64;
+            }
         } else {
             let mut at = offset as usize;
             for p in parts.as_slice() {
@@ -214,12 +227,25 @@ impl Log {
         Ok(())
     }
 
-    /// Makes the log durable up to at least `end` (which has completed): group commit. The
-    /// leader persists as far as appends have completed; the others wait for `durable` to cover
-    /// them (spinning, then yielding: parking on the lock would cost more than the leader's
-    /// persist).
+    /// Makes the log durable up to at least `end` (which has completed). A raw log commits in
+    /// groups: the leader persists the new bytes and the tail as far as appends have completed;
+    /// the others wait for `durable` to cover them (spinning, then yielding: parking on the lock
+    /// would cost more than the leader's persist).
     fn commit_to(&self, end: u64) -> Result<()> {
         if self.commits_by_copy() {
+            return self.store_mark(false);
+        }
+        if self.header.framing == Framing::Records {
+            // `msync` mode, self-validating records: no lock and no tail to order after the
+            // data. Each committer persists from what is durable to its end, so concurrent
+            // committers' `msync`s run at once and the file system joins their journal
+            // commits; a lock here would queue them instead. Everything below `from` was
+            // durable when it was read, so after the persist everything below `end` is.
+            let from = self.durable.load(Ordering::Acquire);
+            if from < end {
+                self.file.persist_range(DATA_OFFSET as u64 + from, (end - from) as usize)?;
+                self.durable.fetch_max(end, Ordering::AcqRel);
+            }
             return self.store_mark(false);
         }
         let mut spins = 0u32;
@@ -237,10 +263,7 @@ impl Log {
                 if !self.file.mode().uses_cache_lines() {
                     self.file.persist_range(DATA_OFFSET as u64 + from, (target - from) as usize)?;
                 }
-                let mark_due = target - self.mark.load(Ordering::Acquire) >= MARK_INTERVAL;
-                if self.header.framing == Framing::Raw || mark_due {
-                    self.store_state(State { tail: target, generation: self.generation })?;
-                }
+                self.store_state(State { tail: target, generation: self.generation })?;
                 self.durable.store(target, Ordering::Release);
                 return Ok(());
             }

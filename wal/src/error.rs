@@ -58,7 +58,7 @@ pub enum WalError {
         /// Bytes the file holds.
         found_bytes: u64,
     },
-    /// The state word names a tail past the data area.
+    /// The state word's check byte does not match, or it names a tail past the data area.
     #[error("{path} has a corrupt state word {word:#018x}: {reason}")]
     CorruptState {
         /// The file.
@@ -68,8 +68,9 @@ pub enum WalError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A record below the persisted tail is damaged. Everything below the tail was acknowledged
-    /// as durable, so this is never taken as the end of the log.
+    /// A record below the persisted tail (raw log) or watermark (record log) is damaged.
+    /// Everything below it was acknowledged as durable, so this is never taken as the end of
+    /// the log.
     #[error("{path}: record at data offset {offset} is damaged: {reason}")]
     CorruptRecord {
         /// The file.

@@ -32,7 +32,7 @@
 //!      0        4          8             12       16                 16 + len     next 8 B boundary
 //!      +--------+----------+-------------+--------+------------------+------------+
 //!      | marker | len u32  | generation  | crc32c | payload          | zero pad   |
-//!      | "NVRC" | payload  | u32 (u24)   |        | len bytes        |            |
+//!      | "NVRC" | payload  | u32 (u20)   |        | len bytes        |            |
 //!      +--------+----------+-------------+--------+------------------+------------+
 //!      the CRC32C covers bytes 0..12 of the record, then its relative offset (u64), then the
 //!      payload: a record copied to the wrong place fails it.
@@ -225,7 +225,7 @@ pub struct State {
     /// Raw log: bytes of the data area in the log. Record log: the watermark, below which every
     /// record is durable (records may follow it). Either way everything below it is durable.
     pub tail: u64,
-    /// The current generation (24 bits, wrapping).
+    /// The current generation (20 bits).
     pub generation: u32,
 }
 

@@ -12,23 +12,36 @@
 //! ## Design (details in `docs/design.md`, "The log")
 //!
 //! The file is a header page (magic, version, framing, database UUID, capacity, CRC32C: written
-//! once at create), an 8-byte **state word** alone in the next cache line (tail and generation,
-//! outside the header checksum), then the data area. See [`layout`] for the bytes.
+//! once at create), an 8-byte **state word** alone in the next cache line (tail, generation and
+//! a CRC-8 check byte, outside the header checksum), then the data area. See [`layout`] for the
+//! bytes.
 //!
-//! - **Persisted tail.** An append persists its bytes (streaming stores and SFENCE on the
-//!   appending thread, or `msync`), then the state word's tail is stored with one aligned 8-byte
-//!   store and persisted. Everything below the persisted tail is durable and nothing past it is
-//!   ever read, so the log's content after any crash is exactly the whole appends below the tail.
-//!   This costs a second fence per commit; group commit shares it among concurrent appenders. The
-//!   alternative — a lazily persisted watermark and self-validating records past it, one fence —
-//!   measured 13–20% faster with one thread and ~10% with two on this machine
-//!   (`benches/commit_protocol.rs`), but needs a scan at open, a hash chain so that a record
-//!   landed behind a lost one can never reappear later, cannot work for raw (unframed) logs,
-//!   and makes generation wrap-around a correctness question. We chose the persisted tail.
-//! - **Rewind** is one persisted 8-byte store of (tail 0, generation + 1). Stale records of
-//!   older generations past the tail are never read.
-//! - **Corruption is never the end.** A damaged record below the tail is
-//!   [`WalError::CorruptRecord`] naming its offset, at open and when read.
+//! - **Record logs: one fence per append.** A record is self-validating (marker, length,
+//!   generation, CRC32C over its fields, its offset and its payload). An appender copies it with
+//!   streaming stores and one SFENCE, waits until every earlier append has completed, and is
+//!   durable: an open after a crash reads on from the state word's **watermark** while records
+//!   are whole and of the current generation. The watermark is stored only every
+//!   [`MARK_INTERVAL`] bytes (64 KiB), on [`Log::sync`] and on close: it bounds what an open
+//!   reads, and damage below it is [`WalError::CorruptRecord`], never the end of the log. Each
+//!   writable open stores the end it found with a **new generation**, so a whole record left
+//!   behind a torn one can never be read later, however the later appends line up with it.
+//!   In `msync` mode the commit is one `msync` of the new bytes (group commit).
+//! - **Raw logs: the persisted tail.** libpmemlog's unframed byte stream cannot validate
+//!   itself, so an append persists its bytes, then stores and persists the state word's tail
+//!   (group commit shares it). Nothing past the tail is ever read.
+//! - We measured both protocols before choosing (`benches/commit_protocol.rs`): once page faults
+//!   are out of the way (see below), one fence per append is 2.3–2.6× the persisted tail on
+//!   this machine's emulated NVM. The first version used the persisted tail for both framings.
+//! - **Rewind** is one persisted 8-byte store of (tail 0, generation + 1). Records of older
+//!   generations past the tail are never read. Generations are 20 bits: the one rewind in 2^20
+//!   that would wrap a record log's generation zeroes the data area first (an open finishes a
+//!   zeroing cut short), so a record log never meets a stale record of its own generation.
+//! - **No page faults on the append path.** Where the log file is memory (tmpfs) or DAX, its
+//!   mapping is populated writable at create and open (`MADV_POPULATE_WRITE`): a first store
+//!   into an unmapped page costs microseconds here, more than several appends. On a disk the
+//!   appender writes with `pwrite` instead of through the mapping, for the same reason.
+//! - **Corruption is never the end.** Damage below the tail or watermark, or to the state word,
+//!   is a typed error naming what is wrong, at open and when read.
 //! - **Framing** is fixed at create: a record log (the default; each append is one checked
 //!   record) or a raw log (libpmemlog's byte stream, no per-append overhead or checksum).
 //!
@@ -37,7 +50,7 @@
 //! | libpmemlog | here | differences, and why |
 //! |---|---|---|
 //! | `pmemlog_create(path, poolsize, mode)` | [`Log::create`] | takes the database UUID and framing ([`CreateOptions`]); refuses an existing file, as libpmemlog does |
-//! | `pmemlog_open(path)` | [`Log::open`], [`Log::open_for`] | checks every record below the tail; `open_for` rejects another database's log ([`WalError::ForeignLog`]) |
+//! | `pmemlog_open(path)` | [`Log::open`], [`Log::open_for`] | checks every record below the tail or watermark, finds the records past it, starts a new generation; `open_for` rejects another database's log ([`WalError::ForeignLog`]) |
 //! | `pmemlog_append(plp, buf, count)` | [`Log::append`] | returns the append's position; takes `&self` and runs in parallel with other appends |
 //! | `pmemlog_appendv(plp, iov, n)` | [`Log::append_vectored`] | the same, with [`std::io::IoSlice`] |
 //! | — | [`Log::append_record`], [`Log::records`], [`Log::records_newest_first`] | framed records |
@@ -45,15 +58,16 @@
 //! | `pmemlog_walk(plp, chunksize, cb, arg)` | [`Log::walk`] | a closure returning `bool` (continue); honours the chunk size; holds no lock, so appending from the callback cannot deadlock |
 //! | `pmemlog_rewind(plp)` | [`Log::rewind`] | one 8-byte store; takes `&mut self` so no borrow of old bytes survives it |
 //! | `pmemlog_nbyte(plp)` | [`Log::nbyte`] | usable bytes of the data area |
-//! | `pmemlog_tell(plp)` | [`Log::tell`] | bytes used, framing included; [`Log::durable_tell`] for the persisted part |
+//! | `pmemlog_tell(plp)` | [`Log::tell`] | bytes used, framing included; [`Log::durable_tell`] for the durable part |
 //! | `pmemlog_close(plp)` | `Drop` | a buffered append not yet synced may be lost, as the docs of [`Log::append_buffered`] say |
 //!
 //! ## Invariants
 //!
-//! - `durable <= copied <= reserved <= capacity` (bytes of the data area); the state word on the
-//!   medium holds a tail `<= durable`'s last value and is only stored after every byte below the
-//!   new tail is persisted.
+//! - `mark <= durable <= copied <= reserved <= capacity` (bytes of the data area); the state
+//!   word on the medium holds `mark`, stored only after every byte below it is persisted.
 //! - Bytes below `copied` are never written until a rewind (`&mut self`).
+//! - In a record log, every record at or past the stored watermark that an open accepts has the
+//!   state word's generation, and no generation is reused while a record of it may remain.
 //! - Any persist failure poisons the log until reopen; it never pretends data is safe.
 //!
 //! `unsafe` is confined to `log.rs` (the state word, reading the mapping), `append.rs` (copying
@@ -67,6 +81,7 @@ mod log;
 pub mod pmdk;
 mod records;
 
+pub use append::MARK_INTERVAL;
 pub use error::{Result, WalError};
 pub use layout::{Framing, LogHeader};
 pub use log::{CreateOptions, Log, OpenOptions, RecordPos};

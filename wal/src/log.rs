@@ -306,7 +306,7 @@ impl Log {
         self.record_count.load(Ordering::Acquire)
     }
 
-    /// The current generation (24 bits): each rewind starts the next, and so does each writable
+    /// The current generation (20 bits): each rewind starts the next, and so does each writable
     /// open of a record log. Records carry the generation they were appended in.
     pub fn generation(&self) -> u32 {
         self.generation
@@ -345,7 +345,7 @@ impl Log {
     /// Empties the log in one persisted 8-byte store of (tail 0, generation + 1): the commit
     /// point of the engine's transactions. Records of older generations left in the data area
     /// are never read again: a raw log reads nothing past its tail, a record log nothing past
-    /// its watermark that is not of the current generation. The one rewind in 2^24 that would
+    /// its watermark that is not of the current generation. The one rewind in 2^20 that would
     /// wrap a record log's generation stores (tail 0, generation 0) instead, zeroes the data
     /// area, and starts again at generation 1 (an open finishes an interrupted zeroing).
     /// libpmemlog: `pmemlog_rewind` (a pmemobj transaction there).

@@ -1,7 +1,7 @@
 //! Goal: a record log's watermark protocol never loses an acknowledged record and never brings
 //! back one that was not. Records past the watermark are found by reading on; a record left
 //! behind a torn one must stay dead even when later appends line up exactly with it; the rewind
-//! that wraps the 24-bit generation zeroes the data area first, and an open finishes a zeroing
+//! that wraps the 20-bit generation zeroes the data area first, and an open finishes a zeroing
 //! that was cut short. The crashes here are written into the file directly (the state word as a
 //! crash before a watermark store leaves it), on both persistence paths.
 

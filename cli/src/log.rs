@@ -1,7 +1,8 @@
 //! `nvpage log info|dump|check PATH`: inspect a log file without changing it.
 //!
 //! Every command opens the log read-only, which checks its header, its state word and every
-//! record below the tail; a missing file, a file that is not a log or a damaged log is an error
+//! record below the tail or watermark, then finds a record log's records past the watermark
+//! (without storing anything); a missing file, a file that is not a log or a damaged log is an error
 //! message and exit status 1, never a panic.
 
 use std::io::{self, Write};
@@ -58,6 +59,8 @@ fn info(path: &Path, out: &mut dyn Write) -> Result<(), WalError> {
         writeln!(out, "durability:  {}", log.durability())?;
         writeln!(out, "capacity:    {} bytes", log.nbyte())?;
         writeln!(out, "used:        {} bytes", log.tell())?;
+        let mark = if h.framing == Framing::Raw { "tail" } else { "watermark" };
+        writeln!(out, "state word:  {mark} {}", log.stored_mark())?;
         writeln!(out, "generation:  {}", log.generation())?;
         match h.framing {
             Framing::Records => writeln!(out, "records:     {}", log.record_count()),

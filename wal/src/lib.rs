@@ -25,7 +25,7 @@
 //!   reads, and damage below it is [`WalError::CorruptRecord`], never the end of the log. Each
 //!   writable open stores the end it found with a **new generation**, so a whole record left
 //!   behind a torn one can never be read later, however the later appends line up with it.
-//!   In `msync` mode the commit is one `msync` of the new bytes (group commit).
+//!   In `msync` mode the commit is one `msync` of the new bytes, taken without a lock.
 //! - **Raw logs: the persisted tail.** libpmemlog's unframed byte stream cannot validate
 //!   itself, so an append persists its bytes, then stores and persists the state word's tail
 //!   (group commit shares it). Nothing past the tail is ever read.

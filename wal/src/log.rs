@@ -247,9 +247,10 @@ impl Log {
         self.store_state(State { tail: end, generation: self.generation })
     }
 
-    /// Sets every cursor to `end` (at open, before any append).
+    /// Sets the append cursors to `end` (at open and rewind, before any append); `mark` follows
+    /// only what is stored.
     fn set_end(&mut self, end: u64, records: u64) {
-        for a in [&self.reserved, &self.copied, &self.durable, &self.mark] {
+        for a in [&self.reserved, &self.copied, &self.durable] {
             a.store(end, Ordering::Release);
         }
         self.record_count.store(records, Ordering::Release);
@@ -299,6 +300,12 @@ impl Log {
     /// watermark only now and then ([`Log::sync`], every `MARK_INTERVAL` bytes, on close).
     pub(crate) fn commits_by_copy(&self) -> bool {
         self.header.framing == Framing::Records && self.file.mode().uses_cache_lines()
+    }
+
+    /// The tail (raw log) or watermark (record log) the state word holds, as last stored:
+    /// a record log's records past it were found by reading on at open, or appended since.
+    pub fn stored_mark(&self) -> u64 {
+        self.mark.load(Ordering::Acquire)
     }
 
     /// Records in the log (0 for a raw log, which has no records).

@@ -29,13 +29,15 @@
 //!      rewind that wrapped the generations was interrupted before the data area was zeroed).
 //!
 //! record (framing `Records`; 8-byte aligned, relative offsets count from DATA_OFFSET)
-//!      0        4          8             12       16                 16 + len     next 8 B boundary
-//!      +--------+----------+-------------+--------+------------------+------------+
-//!      | marker | len u32  | generation  | crc32c | payload          | zero pad   |
-//!      | "NVRC" | payload  | u32 (u20)   |        | len bytes        |            |
-//!      +--------+----------+-------------+--------+------------------+------------+
-//!      the CRC32C covers bytes 0..12 of the record, then its relative offset (u64), then the
-//!      payload: a record copied to the wrong place fails it.
+//!      0          4             8                   16                 16 + len     next 8 B boundary
+//!      +----------+-------------+-------------------+------------------+------------+
+//!      | len u32  | generation  | check u64         | payload          | zero pad   |
+//!      | payload  | u32 (u20)   |                   | len bytes        |            |
+//!      +----------+-------------+-------------------+------------------+------------+
+//!      check: XXH3-64 (seed 0) over len, generation, the record's relative offset (u64) and the
+//!      payload: a record copied to the wrong place fails it. Not a CRC: a CRC cannot see a change
+//!      to a stretch of payload that carries its own CRC of the same polynomial (a page image
+//!      with its checksum, say), and torn records mixing two versions made exactly such changes.
 //! ```
 //!
 //! All integers are little-endian; no `usize` reaches the file. The state word is the only thing
@@ -86,14 +88,11 @@ pub const FIRST_GENERATION: u32 = 1;
 /// The smallest file `create` accepts: the header page plus one line of data.
 pub const MIN_FILE_BYTES: u64 = DATA_OFFSET as u64 + LINE as u64;
 
-/// Marks the start of every record (`"NVRC"` read as little-endian bytes).
-pub const RECORD_MARKER: u32 = u32::from_le_bytes(*b"NVRC");
-pub(crate) const REC_MARKER_OFFSET: usize = 0;
-pub(crate) const REC_LEN_OFFSET: usize = REC_MARKER_OFFSET + size_of::<u32>();
+pub(crate) const REC_LEN_OFFSET: usize = 0;
 pub(crate) const REC_GEN_OFFSET: usize = REC_LEN_OFFSET + size_of::<u32>();
-pub(crate) const REC_CRC_OFFSET: usize = REC_GEN_OFFSET + size_of::<u32>();
+pub(crate) const REC_CHECK_OFFSET: usize = REC_GEN_OFFSET + size_of::<u32>();
 /// Bytes of a record's header; the payload follows.
-pub const RECORD_HEADER_LEN: usize = REC_CRC_OFFSET + size_of::<u32>();
+pub const RECORD_HEADER_LEN: usize = REC_CHECK_OFFSET + size_of::<u64>();
 /// Records start on 8-byte boundaries.
 pub const RECORD_ALIGN: u64 = 8;
 
@@ -276,7 +275,7 @@ pub fn record_size(len: u64) -> u64 {
     (RECORD_HEADER_LEN as u64 + len).next_multiple_of(RECORD_ALIGN)
 }
 
-/// A record's header, sealed with the CRC32C over its fields, its offset and its payload.
+/// A record's header, sealed with the check over its fields, its offset and its payload.
 pub(crate) fn record_header<'a>(
     offset: u64,
     generation: u32,
@@ -284,21 +283,22 @@ pub(crate) fn record_header<'a>(
     payload: impl IntoIterator<Item = &'a [u8]>,
 ) -> [u8; RECORD_HEADER_LEN] {
     let mut h = [0u8; RECORD_HEADER_LEN];
-    h[REC_MARKER_OFFSET..REC_LEN_OFFSET].copy_from_slice(&RECORD_MARKER.to_le_bytes());
     h[REC_LEN_OFFSET..REC_GEN_OFFSET].copy_from_slice(&(len as u32).to_le_bytes());
-    h[REC_GEN_OFFSET..REC_CRC_OFFSET].copy_from_slice(&generation.to_le_bytes());
-    let crc = record_crc(&h, offset, payload);
-    h[REC_CRC_OFFSET..RECORD_HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
+    h[REC_GEN_OFFSET..REC_CHECK_OFFSET].copy_from_slice(&generation.to_le_bytes());
+    let check = record_check(&h, offset, payload);
+    h[REC_CHECK_OFFSET..RECORD_HEADER_LEN].copy_from_slice(&check.to_le_bytes());
     h
 }
 
-fn record_crc<'a>(h: &[u8], offset: u64, payload: impl IntoIterator<Item = &'a [u8]>) -> u32 {
-    let mut crc = crc32c::crc32c(&h[..REC_CRC_OFFSET]);
-    crc = crc32c::crc32c_append(crc, &offset.to_le_bytes());
+/// XXH3-64 over the header's first 8 bytes (length, generation), the offset, the payload.
+fn record_check<'a>(h: &[u8], offset: u64, payload: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+    let mut x = xxhash_rust::xxh3::Xxh3::new();
+    x.update(&h[..REC_CHECK_OFFSET]);
+    x.update(&offset.to_le_bytes());
     for p in payload {
-        crc = crc32c::crc32c_append(crc, p);
+        x.update(p);
     }
-    crc
+    x.digest()
 }
 
 /// The generations a record may carry where it is read.
@@ -330,10 +330,6 @@ pub(crate) fn check_record(
         return Err(format!("{rest} bytes left, too few for a record header"));
     }
     let h = &data[at..at + RECORD_HEADER_LEN];
-    let marker = u32_at(h, REC_MARKER_OFFSET);
-    if marker != RECORD_MARKER {
-        return Err(format!("bad record marker {marker:#010x}"));
-    }
     let len = u64::from(u32_at(h, REC_LEN_OFFSET));
     if record_size(len) > rest as u64 {
         return Err(format!("length {len} runs past the end ({rest} bytes left)"));
@@ -347,10 +343,10 @@ pub(crate) fn check_record(
         });
     }
     let payload = at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + len as usize;
-    let stored = u32_at(h, REC_CRC_OFFSET);
-    let computed = record_crc(h, offset, [&data[payload.clone()]]);
+    let stored = u64_at(h, REC_CHECK_OFFSET);
+    let computed = record_check(h, offset, [&data[payload.clone()]]);
     if stored != computed {
-        return Err(format!("checksum {stored:#010x} does not match computed {computed:#010x}"));
+        return Err(format!("check {stored:#018x} does not match computed {computed:#018x}"));
     }
     Ok((payload, found))
 }

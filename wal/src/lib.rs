@@ -16,8 +16,9 @@
 //! a CRC-8 check byte, outside the header checksum), then the data area. See [`layout`] for the
 //! bytes.
 //!
-//! - **Record logs: one fence per append.** A record is self-validating (marker, length,
-//!   generation, CRC32C over its fields, its offset and its payload). An appender copies it with
+//! - **Record logs: one fence per append.** A record is self-validating (length, generation,
+//!   an XXH3-64 check over its fields, its offset and its payload: not a CRC, which a payload
+//!   holding its own CRC can fool). An appender copies it with
 //!   streaming stores and one SFENCE, waits until every earlier append has completed, and is
 //!   durable: an open after a crash reads on from the state word's **watermark** while records
 //!   are whole and of the current generation. The watermark is stored only every

@@ -22,7 +22,7 @@ pub struct Record<'a> {
 }
 
 /// The records since the last rewind, oldest first (see [`Log::records`]). Each is checked as
-/// it is read (marker, length, checksum, a generation no older than the record before it and no
+/// it is read (length, check, a generation no older than the record before it and no
 /// newer than the log's); a damaged one yields [`WalError::CorruptRecord`] once, then the
 /// iterator ends.
 #[derive(Debug)]

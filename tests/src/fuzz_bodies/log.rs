@@ -5,15 +5,15 @@
 //! clean run of valid records from the start of the data area: through the state word's
 //! watermark with generations that never decrease and never pass the state word's, then on past
 //! it with the state word's generation only. That is checked here against the file's bytes,
-//! independently of the record decoder: each record's marker, length, generation and CRC32C
-//! (over its first 12 bytes, its offset and its payload, as `wal/src/layout.rs` draws it) and
+//! independently of the record decoder: each record's length, generation and XXH3-64 check
+//! (over its first 8 bytes, its offset and its payload, as `wal/src/layout.rs` draws it) and
 //! the tiling of `[0, end)`. The state word itself is decoded with the crate's `State`.
 
 use std::path::Path;
 
 use nvpage_wal::layout::{
-    DATA_OFFSET, FIRST_GENERATION, GENERATION_MASK, MAX_CAPACITY, RECORD_HEADER_LEN, RECORD_MARKER,
-    STATE_OFFSET, State,
+    DATA_OFFSET, FIRST_GENERATION, GENERATION_MASK, MAX_CAPACITY, RECORD_HEADER_LEN, STATE_OFFSET,
+    State,
 };
 use nvpage_wal::{Framing, Log, OpenOptions, WalError, layout::record_size};
 
@@ -57,12 +57,17 @@ pub(crate) fn set_log_uuid(file: &mut [u8], uuid: &[u8]) {
     reseal_log_header(file);
 }
 
-/// The CRC32C a record at data offset `pos` with header `h` (its first 12 bytes count) and
-/// `payload` carries.
-fn record_crc(h: &[u8], pos: u64, payload: &[u8]) -> u32 {
-    let crc = crc32c::crc32c(&h[..12]);
-    let crc = crc32c::crc32c_append(crc, &pos.to_le_bytes());
-    crc32c::crc32c_append(crc, payload)
+/// The check a record at data offset `pos` with header `h` (its first 8 bytes count) and
+/// `payload` carries: XXH3-64 over those 8 bytes, `pos` and the payload, in one buffer.
+fn record_check(h: &[u8], pos: u64, payload: &[u8]) -> u64 {
+    let mut all = h[..8].to_vec();
+    all.extend_from_slice(&pos.to_le_bytes());
+    all.extend_from_slice(payload);
+    xxhash_rust::xxh3::xxh3_64(&all)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -125,9 +130,8 @@ fn check_open_log(log: &Log, file: &[u8], chunk: usize, read_only: bool) -> u64 
         assert_eq!(r.pos.0, at, "records tile the data area");
         let s = at as usize;
         let h = &data[s..s + RECORD_HEADER_LEN];
-        assert_eq!(u32_at(h, 0), RECORD_MARKER);
-        assert_eq!(u32_at(h, 4) as usize, r.payload.len());
-        let g = u32_at(h, 8);
+        assert_eq!(u32_at(h, 0) as usize, r.payload.len());
+        let g = u32_at(h, 4);
         if at >= state.tail {
             assert_eq!(g, state.generation, "a record past the watermark of another generation");
         }
@@ -137,7 +141,11 @@ fn check_open_log(log: &Log, file: &[u8], chunk: usize, read_only: bool) -> u64 
             &data[s + RECORD_HEADER_LEN..s + RECORD_HEADER_LEN + r.payload.len()],
             r.payload
         );
-        assert_eq!(u32_at(h, 12), record_crc(h, at, r.payload), "payload not what its CRC covers");
+        assert_eq!(
+            u64_at(h, 8),
+            record_check(h, at, r.payload),
+            "payload not what its check covers"
+        );
         payloads.extend_from_slice(r.payload);
         at += record_size(r.payload.len() as u64);
     }
@@ -161,15 +169,15 @@ fn data_area(file: &[u8], capacity: u64) -> &[u8] {
 /// Whether `rest` (the data area from relative offset `at`) starts with a whole, valid record of
 /// generation `generation`.
 fn is_valid_record(rest: &[u8], at: u64, generation: u32) -> bool {
-    if rest.len() < RECORD_HEADER_LEN || u32_at(rest, 0) != RECORD_MARKER {
+    if rest.len() < RECORD_HEADER_LEN {
         return false;
     }
-    let len = u64::from(u32_at(rest, 4));
-    if record_size(len) > rest.len() as u64 || u32_at(rest, 8) != generation {
+    let len = u64::from(u32_at(rest, 0));
+    if record_size(len) > rest.len() as u64 || u32_at(rest, 4) != generation {
         return false;
     }
     let payload = &rest[RECORD_HEADER_LEN..RECORD_HEADER_LEN + len as usize];
-    u32_at(rest, 12) == record_crc(rest, at, payload)
+    u64_at(rest, 8) == record_check(rest, at, payload)
 }
 
 /// Target `log_records`: arbitrary bytes as a log file. Input byte 0: bit 0 repairs the header
@@ -194,22 +202,22 @@ pub fn log_records(data: &[u8]) {
     });
 }
 
-/// Walks `area` from offset 0, rewriting every record it finds (a marker, a length that fits)
-/// to generation `generation` with a valid checksum; returns where the run of records ends and
-/// how many there are.
+/// Walks `area` from offset 0, rewriting every record it finds (a length that fits) to
+/// generation `generation` with a valid check; returns where the run of records ends and how
+/// many there are.
 fn reseal_records(area: &mut [u8], generation: u32) -> (u64, u64) {
     let (mut at, mut n) = (0usize, 0u64);
-    while at + RECORD_HEADER_LEN <= area.len() && u32_at(area, at) == RECORD_MARKER {
-        let len = u32_at(area, at + 4) as u64;
+    while at + RECORD_HEADER_LEN <= area.len() {
+        let len = u32_at(area, at) as u64;
         let size = record_size(len);
         if at as u64 + size > area.len() as u64 {
             break;
         }
-        area[at + 8..at + 12].copy_from_slice(&generation.to_le_bytes());
+        area[at + 4..at + 8].copy_from_slice(&generation.to_le_bytes());
         let payload_end = at + RECORD_HEADER_LEN + len as usize;
-        let crc =
-            record_crc(&area[at..at + 12], at as u64, &area[at + RECORD_HEADER_LEN..payload_end]);
-        area[at + 12..at + 16].copy_from_slice(&crc.to_le_bytes());
+        let check =
+            record_check(&area[at..at + 8], at as u64, &area[at + RECORD_HEADER_LEN..payload_end]);
+        area[at + 8..at + 16].copy_from_slice(&check.to_le_bytes());
         at += size as usize;
         n += 1;
     }

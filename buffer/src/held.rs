@@ -47,3 +47,29 @@ pub(crate) fn pop(key: LatchKey, exclusive: bool) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_waits_on_oneself_are_refused() {
+        let a = LatchKey { pool: 1, kind: LatchKind::Frame, index: 3 };
+        let b = LatchKey { kind: LatchKind::Mapped, ..a };
+        assert!(may_take(a, true));
+        push(a, false);
+        assert!(may_take(a, false), "shared twice: a self-join");
+        assert!(!may_take(a, true), "exclusive over one's own shared hold");
+        assert!(may_take(b, true), "another latch");
+        push(a, false);
+        pop(a, false);
+        assert!(!may_take(a, true), "one shared hold left");
+        pop(a, false);
+        push(a, true);
+        assert!(!may_take(a, false) && !may_take(a, true));
+        // Another thread holds nothing.
+        std::thread::spawn(move || assert!(may_take(a, true))).join().unwrap();
+        pop(a, true);
+        assert!(may_take(a, true));
+    }
+}

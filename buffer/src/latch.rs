@@ -60,3 +60,157 @@ impl Latch {
         unsafe { self.0.downgrade() }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::UnsafeCell;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier};
+    use std::thread;
+
+    use super::Latch;
+
+    const ITERS: usize = if cfg!(miri) { 50 } else { 10_000 };
+
+    /// Words written only under the latch exclusively and read only under it shared, as a frame's
+    /// bytes are: if the latch ever let a writer in beside anyone else, Miri reports a data race
+    /// and a reader sees a torn row.
+    struct Guarded {
+        latch: Latch,
+        /// Set while a writer is inside: a second writer finding it set means no exclusion.
+        writing: AtomicBool,
+        words: UnsafeCell<[u64; 8]>,
+    }
+
+    // SAFETY: `words` is written only with `latch` held exclusively and read only with it held.
+    unsafe impl Sync for Guarded {}
+
+    impl Guarded {
+        fn new() -> Self {
+            Guarded {
+                latch: Latch::new(),
+                writing: AtomicBool::new(false),
+                words: UnsafeCell::new([0; 8]),
+            }
+        }
+
+        /// Adds one to every word under the exclusive latch.
+        fn bump(&self) {
+            self.latch.lock_exclusive();
+            assert!(!self.writing.swap(true, Ordering::Relaxed), "two writers inside");
+            // SAFETY: the latch is held exclusively, so nobody else reads or writes the words.
+            let w = unsafe { &mut *self.words.get() };
+            for x in w.iter_mut() {
+                *x += 1;
+            }
+            self.writing.store(false, Ordering::Relaxed);
+            // SAFETY: locked exclusively above by this thread.
+            unsafe { self.latch.unlock_exclusive() };
+        }
+
+        /// The words, read under the shared latch; every word must be equal.
+        fn read(&self) -> u64 {
+            self.latch.lock_shared();
+            // SAFETY: the latch is held shared, so no writer is inside.
+            let w = unsafe { *self.words.get() };
+            // SAFETY: locked shared above by this thread.
+            unsafe { self.latch.unlock_shared() };
+            assert!(w.iter().all(|&x| x == w[0]), "torn read: {w:?}");
+            w[0]
+        }
+    }
+
+    #[test]
+    fn writers_exclude_each_other() {
+        let g = Arc::new(Guarded::new());
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let g = Arc::clone(&g);
+                thread::spawn(move || (0..ITERS).for_each(|_| g.bump()))
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(g.read(), 3 * ITERS as u64);
+    }
+
+    #[test]
+    fn readers_never_see_a_writer_half_done() {
+        let g = Arc::new(Guarded::new());
+        let writer = {
+            let g = Arc::clone(&g);
+            thread::spawn(move || (0..ITERS).for_each(|_| g.bump()))
+        };
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let g = Arc::clone(&g);
+                thread::spawn(move || {
+                    let mut last = 0;
+                    for _ in 0..ITERS {
+                        let now = g.read();
+                        assert!(now >= last, "went back from {last} to {now}");
+                        last = now;
+                    }
+                })
+            })
+            .collect();
+        writer.join().unwrap();
+        readers.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(g.read(), ITERS as u64);
+    }
+
+    #[test]
+    fn shared_is_recursive_even_with_a_writer_waiting() {
+        let g = Arc::new(Guarded::new());
+        g.latch.lock_shared();
+        let started = Arc::new(Barrier::new(2));
+        let writer = {
+            let (g, started) = (Arc::clone(&g), Arc::clone(&started));
+            thread::spawn(move || {
+                started.wait();
+                g.bump();
+            })
+        };
+        started.wait();
+        // The writer is queued (or about to be): a second shared hold must still be granted.
+        g.latch.lock_shared();
+        // SAFETY: both shared holds were taken above by this thread; the words are only read.
+        let w = unsafe { *g.words.get() };
+        assert_eq!(w, [0; 8], "the writer got in while the latch was held shared");
+        // SAFETY: two shared holds taken above by this thread, released once each.
+        unsafe {
+            g.latch.unlock_shared();
+            g.latch.unlock_shared();
+        }
+        writer.join().unwrap();
+        assert_eq!(g.read(), 1);
+    }
+
+    #[test]
+    fn try_exclusive_fails_while_held_and_downgrade_lets_readers_in() {
+        let g = Arc::new(Guarded::new());
+        assert!(g.latch.try_lock_exclusive());
+        assert!(!g.latch.try_lock_exclusive());
+        // SAFETY: the latch is held exclusively by this thread.
+        unsafe { *g.words.get() = [7; 8] };
+        // SAFETY: held exclusively, just above.
+        unsafe { g.latch.downgrade() };
+        assert!(!g.latch.try_lock_exclusive(), "a shared hold keeps writers out");
+        let seen = Arc::new(AtomicUsize::new(0));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (g, seen) = (Arc::clone(&g), Arc::clone(&seen));
+                thread::spawn(move || {
+                    // Readers get in while the downgraded hold is still kept.
+                    seen.fetch_add(g.read() as usize, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        readers.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(seen.load(Ordering::Relaxed), 14);
+        // SAFETY: the downgrade left this thread holding the latch shared.
+        unsafe { g.latch.unlock_shared() };
+        assert!(g.latch.try_lock_exclusive());
+        // SAFETY: taken just above.
+        unsafe { g.latch.unlock_exclusive() };
+    }
+}

@@ -75,3 +75,88 @@ impl PinState {
         self.0.load(Ordering::Acquire) & CLAIMED != 0
     }
 }
+
+// Built against std's atomics: with the `shuttle` feature `PinState` runs only on shuttle's
+// scheduler (`tests/pin_protocol_shuttle.rs`).
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering as O};
+    use std::thread;
+
+    use super::PinState;
+
+    const ITERS: usize = if cfg!(miri) { 50 } else { 10_000 };
+
+    #[test]
+    fn transitions() {
+        let s = PinState::new();
+        assert!(s.try_pin() && s.try_pin());
+        assert_eq!(s.pins(), 2);
+        assert!(!s.try_claim(), "a pinned frame cannot be claimed");
+        s.unpin();
+        s.unpin();
+        assert!(s.try_claim());
+        assert!(s.is_claimed() && !s.try_claim());
+        assert!(!s.try_pin(), "a lookup backs off a claimed frame");
+        assert_eq!(s.pins(), 0, "and leaves no count behind");
+        s.claim_to_pin();
+        assert!(!s.is_claimed());
+        assert_eq!(s.pins(), 1);
+        s.unpin();
+        assert!(s.try_claim());
+        s.release_claim();
+        assert!(!s.is_claimed());
+        assert_eq!(s.pins(), 0);
+    }
+
+    /// Two pinners and a claimer race on one frame. While the claimer holds its claim no pinner
+    /// is inside; every pin is dropped; at the end the frame is unpinned and unclaimed.
+    #[test]
+    fn a_claim_excludes_pinners() {
+        let s = Arc::new(PinState::new());
+        // Pinners between a successful `try_pin` and their `unpin`.
+        let inside = Arc::new(AtomicUsize::new(0));
+        let pinners: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, inside) = (Arc::clone(&s), Arc::clone(&inside));
+                thread::spawn(move || {
+                    let mut pinned = 0;
+                    for _ in 0..ITERS {
+                        if s.try_pin() {
+                            inside.fetch_add(1, O::Relaxed);
+                            pinned += 1;
+                            inside.fetch_sub(1, O::Relaxed);
+                            s.unpin();
+                        }
+                    }
+                    pinned
+                })
+            })
+            .collect();
+        let claimer = {
+            let (s, inside) = (Arc::clone(&s), Arc::clone(&inside));
+            thread::spawn(move || {
+                let mut claims = 0;
+                for i in 0..ITERS {
+                    if s.try_claim() {
+                        assert_eq!(inside.load(O::Relaxed), 0, "a pinner inside a claim");
+                        claims += 1;
+                        // Half the claims are given up (eviction skipped), half reused.
+                        if i % 2 == 0 {
+                            s.release_claim();
+                        } else {
+                            s.claim_to_pin();
+                            s.unpin();
+                        }
+                    }
+                }
+                claims
+            })
+        };
+        let pinned: usize = pinners.into_iter().map(|t| t.join().unwrap()).sum();
+        let claims = claimer.join().unwrap();
+        assert!(pinned + claims > 0);
+        assert_eq!((s.pins(), s.is_claimed()), (0, false));
+    }
+}

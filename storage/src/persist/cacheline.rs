@@ -50,7 +50,7 @@ impl FlushInstr {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", not(miri)))]
 fn detect_cpu() -> Option<FlushInstr> {
     use std::arch::x86_64::{__cpuid, __cpuid_count};
     // SAFETY: CPUID exists on every x86_64 CPU; leaf 0 reports the highest leaf, and leaf 7 is
@@ -73,6 +73,13 @@ fn detect_cpu() -> Option<FlushInstr> {
     }
 }
 
+/// Miri cannot run CPUID (inline assembly): it interprets the program as on a baseline x86_64,
+/// which has CLFLUSH, and under Miri [`flush`] issues no instruction.
+#[cfg(all(target_arch = "x86_64", miri))]
+fn detect_cpu() -> Option<FlushInstr> {
+    Some(FlushInstr::Clflush)
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 fn detect_cpu() -> Option<FlushInstr> {
     None
@@ -87,11 +94,17 @@ pub fn flush(instr: FlushInstr, addr: *const u8, len: usize) {
     if len == 0 {
         return;
     }
-    let start = addr as usize & !(CACHE_LINE - 1);
-    let end = addr as usize + len;
+    let start = addr.addr() & !(CACHE_LINE - 1);
+    let end = addr.addr() + len;
     let mut line = start;
     while line < end {
-        let p = line as *const u8;
+        // The line's address with `addr`'s provenance: no integer-to-pointer cast.
+        let p = addr.with_addr(line);
+        // Miri cannot run inline assembly. A flush never changes the bytes, so skipping it leaves
+        // every load and store Miri checks as it was.
+        #[cfg(miri)]
+        let _ = (instr, p);
+        #[cfg(not(miri))]
         // SAFETY: the instruction takes an address and writes the line back (or evicts it); it
         // neither reads nor writes the bytes as Rust sees them. The caller keeps the range mapped
         // (a flush of an unmapped address would fault like a load), and `instr` was chosen from
@@ -120,13 +133,14 @@ pub fn flush(_instr: FlushInstr, _addr: *const u8, _len: usize) {
 
 /// Orders this core's earlier flushes and streaming stores before anything it does next.
 pub fn fence() {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: SFENCE has no operands and no memory-safety preconditions; SSE is part of the
     // x86_64 baseline.
     unsafe {
         std::arch::x86_64::_mm_sfence()
     };
-    #[cfg(not(target_arch = "x86_64"))]
+    // Miri has no SFENCE; it models no cache and no streaming stores, so a fence orders enough.
+    #[cfg(any(not(target_arch = "x86_64"), miri))]
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
 }
 
@@ -139,7 +153,7 @@ pub fn fence() {
 /// may read or write it during the call.
 #[cfg(target_arch = "x86_64")]
 pub unsafe fn copy_nontemporal(instr: FlushInstr, dst: *mut u8, src: &[u8]) {
-    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128};
     let len = src.len();
     let head = (dst as usize).wrapping_neg() & 15;
     let head = head.min(len);
@@ -153,7 +167,7 @@ pub unsafe fn copy_nontemporal(instr: FlushInstr, dst: *mut u8, src: &[u8]) {
         let mut i = 0;
         while i < body {
             let v = _mm_loadu_si128(src.as_ptr().add(head + i).cast::<__m128i>());
-            _mm_stream_si128(dst.add(head + i).cast::<__m128i>(), v);
+            stream_store(dst.add(head + i).cast::<__m128i>(), v);
             i += 16;
         }
         std::ptr::copy_nonoverlapping(src.as_ptr().add(head + body), dst.add(head + body), tail);
@@ -161,6 +175,27 @@ pub unsafe fn copy_nontemporal(instr: FlushInstr, dst: *mut u8, src: &[u8]) {
     flush(instr, dst, head);
     // SAFETY: `head + body <= len`, so the tail starts inside the caller's range.
     flush(instr, unsafe { dst.add(head + body) }, tail);
+}
+
+/// One 16-byte streaming store (MOVNTDQ).
+///
+/// # Safety
+/// `dst` must be valid for a 16-byte write and 16-byte aligned.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn stream_store(dst: *mut std::arch::x86_64::__m128i, v: std::arch::x86_64::__m128i) {
+    #[cfg(not(miri))]
+    // SAFETY: forwarded from the caller; SSE2 is in the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_stream_si128(dst, v)
+    };
+    // Miri cannot run MOVNTDQ (inline assembly in `core::arch`): an ordinary aligned store
+    // stands in for it, checked for the same bounds and alignment.
+    #[cfg(miri)]
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        dst.write(v)
+    };
 }
 
 #[cfg(not(target_arch = "x86_64"))]

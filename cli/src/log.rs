@@ -2,8 +2,8 @@
 //!
 //! Every command opens the log read-only, which checks its header, its state word and every
 //! record below the tail or watermark, then finds a record log's records past the watermark
-//! (without storing anything); a missing file, a file that is not a log or a damaged log is an error
-//! message and exit status 1, never a panic.
+//! (without storing anything); a missing file, a file that is not a log or a damaged log is an
+//! error message and exit status 1, never a panic.
 
 use std::io::{self, Write};
 use std::path::Path;

@@ -275,22 +275,22 @@ impl Log {
     /// Stores a record log's watermark at what is durable: always if `now` (waiting for the
     /// lock), else only when it is [`MARK_INTERVAL`] behind and nobody else is storing it.
     fn store_mark(&self, now: bool) -> Result<()> {
-        let behind = |log: &Self| log.durable_tell() - log.mark.load(Ordering::Acquire);
-        if behind(self) == 0 || (!now && behind(self) < MARK_INTERVAL) {
+        let behind = self.durable_tell() - self.mark.load(Ordering::Acquire);
+        if behind == 0 || (!now && behind < MARK_INTERVAL) {
             return Ok(());
         }
-        let _leader = if now {
-            self.commit.lock()
-        } else {
-            match self.commit.try_lock() {
+        let _leader = match now {
+            true => self.commit.lock(),
+            false => match self.commit.try_lock() {
                 Some(g) => g,
                 None => return Ok(()),
-            }
+            },
         };
-        if behind(self) == 0 {
+        let tail = self.durable_tell();
+        if tail == self.mark.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.store_state(State { tail: self.durable_tell(), generation: self.generation })
+        self.store_state(State { tail, generation: self.generation })
     }
 
     fn check_not_poisoned(&self) -> Result<()> {

@@ -393,15 +393,8 @@ impl Log {
 
     /// The whole data area, for reading past `copied` at open. `&mut self`: no appender exists.
     fn data_area(&mut self) -> &[u8] {
-        // SAFETY: `DATA_OFFSET + capacity <= file length` (checked at open and create), so the
-        // range is mapped and backed; `&mut self` excludes every writer of the mapping for as
-        // long as the borrow lives.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.base.as_ptr().add(DATA_OFFSET),
-                self.header.capacity as usize,
-            )
-        }
+        // SAFETY: `&mut self` excludes every writer of the mapping while the borrow lives.
+        unsafe { self.data_unchecked(self.header.capacity) }
     }
 
     /// The data area's bytes `[0, end)`.
@@ -411,9 +404,18 @@ impl Log {
     /// be overwritten).
     pub(crate) fn data(&self, end: u64) -> &[u8] {
         debug_assert!(end <= self.copied.load(Ordering::Acquire));
+        // SAFETY: per the contract above no thread writes these bytes while the borrow lives.
+        unsafe { self.data_unchecked(end) }
+    }
+
+    /// The data area's bytes `[0, end)`, `end <= capacity`.
+    ///
+    /// # Safety
+    /// No thread may write those bytes while the returned borrow lives.
+    unsafe fn data_unchecked(&self, end: u64) -> &[u8] {
+        debug_assert!(end <= self.header.capacity);
         // SAFETY: `DATA_OFFSET + end <= DATA_OFFSET + capacity <= file length` (checked at open
-        // and create), so the range is mapped and backed. Per the contract above no thread
-        // writes these bytes while the returned borrow of `self` lives.
+        // and create), so the range is mapped and backed; the caller excludes writers.
         unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(DATA_OFFSET), end as usize) }
     }
 }

@@ -361,6 +361,43 @@ impl RawFile {
         }
     }
 
+    /// Writes `srcs`, one after another, from `offset`, without making them durable (a later
+    /// [`Self::persist_range`] or [`Self::sync`] does). Where the file is memory, a copy into the
+    /// mapping; on a disk, `pwrite` into the page cache the mapping shares, because the first
+    /// store through a mapping into each OS page is a page fault and, on a fresh file, a block
+    /// allocation.
+    ///
+    /// # Safety
+    /// As [`Self::store_persist`], for the range `offset..offset + total`, where `total` is the
+    /// sum of the slices' lengths.
+    pub unsafe fn store_vectored(&self, offset: u64, srcs: &[&[u8]]) -> Result<()> {
+        self.check_writable()?;
+        let mut at = offset;
+        match &self.mapping {
+            Some(m) if self.durability.medium.is_memory() => {
+                for src in srcs {
+                    // SAFETY: the caller keeps `offset..offset + total` inside the file and to
+                    // itself; `at..at + src.len()` lies inside it; `src` is not the mapping.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            src.as_ptr(),
+                            m.base().as_ptr().add(at as usize),
+                            src.len(),
+                        )
+                    };
+                    at += src.len() as u64;
+                }
+            }
+            _ => {
+                for src in srcs {
+                    self.write_at(src, at)?;
+                    at += src.len() as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Copies `srcs`, one after another, into the mapping from `offset` and makes them durable
     /// together: streaming stores for every slice and one fence in the cache-line modes, copies
     /// and one `msync` of the whole range otherwise. [`Self::store_persist`] for gathered buffers

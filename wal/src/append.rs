@@ -10,8 +10,8 @@
 //!   the capacity is refused before anything changes ([`WalError::LogFull`]), so it harms no one.
 //! - **copy**: each appender writes its own range, unlocked. In the cache-line modes it uses
 //!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
-//!   stores). In `msync` mode it only copies (on a disk, with `pwrite`): the commit leader's
-//!   `msync` covers the range.
+//!   stores). In `msync` mode it only writes (`RawFile::store_vectored`: a copy where the file
+//!   is memory, `pwrite` on a disk): the commit's `msync` covers the range.
 //! - **complete in order**: the appender waits until `copied == start`, then publishes
 //!   `copied = end`. So `copied` only ever covers whole, written appends, in reservation order.
 //! - **commit**: a record log in a cache-line mode has nothing left to do: its records are
@@ -34,7 +34,7 @@ use std::sync::atomic::Ordering;
 use nvpage_storage::StorageError;
 
 use crate::error::{Result, WalError};
-use crate::layout::{DATA_OFFSET, Framing, State, record_header, record_size};
+use crate::layout::{DATA_OFFSET, Framing, RECORD_HEADER_LEN, State, record_header, record_size};
 use crate::log::{Log, RecordPos};
 
 const ZERO_PAD: [u8; 8] = [0; 8];
@@ -182,7 +182,8 @@ impl Log {
             parts.push(&header);
         }
         bufs.iter().for_each(|b| parts.push(b));
-        let pad = size - len - if self.header.framing == Framing::Records { 16 } else { 0 };
+        let framing = if self.header.framing == Framing::Records { RECORD_HEADER_LEN } else { 0 };
+        let pad = size - len - framing as u64;
         parts.push(&ZERO_PAD[..pad as usize]);
         let offset = DATA_OFFSET as u64 + start;
         if self.file.mode().uses_cache_lines() {
@@ -190,25 +191,9 @@ impl Log {
             // `reserve`), lies below the capacity, so inside the mapped file, and no reader looks
             // past `copied <= start`. The parts are the caller's buffers, not the mapping.
             unsafe { self.file.store_persist_vectored(offset, parts.as_slice()) }?;
-        } else if !self.file.durability().medium.is_memory() {
-            // A disk file in `msync` mode: `pwrite` into the page cache (which the mapping
-            // shares) rather than a copy through the mapping, whose first store into each
-            // 4 KiB page is a page fault and a block allocation. The commit's `msync` of the
-            // range writes these pages as it would pages stored through the mapping.
-            let mut at = offset;
-            for p in parts.as_slice() {
-                self.file.write_at(p, at)?;
-                at += p.len() as u64;
-            }
         } else {
-            let mut at = offset as usize;
-            for p in parts.as_slice() {
-                // SAFETY: as above: the range is ours alone and mapped; `p` is not the mapping.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(p.as_ptr(), self.base.as_ptr().add(at), p.len())
-                };
-                at += p.len();
-            }
+            // SAFETY: as above. `msync` mode: the commit persists the range.
+            unsafe { self.file.store_vectored(offset, parts.as_slice()) }?;
         }
         Ok(())
     }

@@ -33,6 +33,12 @@ use crate::verified::VerifiedPages;
 /// The default maximum size of a file: the address space reserved for its mapping.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 << 30;
 
+/// Writes of at least this many bytes into a part of a file (memory or DAX) that is not mapped
+/// yet are cheaper through `pwrite` than through the mapping ([`RawFile::kernel_copy_pays`]);
+/// below it the system call's own cost starts to count, and a small write populates a window
+/// of the mapping that the writes after it reuse.
+pub const KERNEL_COPY_MIN: usize = 256 << 10;
+
 /// How to open a [`RawFile`].
 #[derive(Clone, Debug)]
 pub struct FileOptions {
@@ -388,12 +394,18 @@ impl RawFile {
                     at += src.len() as u64;
                 }
             }
-            _ => {
-                for src in srcs {
-                    self.write_at(src, at)?;
-                    at += src.len() as u64;
-                }
-            }
+            _ => self.write_vectored_at(offset, srcs)?,
+        }
+        Ok(())
+    }
+
+    /// Writes `srcs`, one after another, from `offset` with `pwrite`, without making them
+    /// durable: [`Self::write_at`] for gathered buffers.
+    pub fn write_vectored_at(&self, offset: u64, srcs: &[&[u8]]) -> Result<()> {
+        let mut at = offset;
+        for src in srcs {
+            self.write_at(src, at)?;
+            at += src.len() as u64;
         }
         Ok(())
     }
@@ -431,6 +443,37 @@ impl RawFile {
             Ok(())
         })?;
         self.sim_persisted_lines(offset, total as u64);
+        Ok(())
+    }
+
+    /// Whether writing `len` bytes into a part of this file that is not mapped yet costs less
+    /// through the kernel's copy ([`Self::write_persist_vectored`]) than through the mapping:
+    /// at least [`KERNEL_COPY_MIN`] bytes, on a file that is memory (tmpfs, ramfs) or DAX.
+    /// `pwrite` copies straight into the file's pages without mapping them — no page fault per
+    /// 4 KiB, and no zeroing of a fresh tmpfs page that the write fills whole — where a store
+    /// through the mapping first has to populate it. Once pages are mapped, the mapping wins:
+    /// on tmpfs here streaming stores run at 16–18 GB/s, `pwrite` at 4.5–5.3 GB/s.
+    pub fn kernel_copy_pays(&self, len: usize) -> bool {
+        len >= KERNEL_COPY_MIN
+            && (self.durability.medium.is_memory() || self.durability.mode == PersistMode::Dax)
+    }
+
+    /// Writes `srcs`, one after another, from `offset` with `pwrite` and makes them durable
+    /// together: in the cache-line modes with one fence, in `msync` mode with an `msync` of the
+    /// range. The cache-line modes exist only where the file is memory or DAX: on DAX the
+    /// kernel's copy bypasses the CPU cache (its "flushcache" copy, made on this thread), and
+    /// the fence drains its streaming stores; on tmpfs the page cache is the medium.
+    pub fn write_persist_vectored(&self, offset: u64, srcs: &[&[u8]]) -> Result<()> {
+        self.write_vectored_at(offset, srcs)?;
+        let total: u64 = srcs.iter().map(|s| s.len() as u64).sum();
+        if self.durability.flush.is_none() {
+            return self.persist_range(offset, total as usize);
+        }
+        self.persist_step("sfence", |_| {
+            cacheline::fence();
+            Ok(())
+        })?;
+        self.sim.persisted(offset, total);
         Ok(())
     }
 

@@ -109,7 +109,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             .iter()
             .flat_map(|log| [with_prefix(&[0, 0], log), with_prefix(&[3, 100], log)])
             .collect(),
-        "log_recovery" => real_logs()
+        "log_recovery" | "log_scan" => real_logs()
             .iter()
             .enumerate()
             .flat_map(|(i, log)| {

@@ -50,6 +50,11 @@ fn replay_log_recovery() {
 }
 
 #[test]
+fn replay_log_scan() {
+    replay("log_scan");
+}
+
+#[test]
 fn replay_page_decode() {
     replay("page_decode");
 }

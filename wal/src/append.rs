@@ -11,7 +11,11 @@
 //! - **copy**: each appender writes its own range, unlocked. In the cache-line modes it uses
 //!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
 //!   stores). In `msync` mode it only writes (`RawFile::store_vectored`: a copy where the file
-//!   is memory, `pwrite` on a disk): the commit's `msync` covers the range.
+//!   is memory, `pwrite` on a disk): the commit's `msync` covers the range. Where the file is
+//!   memory or DAX, an append of `KERNEL_COPY_MIN` (256 KiB) or more into a part of the log not
+//!   yet mapped is written with `pwrite` instead (and fenced, in the cache-line modes), which
+//!   spares populating the mapping; a smaller one first populates the next
+//!   [`POPULATE_WINDOW`](crate::POPULATE_WINDOW) of the mapping if it reaches past it.
 //! - **complete in order**: the appender waits until `copied == start`, then publishes
 //!   `copied = end`. So `copied` only ever covers whole, written appends, in reservation order.
 //! - **commit**: a record log in a cache-line mode has nothing left to do: its records are
@@ -144,7 +148,14 @@ impl Log {
         };
         let start = self.reserve(size)?;
         let end = start + size;
-        let copied = self.copy_in(start, size, len, bufs);
+        // A large append into a part never mapped goes through `pwrite` (no populating); any
+        // other through the mapping, populated first where it is not yet.
+        let by_kernel = end > self.populated.load(Ordering::Acquire)
+            && self.file.kernel_copy_pays(size as usize);
+        if !by_kernel {
+            self.populate_to(end);
+        }
+        let copied = self.copy_in(start, size, len, bufs, by_kernel);
         if let Err(e) = copied.and_then(|()| self.complete_in_order(start, end)) {
             self.file.poison();
             return Err(e);
@@ -173,8 +184,16 @@ impl Log {
         }
     }
 
-    /// Writes the append into its reserved range `[start, start + size)`.
-    fn copy_in(&self, start: u64, size: u64, len: u64, bufs: &[IoSlice<'_>]) -> Result<()> {
+    /// Writes the append into its reserved range `[start, start + size)`: through the mapping,
+    /// or with `pwrite` if `by_kernel`.
+    fn copy_in(
+        &self,
+        start: u64,
+        size: u64,
+        len: u64,
+        bufs: &[IoSlice<'_>],
+        by_kernel: bool,
+    ) -> Result<()> {
         let header;
         let mut parts = Parts::default();
         if self.header.framing == Framing::Records {
@@ -186,7 +205,13 @@ impl Log {
         let pad = size - len - framing as u64;
         parts.push(&ZERO_PAD[..pad as usize]);
         let offset = DATA_OFFSET as u64 + start;
-        if self.file.mode().uses_cache_lines() {
+        let cache_lines = self.file.mode().uses_cache_lines();
+        if by_kernel && cache_lines {
+            self.file.write_persist_vectored(offset, parts.as_slice())?;
+        } else if by_kernel {
+            // `msync` mode: the commit persists the range.
+            self.file.write_vectored_at(offset, parts.as_slice())?;
+        } else if cache_lines {
             // SAFETY: `[start, start + size)` was reserved by this call alone (the CAS in
             // `reserve`), lies below the capacity, so inside the mapped file, and no reader looks
             // past `copied <= start`. The parts are the caller's buffers, not the mapping.

@@ -162,15 +162,18 @@ pub struct LogHeader {
 
 /// Why a header does not decode.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum HeaderFault {
+pub enum HeaderFault {
+    /// The magic is not a log's.
     NotALog,
+    /// A log of another format version (the one found).
     Version(u32),
+    /// Damaged: what is wrong, in words.
     Corrupt(String),
 }
 
 impl LogHeader {
     /// The header's 64 bytes, sealed.
-    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[MAGIC_OFFSET..VERSION_OFFSET].copy_from_slice(&MAGIC);
         b[VERSION_OFFSET..FRAMING_OFFSET].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -184,7 +187,7 @@ impl LogHeader {
     }
 
     /// Decodes and checks a header: magic, checksum, version, framing, data offset, capacity.
-    pub(crate) fn decode(b: &[u8; HEADER_LEN]) -> Result<Self, HeaderFault> {
+    pub fn decode(b: &[u8; HEADER_LEN]) -> Result<Self, HeaderFault> {
         if b[MAGIC_OFFSET..VERSION_OFFSET] != MAGIC {
             return Err(HeaderFault::NotALog);
         }
@@ -349,6 +352,60 @@ pub(crate) fn check_record(
         return Err(format!("check {stored:#018x} does not match computed {computed:#018x}"));
     }
     Ok((payload, found))
+}
+
+/// What [`scan_records`] finds in a record log's data area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scan {
+    /// Where the records end, relative to the data area.
+    pub end: u64,
+    /// How many records lie below `end`.
+    pub records: u64,
+}
+
+/// Damage [`scan_records`] found below the watermark, where every record was durable: never the
+/// end of the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanFault {
+    /// The offset of the damaged record, relative to the data area.
+    pub offset: u64,
+    /// What is wrong with it, in words.
+    pub reason: String,
+}
+
+/// The scan an open runs over a record log's data area (`area`, the whole capacity) and its
+/// decoded state word, on the bytes alone: every record below the watermark `state.tail` must be
+/// whole, checked, and of a generation no older than the one before it and no newer than
+/// `state.generation` (else a [`ScanFault`]: those records were durable); past the watermark it
+/// reads on while records are whole and of exactly `state.generation`, and the first that is
+/// not ends the log. A state of generation 0 ("zeroing pending") holds no records.
+/// [`crate::Log::open`] uses it; it takes no file, so it can be checked on any bytes quickly.
+pub fn scan_records(area: &[u8], state: State) -> Result<Scan, ScanFault> {
+    if state.generation == 0 {
+        return Ok(Scan { end: 0, records: 0 });
+    }
+    let mark = match usize::try_from(state.tail) {
+        Ok(m) if m <= area.len() => m,
+        _ => {
+            let reason = format!("the watermark passes the capacity {}", area.len());
+            return Err(ScanFault { offset: state.tail, reason });
+        }
+    };
+    let mut gens = Generations { min: FIRST_GENERATION, max: state.generation };
+    let (mut at, mut records) = (0u64, 0u64);
+    while at < mark as u64 {
+        let (payload, g) = check_record(&area[..mark], at, gens)
+            .map_err(|reason| ScanFault { offset: at, reason })?;
+        gens.min = g;
+        at += record_size(payload.len() as u64);
+        records += 1;
+    }
+    let current = Generations::exactly(state.generation);
+    while let Ok((payload, _)) = check_record(area, at, current) {
+        at += record_size(payload.len() as u64);
+        records += 1;
+    }
+    Ok(Scan { end: at, records })
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {

@@ -85,6 +85,6 @@ mod records;
 pub use append::MARK_INTERVAL;
 pub use error::{Result, WalError};
 pub use layout::{Framing, LogHeader};
-pub use log::{CreateOptions, Log, OpenOptions, RecordPos};
+pub use log::{CreateOptions, Log, OpenOptions, POPULATE_WINDOW, RecordPos};
 pub use records::{Record, Records};
 pub use uuid::Uuid;

@@ -8,11 +8,12 @@
 
 mod common;
 
-use common::model::{Model, contents, run};
+use common::model::{Model, contents, run_sized};
 use common::{media, open};
 use nvpage_storage::SimOp;
+use nvpage_storage::file::KERNEL_COPY_MIN;
 use nvpage_storage::sim::{Fault, Sim, Tear};
-use nvpage_wal::layout::DATA_OFFSET;
+use nvpage_wal::layout::{DATA_OFFSET, RECORD_HEADER_LEN};
 use nvpage_wal::{CreateOptions, Framing, Log};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -21,10 +22,40 @@ use uuid::Uuid;
 const LOG_BYTES: u64 = DATA_OFFSET as u64 + 8192;
 
 fn one_case(m: &common::Medium, framing: Framing, tear: Tear, seed: u64) {
+    let small = |rng: &mut StdRng| match rng.random_range(0..10) {
+        0 => 0,
+        1 => rng.random_range(1000..3000),
+        _ => rng.random_range(1..300),
+    };
+    crash_case(m, framing, tear, seed, LOG_BYTES, 60, small);
+}
+
+/// Appends of `KERNEL_COPY_MIN` bytes or more, which a file that is memory takes through
+/// `pwrite` rather than the mapping (`RawFile::copies_in_kernel`), among small ones.
+fn large_case(m: &common::Medium, framing: Framing, tear: Tear, seed: u64) {
+    let large = |rng: &mut StdRng| match rng.random_range(0..3) {
+        0 => KERNEL_COPY_MIN - RECORD_HEADER_LEN + rng.random_range(0..5000),
+        _ => rng.random_range(1..300),
+    };
+    let bytes = DATA_OFFSET as u64 + 3 * KERNEL_COPY_MIN as u64 + 20_000;
+    crash_case(m, framing, tear, seed, bytes, 12, large);
+}
+
+/// One seeded case: `ops` random operations with lengths drawn by `size` on a log of `bytes`
+/// bytes, a crash, a check against the model; twice.
+fn crash_case(
+    m: &common::Medium,
+    framing: Framing,
+    tear: Tear,
+    seed: u64,
+    bytes: u64,
+    max_ops: usize,
+    size: impl Fn(&mut StdRng) -> usize + Copy,
+) {
     let dir = tempfile::tempdir_in(m.dir.path()).unwrap();
     let path = dir.path().join("wal.log");
     let opts = CreateOptions { uuid: Uuid::from_u128(7), framing, persistence: m.persistence };
-    drop(Log::create(&path, LOG_BYTES, &opts).unwrap());
+    drop(Log::create(&path, bytes, &opts).unwrap());
     let sim = Sim::attach(dir.path(), seed);
     let mut rng = StdRng::seed_from_u64(seed);
     let ctx = format!("{} {framing} {tear:?} seed {seed}", m.name);
@@ -34,8 +65,8 @@ fn one_case(m: &common::Medium, framing: Framing, tear: Tear, seed: u64) {
         if rng.random_bool(0.6) {
             sim.fail(Fault::once(Some(SimOp::Persist), rng.random_range(0..40)));
         }
-        let ops = rng.random_range(1..60);
-        run(&mut log, &mut model, &mut rng, ops);
+        let ops = rng.random_range(1..max_ops);
+        run_sized(&mut log, &mut model, &mut rng, ops, size);
         drop(log);
         sim.crash(tear);
         let log = open(&path, m.persistence)
@@ -55,6 +86,20 @@ fn crash_at_many_points_keeps_acknowledged_whole_appends() {
                 one_case(&m, Framing::Records, tear, seed);
                 if seed % 4 == 0 {
                     one_case(&m, Framing::Raw, tear, seed + 10_000);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn crash_during_appends_the_kernel_copies() {
+    for m in media() {
+        for tear in Tear::ALL {
+            for seed in 0..16 {
+                large_case(&m, Framing::Records, tear, seed);
+                if seed % 4 == 0 {
+                    large_case(&m, Framing::Raw, tear, seed + 10_000);
                 }
             }
         }

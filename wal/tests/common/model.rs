@@ -67,12 +67,24 @@ pub fn contents(log: &Log) -> Vec<Vec<u8>> {
 /// Runs up to `ops` random operations, updating `model`; stops at the first failure (the log is
 /// then poisoned). Returns whether a failure stopped it.
 pub fn run(log: &mut Log, model: &mut Model, rng: &mut StdRng, ops: usize) -> bool {
+    let size = |rng: &mut StdRng| match rng.random_range(0..10) {
+        0 => 0,
+        1 => rng.random_range(1000..3000),
+        _ => rng.random_range(1..300),
+    };
+    run_sized(log, model, rng, ops, size)
+}
+
+/// [`run`] with the appends' lengths drawn by `size`.
+pub fn run_sized(
+    log: &mut Log,
+    model: &mut Model,
+    rng: &mut StdRng,
+    ops: usize,
+    size: impl Fn(&mut StdRng) -> usize,
+) -> bool {
     for _ in 0..ops {
-        let len = match rng.random_range(0..10) {
-            0 => 0,
-            1 => rng.random_range(1000..3000),
-            _ => rng.random_range(1..300),
-        };
+        let len = size(rng);
         let mut rec = vec![0u8; len];
         rng.fill_bytes(&mut rec);
         let r = match rng.random_range(0..10) {

@@ -105,6 +105,10 @@ fn with_prefix(prefix: &[u8], rest: &[u8]) -> Vec<u8> {
 pub fn seeds(name: &str) -> Vec<Vec<u8>> {
     const PS: usize = 4096;
     match name {
+        "log_decode" => real_logs()
+            .iter()
+            .flat_map(|log| [0u8, 3, 25].map(|mode| with_prefix(&[mode, 0], log)))
+            .collect(),
         "log_records" => real_logs()
             .iter()
             .flat_map(|log| [with_prefix(&[0, 0], log), with_prefix(&[3, 100], log)])

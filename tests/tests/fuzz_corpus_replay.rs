@@ -50,6 +50,11 @@ fn replay_log_recovery() {
 }
 
 #[test]
+fn replay_log_decode() {
+    replay("log_decode");
+}
+
+#[test]
 fn replay_log_scan() {
     replay("log_scan");
 }

@@ -408,6 +408,92 @@ pub fn scan_records(area: &[u8], state: State) -> Result<Scan, ScanFault> {
     Ok(Scan { end: at, records })
 }
 
+/// What a log file's bytes hold, found by [`decode_log`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// The header.
+    pub header: LogHeader,
+    /// The state word, decoded and checked against the capacity.
+    pub state: State,
+    /// A record log's records ([`scan_records`]); `None` for a raw log, which has none.
+    pub scan: Option<Scan>,
+}
+
+/// Why a log file's bytes do not decode ([`decode_log`]); an open reports each as the
+/// [`crate::WalError`] of the same name, with the file's path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogFault {
+    /// Not a log: the magic is wrong.
+    NotALog,
+    /// The header does not decode.
+    Header(HeaderFault),
+    /// Shorter than a header page, or than the header's capacity says.
+    Truncated {
+        /// The bytes a log needs.
+        expected_bytes: u64,
+        /// The bytes found.
+        found_bytes: u64,
+    },
+    /// The header names another database.
+    Foreign {
+        /// The database UUID the caller expected.
+        expected: Uuid,
+        /// The one found.
+        found: Uuid,
+    },
+    /// The state word is damaged, or its tail passes the capacity.
+    State {
+        /// The word as stored.
+        word: u64,
+        /// What is wrong, in words.
+        reason: String,
+    },
+    /// A record below the watermark is damaged.
+    Record(ScanFault),
+}
+
+/// Decodes a whole log file's bytes as an open does: the header (magic, version, checksum,
+/// geometry), the file's length against the capacity, the database UUID if `expect_uuid` names
+/// one, the state word (check byte; tail within the capacity), then a record log's data area
+/// with [`scan_records`]. [`crate::Log::open`] runs exactly this over the mapped file before it
+/// changes anything; it takes no file, so it can be checked on any bytes quickly.
+pub fn decode_log(image: &[u8], expect_uuid: Option<Uuid>) -> Result<Decoded, LogFault> {
+    let found_bytes = image.len() as u64;
+    if image.len() < DATA_OFFSET {
+        if image.len() >= MAGIC.len() && image[..MAGIC.len()] != MAGIC {
+            return Err(LogFault::NotALog);
+        }
+        return Err(LogFault::Truncated { expected_bytes: MIN_FILE_BYTES, found_bytes });
+    }
+    let mut head = [0u8; HEADER_LEN];
+    head.copy_from_slice(&image[..HEADER_LEN]);
+    let header = LogHeader::decode(&head).map_err(|f| match f {
+        HeaderFault::NotALog => LogFault::NotALog,
+        f => LogFault::Header(f),
+    })?;
+    let expected_bytes = DATA_OFFSET as u64 + header.capacity;
+    if found_bytes < expected_bytes {
+        return Err(LogFault::Truncated { expected_bytes, found_bytes });
+    }
+    if let Some(expected) = expect_uuid.filter(|u| *u != header.uuid) {
+        return Err(LogFault::Foreign { expected, found: header.uuid });
+    }
+    let word = u64_at(image, STATE_OFFSET);
+    let state = State::decode(word).map_err(|reason| LogFault::State { word, reason })?;
+    if state.tail > header.capacity {
+        let reason = format!("tail {} passes the capacity {}", state.tail, header.capacity);
+        return Err(LogFault::State { word, reason });
+    }
+    let scan = match header.framing {
+        Framing::Raw => None,
+        Framing::Records => {
+            let area = &image[DATA_OFFSET..expected_bytes as usize];
+            Some(scan_records(area, state).map_err(LogFault::Record)?)
+        }
+    };
+    Ok(Decoded { header, state, scan })
+}
+
 fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut w = [0u8; 4];
     w.copy_from_slice(&b[at..at + 4]);

@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use crate::error::{Result, WalError};
 use crate::layout::{
-    self, DATA_OFFSET, FIRST_GENERATION, Framing, GENERATION_MASK, HEADER_LEN, HeaderFault,
-    LogHeader, MAX_CAPACITY, MIN_FILE_BYTES, STATE_OFFSET, Scan, State,
+    self, DATA_OFFSET, FIRST_GENERATION, Framing, GENERATION_MASK, HeaderFault, LogFault,
+    LogHeader, MAX_CAPACITY, MIN_FILE_BYTES, STATE_OFFSET, Scan, ScanFault, State,
 };
 
 /// How to create a log.
@@ -154,50 +154,31 @@ impl Log {
             Err(e) => return Err(StorageError::io("stat", path, e).into()),
         };
         if len < DATA_OFFSET as u64 {
-            return Err(short_file(path, len));
+            // Shorter than a header page, so not a log whatever its bytes: they only tell which
+            // error it is (a file that grew since the `stat` is judged by its first `len`).
+            let image = std::fs::read(path).map_err(|e| StorageError::io("read", path, e))?;
+            let short = &image[..image.len().min(len as usize)];
+            if let Err(f) = layout::decode_log(short, opts.expect_uuid) {
+                return Err(fault_error(path, f));
+            }
         }
         let file = RawFile::open(path, &file_options(opts.read_only, opts.persistence, len))?;
-        let mut hb = [0u8; HEADER_LEN];
-        file.read_at(&mut hb, 0)?;
-        let header = LogHeader::decode(&hb).map_err(|f| header_error(path, f))?;
-        let expected_bytes = DATA_OFFSET as u64 + header.capacity;
-        let found_bytes = file.len_bytes();
-        if found_bytes < expected_bytes {
-            return Err(WalError::Truncated { path: path.into(), expected_bytes, found_bytes });
-        }
-        if let Some(expected) = opts.expect_uuid.filter(|u| *u != header.uuid) {
-            return Err(WalError::ForeignLog { path: path.into(), expected, found: header.uuid });
-        }
-        let mut wb = [0u8; 8];
-        file.read_at(&mut wb, STATE_OFFSET as u64)?;
-        let word = u64::from_le_bytes(wb);
-        let state = State::decode(word).map_err(|reason| WalError::CorruptState {
-            path: path.into(),
-            word,
-            reason,
-        })?;
-        if state.tail > header.capacity {
-            return Err(WalError::CorruptState {
-                path: path.into(),
-                word,
-                reason: format!("tail {} passes the capacity {}", state.tail, header.capacity),
-            });
-        }
-        let mut log = Self::assemble(file, header, state, 0)?;
-        if header.framing == Framing::Records {
-            log.recover_records(opts.read_only)?;
+        let base = mapping_base(&file)?;
+        // SAFETY: the mapping covers the file's `len_bytes()` bytes, all backed. Nothing writes
+        // them while the slice lives: the log is not assembled yet, so no appender exists, and
+        // the file is locked (`flock`) against every other opener.
+        let image = unsafe { std::slice::from_raw_parts(base.as_ptr(), file.len_bytes() as usize) };
+        let decoded =
+            layout::decode_log(image, opts.expect_uuid).map_err(|f| fault_error(path, f))?;
+        let mut log = Self::assemble(file, decoded.header, decoded.state, 0)?;
+        if let Some(scan) = decoded.scan {
+            log.finish_recovery(scan, opts.read_only)?;
         }
         Ok(log)
     }
 
     fn assemble(file: RawFile, header: LogHeader, state: State, records: u64) -> Result<Self> {
-        let base = file.map_base().ok_or_else(|| {
-            WalError::Storage(StorageError::io(
-                "mmap",
-                file.path(),
-                std::io::Error::other("the log file is not mapped"),
-            ))
-        })?;
+        let base = mapping_base(&file)?;
         Ok(Self {
             file,
             base,
@@ -244,22 +225,20 @@ impl Log {
         self.populated.store(to, Ordering::Release);
     }
 
-    /// Opens a record log's contents: checks every record below the watermark (damage there is
-    /// [`WalError::CorruptRecord`]: those were durable), reads on past it while records are whole
-    /// and of the current generation (the first that is not ends the log: it was never
-    /// acknowledged, nor anything after it), then, unless read-only, stores the state word with
-    /// the watermark at the end and a new generation. From then on a record left past the end —
-    /// torn, or whole but behind a torn one — carries an old generation and is never read.
-    fn recover_records(&mut self, read_only: bool) -> Result<()> {
+    /// Finishes opening a record log whose data area [`layout::decode_log`] scanned (every
+    /// record below the watermark checked; damage there is [`WalError::CorruptRecord`]: those
+    /// were durable; then on past it while records are whole and of the current generation, the
+    /// first that is not ending the log: it was never acknowledged, nor anything after it).
+    /// Unless read-only, it stores the state word with the watermark at the end and a new
+    /// generation. From then on a record left past the end — torn, or whole but behind a torn
+    /// one — carries an old generation and is never read.
+    fn finish_recovery(&mut self, scan: Scan, read_only: bool) -> Result<()> {
         if self.generation == 0 {
             // A rewind that wrapped the generations stopped before zeroing: the log is empty.
             self.set_end(0, 0);
             return if read_only { Ok(()) } else { self.zero_and_restart() };
         }
-        let mark = State { tail: self.copied.load(Ordering::Acquire), generation: self.generation };
-        let Scan { end, records } = layout::scan_records(self.data_area(), mark).map_err(|f| {
-            WalError::CorruptRecord { path: self.path().into(), offset: f.offset, reason: f.reason }
-        })?;
+        let Scan { end, records } = scan;
         self.set_end(end, records);
         if read_only {
             return Ok(());
@@ -417,12 +396,6 @@ impl Log {
         Ok(())
     }
 
-    /// The whole data area, for reading past `copied` at open. `&mut self`: no appender exists.
-    fn data_area(&mut self) -> &[u8] {
-        // SAFETY: `&mut self` excludes every writer of the mapping while the borrow lives.
-        unsafe { self.data_unchecked(self.header.capacity) }
-    }
-
     /// The data area's bytes `[0, end)`.
     ///
     /// Callers pass `end <= copied` (loaded with Acquire): those bytes are written, published,
@@ -430,18 +403,10 @@ impl Log {
     /// be overwritten).
     pub(crate) fn data(&self, end: u64) -> &[u8] {
         debug_assert!(end <= self.copied.load(Ordering::Acquire));
-        // SAFETY: per the contract above no thread writes these bytes while the borrow lives.
-        unsafe { self.data_unchecked(end) }
-    }
-
-    /// The data area's bytes `[0, end)`, `end <= capacity`.
-    ///
-    /// # Safety
-    /// No thread may write those bytes while the returned borrow lives.
-    unsafe fn data_unchecked(&self, end: u64) -> &[u8] {
         debug_assert!(end <= self.header.capacity);
         // SAFETY: `DATA_OFFSET + end <= DATA_OFFSET + capacity <= file length` (checked at open
-        // and create), so the range is mapped and backed; the caller excludes writers.
+        // and create), so the range is mapped and backed; per the contract above no thread
+        // writes these bytes while the borrow lives.
         unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(DATA_OFFSET), end as usize) }
     }
 }
@@ -469,27 +434,34 @@ fn file_options(read_only: bool, persistence: PersistRequest, max_bytes: u64) ->
     FileOptions { mapped: true, read_only, max_bytes, persistence }
 }
 
-fn short_file(path: &Path, len: u64) -> WalError {
-    let mut magic = [0u8; 8];
-    let is_log = std::fs::File::open(path)
-        .and_then(|f| std::os::unix::fs::FileExt::read_exact_at(&f, &mut magic, 0))
-        .map(|()| magic == layout::MAGIC);
-    match is_log {
-        Ok(false) => WalError::NotALog { path: path.into() },
-        _ => WalError::Truncated {
-            path: path.into(),
-            expected_bytes: MIN_FILE_BYTES,
-            found_bytes: len,
-        },
-    }
+/// The mapping's first byte: a log file is always mapped.
+fn mapping_base(file: &RawFile) -> Result<NonNull<u8>> {
+    file.map_base().ok_or_else(|| {
+        WalError::Storage(StorageError::io(
+            "mmap",
+            file.path(),
+            std::io::Error::other("the log file is not mapped"),
+        ))
+    })
 }
 
-fn header_error(path: &Path, f: HeaderFault) -> WalError {
+/// The error an open reports for a file whose bytes do not decode as a log.
+fn fault_error(path: &Path, f: LogFault) -> WalError {
+    let path = path.into();
     match f {
-        HeaderFault::NotALog => WalError::NotALog { path: path.into() },
-        HeaderFault::Version(found) => {
-            WalError::VersionMismatch { path: path.into(), expected: layout::FORMAT_VERSION, found }
+        LogFault::NotALog => WalError::NotALog { path },
+        LogFault::Header(HeaderFault::NotALog) => WalError::NotALog { path },
+        LogFault::Header(HeaderFault::Version(found)) => {
+            WalError::VersionMismatch { path, expected: layout::FORMAT_VERSION, found }
         }
-        HeaderFault::Corrupt(reason) => WalError::CorruptHeader { path: path.into(), reason },
+        LogFault::Header(HeaderFault::Corrupt(reason)) => WalError::CorruptHeader { path, reason },
+        LogFault::Truncated { expected_bytes, found_bytes } => {
+            WalError::Truncated { path, expected_bytes, found_bytes }
+        }
+        LogFault::Foreign { expected, found } => WalError::ForeignLog { path, expected, found },
+        LogFault::State { word, reason } => WalError::CorruptState { path, word, reason },
+        LogFault::Record(ScanFault { offset, reason }) => {
+            WalError::CorruptRecord { path, offset, reason }
+        }
     }
 }

@@ -16,14 +16,15 @@ use std::path::{Path, PathBuf};
 pub use api_countdown::api_countdown;
 pub use db_open::db_open;
 pub use db_open::{builder as db_open_builder, with_data_file};
-pub use log::{log_records, log_recovery, log_scan};
+pub use log::{log_decode, log_records, log_recovery, log_scan};
 pub use page::page_decode;
 pub use row::row_decode;
 pub use row::schemas as row_schemas;
 
 /// The names of the targets, as the directories of `fuzz/corpus/` and the binaries of `fuzz/`.
-pub const TARGETS: [&str; 7] = [
+pub const TARGETS: [&str; 8] = [
     "log_records",
+    "log_decode",
     "log_recovery",
     "log_scan",
     "page_decode",
@@ -36,6 +37,7 @@ pub const TARGETS: [&str; 7] = [
 pub fn run(name: &str, data: &[u8]) {
     match name {
         "log_records" => log_records(data),
+        "log_decode" => log_decode(data),
         "log_recovery" => log_recovery(data),
         "log_scan" => log_scan(data),
         "page_decode" => page_decode(data),

@@ -181,17 +181,38 @@ fn is_valid_record(rest: &[u8], at: u64, generation: u32) -> bool {
     u64_at(rest, 8) == record_check(rest, at, payload)
 }
 
+/// Repairs the checks of a log file's bytes as the mode byte of `log_records` and `log_decode`
+/// asks, so that mutations reach what lies behind them: bit 4 reseals the records found from
+/// the start of the data area to the state word's generation, bit 3 the state word's check byte,
+/// bit 0 the header's checksum (in that order: the header's checksum covers neither).
+fn reseal_file(file: &mut [u8], mode: u8) {
+    if file.len() >= DATA_OFFSET {
+        let word = u64_at(file, STATE_OFFSET);
+        let generation = (word >> 36) as u32 & GENERATION_MASK;
+        let state = State { tail: word & MAX_CAPACITY, generation };
+        if mode & 16 == 16 {
+            let capacity = u64_at(file, CAPACITY_OFFSET).min((file.len() - DATA_OFFSET) as u64);
+            reseal_records(&mut file[DATA_OFFSET..DATA_OFFSET + capacity as usize], generation);
+        }
+        if mode & 8 == 8 {
+            file[STATE_OFFSET..STATE_OFFSET + 8].copy_from_slice(&state.encode().to_le_bytes());
+        }
+    }
+    if mode & 1 == 1 && file.len() >= HEADER_LEN {
+        reseal_log_header(file);
+    }
+}
+
 /// Target `log_records`: arbitrary bytes as a log file. Input byte 0: bit 0 repairs the header
-/// checksum (so mutations reach the state word and records), bit 1 opens read-only; byte 1 is
-/// walk's chunk size; the rest is the file.
+/// checksum, bit 3 the state word's check byte, bit 4 reseals the records (so mutations reach
+/// the state word and the records; see `reseal_file`), bit 1 opens read-only; byte 1 is walk's
+/// chunk size; the rest is the file.
 pub fn log_records(data: &[u8]) {
     let mut input = Input::new(data);
     let mode = input.u8();
     let chunk = usize::from(input.u8());
     let mut file = input.rest().to_vec();
-    if mode & 1 == 1 && file.len() >= HEADER_LEN {
-        reseal_log_header(&mut file);
-    }
+    reseal_file(&mut file, mode);
     let opts = OpenOptions { read_only: mode & 2 == 2, ..OpenOptions::default() };
     with_file("log_records.nvpage", &file, |path| match Log::open_with(path, &opts) {
         Ok(log) => {
@@ -438,22 +459,7 @@ pub fn log_decode(data: &[u8]) {
     let mode = input.u8();
     let _ = input.u8();
     let mut file = input.rest().to_vec();
-    if file.len() >= DATA_OFFSET {
-        let word = u64_at(&file, STATE_OFFSET);
-        let state =
-            State { tail: word & MAX_CAPACITY, generation: (word >> 36) as u32 & GENERATION_MASK };
-        if mode & 16 == 16 {
-            let capacity = u64_at(&file, CAPACITY_OFFSET).min((file.len() - DATA_OFFSET) as u64);
-            let area = &mut file[DATA_OFFSET..DATA_OFFSET + capacity as usize];
-            reseal_records(area, state.generation);
-        }
-        if mode & 8 == 8 {
-            file[STATE_OFFSET..STATE_OFFSET + 8].copy_from_slice(&state.encode().to_le_bytes());
-        }
-    }
-    if mode & 1 == 1 && file.len() >= HEADER_LEN {
-        reseal_log_header(&mut file);
-    }
+    reseal_file(&mut file, mode);
     let expect = (mode & 4 == 4).then(|| Uuid::from_bytes([7; 16]));
     let word = (file.len() >= STATE_OFFSET + 8).then(|| u64_at(&file, STATE_OFFSET));
     match decode_log(&file, expect) {

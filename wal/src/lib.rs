@@ -37,12 +37,19 @@
 //!   generations past the tail are never read. Generations are 20 bits: the one rewind in 2^20
 //!   that would wrap a record log's generation zeroes the data area first (an open finishes a
 //!   zeroing cut short), so a record log never meets a stale record of its own generation.
-//! - **No page faults on the append path.** Where the log file is memory (tmpfs) or DAX, its
-//!   mapping is populated writable at create and open (`MADV_POPULATE_WRITE`): a first store
-//!   into an unmapped page costs microseconds here, more than several appends. On a disk the
-//!   appender writes with `pwrite` instead of through the mapping, for the same reason.
+//! - **No page faults on the append path.** Where the log file is memory (tmpfs) or DAX, an
+//!   append that reaches past the populated part of the mapping first populates the next
+//!   [`POPULATE_WINDOW`] (2 MiB) writable in one call (`MADV_POPULATE_WRITE`): a first store
+//!   into an unmapped page costs microseconds here, more than several appends.
+//!   [`Log::prefault`] populates the whole log at once. An append of 256 KiB or more into a
+//!   part never populated goes through `pwrite` instead: the kernel copies into the file's pages
+//!   without mapping them, nor zeroing the fresh ones it fills whole (on DAX with
+//!   cache-bypassing stores, durable once the appender's fence has drained them). On a disk the
+//!   appender always writes with `pwrite`, for the same reason.
 //! - **Corruption is never the end.** Damage below the tail or watermark, or to the state word,
-//!   is a typed error naming what is wrong, at open and when read.
+//!   is a typed error naming what is wrong, at open and when read. The open decodes the mapped
+//!   file with one pure function of its bytes, [`layout::decode_log`], which the fuzz targets
+//!   `log_decode` and `log_scan` run without a file, tens of thousands of times a second.
 //! - **Framing** is fixed at create: a record log (the default; each append is one checked
 //!   record) or a raw log (libpmemlog's byte stream, no per-append overhead or checksum).
 //!
@@ -56,6 +63,7 @@
 //! | `pmemlog_appendv(plp, iov, n)` | [`Log::append_vectored`] | the same, with [`std::io::IoSlice`] |
 //! | — | [`Log::append_record`], [`Log::records`], [`Log::records_newest_first`] | framed records |
 //! | — | [`Log::append_buffered`] + [`Log::sync`] | batching: not durable until `sync` |
+//! | — | [`Log::prefault`] | maps the whole log writable now; appends otherwise do it 2 MiB at a time |
 //! | `pmemlog_walk(plp, chunksize, cb, arg)` | [`Log::walk`] | a closure returning `bool` (continue); honours the chunk size; holds no lock, so appending from the callback cannot deadlock |
 //! | `pmemlog_rewind(plp)` | [`Log::rewind`] | one 8-byte store; takes `&mut self` so no borrow of old bytes survives it |
 //! | `pmemlog_nbyte(plp)` | [`Log::nbyte`] | usable bytes of the data area |

@@ -586,7 +586,11 @@ fn map(
 /// Opens with `O_NOATIME` (seed 001: no atime update per read), retrying without it on `EPERM`
 /// (the flag needs the file's owner or `CAP_FOWNER`).
 fn open_noatime(oo: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    #[cfg(not(miri))]
     oo.custom_flags(libc::O_NOATIME | libc::O_CLOEXEC);
+    // Miri has no `O_NOATIME` (it refuses the flag): open as if the kernel had said `EPERM`.
+    #[cfg(miri)]
+    oo.custom_flags(libc::O_CLOEXEC);
     match oo.open(path) {
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
             oo.custom_flags(libc::O_CLOEXEC);
@@ -615,14 +619,18 @@ fn lock(file: &File, path: &Path) -> Result<()> {
 /// file system lacks it. Never a sparse `ftruncate`: filling a hole through a mapping on a full
 /// disk would be a SIGBUS.
 fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    // SAFETY: fallocate only reads its integer arguments.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as i64, len as i64) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
-        return Err(e);
+    // Miri has no `fallocate`: under it growth always writes the zeros.
+    #[cfg(not(miri))]
+    {
+        // SAFETY: fallocate only reads its integer arguments.
+        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as i64, len as i64) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+            return Err(e);
+        }
     }
     let zeros = vec![0u8; 1 << 20];
     let mut at = offset;
@@ -644,9 +652,12 @@ pub fn sync_parent_dir(path: &Path) -> Result<()> {
     d.sync_all().map_err(|e| StorageError::io("fsync dir", dir, e))
 }
 
+#[cfg(not(miri))]
 const TMPFS_MAGIC: i64 = 0x0102_1994;
+#[cfg(not(miri))]
 const RAMFS_MAGIC: i64 = 0x8584_58f6;
 
+#[cfg(not(miri))]
 fn medium_of(file: &File, path: &Path) -> Result<Medium> {
     // SAFETY: an all-zero statfs is a valid value for a plain C struct of integers.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
@@ -661,6 +672,12 @@ fn medium_of(file: &File, path: &Path) -> Result<Medium> {
         RAMFS_MAGIC => Medium::Ramfs,
         _ => Medium::Disk,
     })
+}
+
+/// Miri has no `fstatfs`: under it every file counts as a disk file.
+#[cfg(miri)]
+fn medium_of(_file: &File, _path: &Path) -> Result<Medium> {
+    Ok(Medium::Disk)
 }
 
 /// Drops a closed file's pages from the OS page cache (`POSIX_FADV_DONTNEED`), for cold runs.

@@ -150,8 +150,8 @@ impl Log {
         let end = start + size;
         // A large append into a part never mapped goes through `pwrite` (no populating); any
         // other through the mapping, populated first where it is not yet.
-        let by_kernel = end > self.populated.load(Ordering::Acquire)
-            && self.file.kernel_copy_pays(size as usize);
+        let by_kernel = self.file.kernel_copy_pays(size as usize)
+            && end > self.populated.load(Ordering::Acquire);
         if !by_kernel {
             self.populate_to(end);
         }

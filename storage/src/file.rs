@@ -352,10 +352,7 @@ impl RawFile {
             Some(instr) => {
                 // SAFETY: as above; `src` is the caller's own buffer, not the mapping.
                 unsafe { cacheline::copy_nontemporal(instr, dst, src) };
-                self.persist_step("sfence", |_| {
-                    cacheline::fence();
-                    Ok(())
-                })?;
+                self.fence_step()?;
                 self.sim_persisted_lines(offset, src.len() as u64);
                 Ok(())
             }
@@ -438,10 +435,7 @@ impl RawFile {
         if self.durability.flush.is_none() {
             return self.persist_range(offset, total);
         }
-        self.persist_step("sfence", |_| {
-            cacheline::fence();
-            Ok(())
-        })?;
+        self.fence_step()?;
         self.sim_persisted_lines(offset, total as u64);
         Ok(())
     }
@@ -469,12 +463,18 @@ impl RawFile {
         if self.durability.flush.is_none() {
             return self.persist_range(offset, total as usize);
         }
+        self.fence_step()?;
+        self.sim.persisted(offset, total);
+        Ok(())
+    }
+
+    /// Fences this thread's streaming stores and flushes, as one persist step (the simulator's
+    /// fault plan applies; a failure poisons the handle).
+    fn fence_step(&self) -> Result<()> {
         self.persist_step("sfence", |_| {
             cacheline::fence();
             Ok(())
-        })?;
-        self.sim.persisted(offset, total);
-        Ok(())
+        })
     }
 
     /// Tells the simulator a range was persisted through cache lines: every line the range

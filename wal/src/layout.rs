@@ -314,6 +314,11 @@ pub(crate) struct Generations {
 }
 
 impl Generations {
+    /// Any generation up to `g`, the log's current one (the first record may be of any).
+    pub(crate) fn up_to(g: u32) -> Self {
+        Self { min: FIRST_GENERATION, max: g }
+    }
+
     /// Exactly `g`: records past the watermark must be of the current generation.
     pub(crate) fn exactly(g: u32) -> Self {
         Self { min: g, max: g }
@@ -391,21 +396,60 @@ pub fn scan_records(area: &[u8], state: State) -> Result<Scan, ScanFault> {
             return Err(ScanFault { offset: state.tail, reason });
         }
     };
-    let mut gens = Generations { min: FIRST_GENERATION, max: state.generation };
-    let (mut at, mut records) = (0u64, 0u64);
-    while at < mark as u64 {
-        let (payload, g) = check_record(&area[..mark], at, gens)
-            .map_err(|reason| ScanFault { offset: at, reason })?;
-        gens.min = g;
-        at += record_size(payload.len() as u64);
+    let mut records = 0;
+    for r in RecordWalk::new(&area[..mark], 0, Generations::up_to(state.generation)) {
+        r?;
         records += 1;
     }
-    let current = Generations::exactly(state.generation);
-    while let Ok((payload, _)) = check_record(area, at, current) {
-        at += record_size(payload.len() as u64);
+    let mut end = mark as u64;
+    for (pos, payload) in
+        RecordWalk::new(area, end, Generations::exactly(state.generation)).map_while(Result::ok)
+    {
+        end = pos + record_size(payload.len() as u64);
         records += 1;
     }
-    Ok(Scan { end: at, records })
+    Ok(Scan { end, records })
+}
+
+/// The records of `data` from offset `at` on, each checked by [`check_record`] with a
+/// generation in `gens` and no older than the one before it: `(offset, payload)`, or the
+/// damaged record as a [`ScanFault`] once, after which the walk ends. It ends at the end of
+/// `data`, so a record running past it is damaged. [`scan_records`] and the log's
+/// [`crate::Records`] both read records through it.
+#[derive(Debug)]
+pub(crate) struct RecordWalk<'a> {
+    data: &'a [u8],
+    at: u64,
+    gens: Generations,
+    failed: bool,
+}
+
+impl<'a> RecordWalk<'a> {
+    pub(crate) fn new(data: &'a [u8], at: u64, gens: Generations) -> Self {
+        Self { data, at, gens, failed: false }
+    }
+}
+
+impl<'a> Iterator for RecordWalk<'a> {
+    type Item = Result<(u64, &'a [u8]), ScanFault>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.at >= self.data.len() as u64 {
+            return None;
+        }
+        let at = self.at;
+        match check_record(self.data, at, self.gens) {
+            Ok((range, generation)) => {
+                self.gens.min = generation;
+                self.at += record_size((range.end - range.start) as u64);
+                Some(Ok((at, &self.data[range])))
+            }
+            Err(reason) => {
+                self.failed = true;
+                Some(Err(ScanFault { offset: at, reason }))
+            }
+        }
+    }
 }
 
 /// What a log file's bytes hold, found by [`decode_log`].
@@ -423,9 +467,8 @@ pub struct Decoded {
 /// [`crate::WalError`] of the same name, with the file's path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LogFault {
-    /// Not a log: the magic is wrong.
-    NotALog,
-    /// The header does not decode.
+    /// The header does not decode (a wrong magic, even in a file too short for a header page,
+    /// is [`HeaderFault::NotALog`]).
     Header(HeaderFault),
     /// Shorter than a header page, or than the header's capacity says.
     Truncated {
@@ -461,16 +504,13 @@ pub fn decode_log(image: &[u8], expect_uuid: Option<Uuid>) -> Result<Decoded, Lo
     let found_bytes = image.len() as u64;
     if image.len() < DATA_OFFSET {
         if image.len() >= MAGIC.len() && image[..MAGIC.len()] != MAGIC {
-            return Err(LogFault::NotALog);
+            return Err(LogFault::Header(HeaderFault::NotALog));
         }
         return Err(LogFault::Truncated { expected_bytes: MIN_FILE_BYTES, found_bytes });
     }
     let mut head = [0u8; HEADER_LEN];
     head.copy_from_slice(&image[..HEADER_LEN]);
-    let header = LogHeader::decode(&head).map_err(|f| match f {
-        HeaderFault::NotALog => LogFault::NotALog,
-        f => LogFault::Header(f),
-    })?;
+    let header = LogHeader::decode(&head).map_err(LogFault::Header)?;
     let expected_bytes = DATA_OFFSET as u64 + header.capacity;
     if found_bytes < expected_bytes {
         return Err(LogFault::Truncated { expected_bytes, found_bytes });

@@ -130,7 +130,7 @@ impl Log {
             let _ = std::fs::remove_file(path);
             return Err(e.into());
         }
-        Self::assemble(file, header, FRESH, 0)
+        Self::assemble(file, header, FRESH)
     }
 
     /// Opens a log, checking its header, its state word and every record below the tail (or
@@ -173,14 +173,14 @@ impl Log {
         let image = unsafe { std::slice::from_raw_parts(base.as_ptr(), file.len_bytes() as usize) };
         let decoded =
             layout::decode_log(image, opts.expect_uuid).map_err(|f| fault_error(path, f))?;
-        let mut log = Self::assemble(file, decoded.header, decoded.state, 0)?;
+        let mut log = Self::assemble(file, decoded.header, decoded.state)?;
         if let Some(scan) = decoded.scan {
             log.finish_recovery(scan, opts.read_only)?;
         }
         Ok(log)
     }
 
-    fn assemble(file: RawFile, header: LogHeader, state: State, records: u64) -> Result<Self> {
+    fn assemble(file: RawFile, header: LogHeader, state: State) -> Result<Self> {
         let base = mapping_base(&file)?;
         Ok(Self {
             file,
@@ -191,7 +191,7 @@ impl Log {
             copied: AtomicU64::new(state.tail),
             durable: AtomicU64::new(state.tail),
             mark: AtomicU64::new(state.tail),
-            record_count: AtomicU64::new(records),
+            record_count: AtomicU64::new(0),
             commit: Mutex::new(()),
             populated: CachePadded::new(AtomicU64::new(0)),
             populating: Mutex::new(()),
@@ -452,7 +452,6 @@ fn mapping_base(file: &RawFile) -> Result<NonNull<u8>> {
 fn fault_error(path: &Path, f: LogFault) -> WalError {
     let path = path.into();
     match f {
-        LogFault::NotALog => WalError::NotALog { path },
         LogFault::Header(HeaderFault::NotALog) => WalError::NotALog { path },
         LogFault::Header(HeaderFault::Version(found)) => {
             WalError::VersionMismatch { path, expected: layout::FORMAT_VERSION, found }

@@ -9,7 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::error::{Result, WalError};
-use crate::layout::{FIRST_GENERATION, Framing, Generations, check_record, record_size};
+use crate::layout::{Framing, Generations, RecordWalk, ScanFault};
 use crate::log::{Log, RecordPos};
 
 /// One record of the log, borrowed from the mapping.
@@ -28,34 +28,19 @@ pub struct Record<'a> {
 #[derive(Debug)]
 pub struct Records<'a> {
     log: &'a Log,
-    data: &'a [u8],
-    at: u64,
-    /// The generations the next record may carry: at least the previous one's, at most the
-    /// log's current one.
-    gens: Generations,
-    failed: bool,
+    walk: RecordWalk<'a>,
 }
 
 impl<'a> Iterator for Records<'a> {
     type Item = Result<Record<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.at >= self.data.len() as u64 {
-            return None;
-        }
-        match check_record(self.data, self.at, self.gens) {
-            Ok((range, generation)) => {
-                self.gens.min = generation;
-                let pos = RecordPos(self.at);
-                self.at += record_size((range.end - range.start) as u64);
-                Some(Ok(Record { pos, payload: &self.data[range] }))
+        Some(match self.walk.next()? {
+            Ok((pos, payload)) => Ok(Record { pos: RecordPos(pos), payload }),
+            Err(ScanFault { offset, reason }) => {
+                Err(WalError::CorruptRecord { path: self.log.path().into(), offset, reason })
             }
-            Err(reason) => {
-                self.failed = true;
-                let path = self.log.path().into();
-                Some(Err(WalError::CorruptRecord { path, offset: self.at, reason }))
-            }
-        }
+        })
     }
 }
 
@@ -65,8 +50,8 @@ impl Log {
     pub fn records(&self) -> Result<Records<'_>> {
         self.require(Framing::Records)?;
         let end = self.copied.load(Ordering::Acquire);
-        let gens = Generations { min: FIRST_GENERATION, max: self.generation };
-        Ok(Records { log: self, data: self.data(end), at: 0, gens, failed: false })
+        let walk = RecordWalk::new(self.data(end), 0, Generations::up_to(self.generation));
+        Ok(Records { log: self, walk })
     }
 
     /// The records since the last rewind, newest first: the order in which the engine

@@ -13,8 +13,8 @@ use std::path::Path;
 
 use nvpage_wal::Uuid;
 use nvpage_wal::layout::{
-    DATA_OFFSET, Decoded, FIRST_GENERATION, GENERATION_MASK, LogFault, LogHeader, MAGIC,
-    MAX_CAPACITY, RECORD_HEADER_LEN, STATE_OFFSET, Scan, State, decode_log, scan_records,
+    DATA_OFFSET, Decoded, FIRST_GENERATION, GENERATION_MASK, HeaderFault, LogFault, LogHeader,
+    MAGIC, MAX_CAPACITY, RECORD_HEADER_LEN, STATE_OFFSET, Scan, State, decode_log, scan_records,
 };
 use nvpage_wal::{Framing, Log, OpenOptions, WalError, layout::record_size};
 
@@ -482,7 +482,8 @@ pub fn log_decode(data: &[u8]) {
                 (framing, scan) => panic!("a {framing} log decoded with records {scan:?}"),
             }
         }
-        Err(LogFault::NotALog) => {
+        Err(LogFault::Header(f)) if file.len() < DATA_OFFSET => {
+            assert_eq!(f, HeaderFault::NotALog, "a short file's only header fault is its magic");
             assert!(file.len() >= MAGIC.len() && file[..MAGIC.len()] != MAGIC, "magic is right");
         }
         Err(LogFault::Header(f)) => {

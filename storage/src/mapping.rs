@@ -7,9 +7,15 @@
 //!
 //! memmap2 is not used here because it cannot ask for `MAP_SHARED_VALIDATE | MAP_SYNC`, which is
 //! how DAX is detected, and because a reservation past the end of the file is outside its model.
+//!
+//! Under Miri, which cannot map files, a [`Mapping`] is a heap buffer standing in for the file's
+//! pages (see [`Mapping::map`]), so that the code that stores into and reads from mappings (the
+//! SE1 and SE2 layers, the log) runs under Miri's checks; `RawFile` reads and writes through it
+//! while it exists, as `pread` and `pwrite` see a shared mapping's bytes.
 
 use std::fs::File;
 use std::io;
+#[cfg(not(miri))]
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 
@@ -39,6 +45,9 @@ pub struct Mapping {
     base: NonNull<u8>,
     reserved_bytes: usize,
     sync: bool,
+    /// The file the heap buffer stands in for, written back when the mapping is dropped.
+    #[cfg(miri)]
+    file: Option<File>,
 }
 
 // SAFETY: `Mapping` is an address range; it owns no thread-affine state. Access to the bytes is
@@ -51,6 +60,7 @@ impl Mapping {
     /// Maps `reserved_bytes` of `file`, shared. With `try_sync`, first asks for
     /// `MAP_SHARED_VALIDATE | MAP_SYNC` and falls back to `MAP_SHARED` when the kernel or the file
     /// system refuses (`EOPNOTSUPP` or `EINVAL`); [`Mapping::is_sync`] tells which was granted.
+    #[cfg(not(miri))]
     pub fn map(
         file: &File,
         reserved_bytes: usize,
@@ -70,6 +80,7 @@ impl Mapping {
         Ok(Self { base, reserved_bytes, sync: false })
     }
 
+    #[cfg(not(miri))]
     fn mmap(file: &File, len: usize, prot: i32, flags: i32) -> io::Result<NonNull<u8>> {
         // SAFETY: a fresh mapping at an address the kernel chooses (no MAP_FIXED), so no existing
         // memory is replaced; the fd is open for the call's duration.
@@ -96,6 +107,7 @@ impl Mapping {
     }
 
     /// `msync(MS_SYNC)` over the OS pages covering `[offset, offset + len)`.
+    #[cfg(not(miri))]
     pub fn msync(&self, offset: usize, len: usize) -> io::Result<()> {
         let page = crate::persist::os_page_size();
         let start = offset & !(page - 1);
@@ -112,6 +124,7 @@ impl Mapping {
 
     /// Gives the kernel access advice for `[offset, offset + len)` (ignored for `Sequential` and
     /// `Normal`, which apply to the whole mapping). Advice is a hint: failures are ignored.
+    #[cfg(not(miri))]
     pub fn advise(&self, advice: Advice, offset: usize, len: usize) {
         let page = crate::persist::os_page_size();
         let (start, end, flag) = match advice {
@@ -149,14 +162,129 @@ impl Mapping {
 }
 
 /// `MADV_POPULATE_READ` (Linux 5.14); not in every libc release.
+#[cfg(not(miri))]
 const MADV_POPULATE_READ: i32 = 22;
 /// `MADV_POPULATE_WRITE` (Linux 5.14).
+#[cfg(not(miri))]
 const MADV_POPULATE_WRITE: i32 = 23;
 
+#[cfg(not(miri))]
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: the range was returned by mmap and is unmapped exactly once; the owners of
         // pointers into it (layers, logs) are dropped before their mapping.
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.reserved_bytes) };
+    }
+}
+
+/// The stand-in under Miri: the same interface over a heap buffer.
+///
+/// - `map` allocates `reserved_bytes` (at most [`MIRI_RESERVE_CAP`]) zeroed and page-aligned, and
+///   reads the file's current bytes into it. Growth past the cap is refused by `RawFile`, which
+///   never lets a file grow past its mapping's reservation.
+/// - While the mapping exists it holds the file's bytes: `RawFile` reads through it
+///   ([`Mapping::read_at`]) and writes both it and the file ([`Mapping::write_at`]), as `pread`
+///   and `pwrite` see a shared mapping's bytes.
+/// - Dropping it writes the file's length of bytes back to a writable file, so a reopen reads what
+///   was stored. `msync` does nothing: Miri checks memory accesses, not durability (the power-loss
+///   simulator does that), and copying a page out of the buffer while another thread stores into
+///   another part of it would be a race of the stand-in's own making, not the code's.
+/// - Advice does nothing; `MAP_SYNC` is never granted.
+#[cfg(miri)]
+impl Mapping {
+    /// The largest reservation the stand-in allocates: files under Miri are small.
+    pub const MIRI_RESERVE_CAP: usize = 256 << 20;
+
+    /// See the section's introduction.
+    pub fn map(
+        file: &File,
+        reserved_bytes: usize,
+        writable: bool,
+        _try_sync: bool,
+    ) -> io::Result<Self> {
+        use std::os::unix::fs::FileExt;
+        let reserved_bytes = reserved_bytes.clamp(1, Self::MIRI_RESERVE_CAP);
+        let layout = Self::layout(reserved_bytes)?;
+        // SAFETY: the layout has a non-zero size.
+        let base = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
+            .ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?;
+        let mut m = Self { base, reserved_bytes, sync: false, file: None };
+        let len = (file.metadata()?.len() as usize).min(reserved_bytes);
+        // SAFETY: `base` is a fresh allocation of `reserved_bytes >= len` bytes that nothing else
+        // refers to yet.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(base.as_ptr(), len) };
+        file.read_exact_at(bytes, 0)?;
+        if writable {
+            m.file = Some(file.try_clone()?);
+        }
+        Ok(m)
+    }
+
+    fn layout(reserved_bytes: usize) -> io::Result<std::alloc::Layout> {
+        std::alloc::Layout::from_size_align(reserved_bytes, crate::persist::os_page_size())
+            .map_err(io::Error::other)
+    }
+
+    /// Nothing: see the section's introduction.
+    pub fn msync(&self, _offset: usize, _len: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Nothing: see the section's introduction.
+    pub fn advise(&self, _advice: Advice, _offset: usize, _len: usize) {}
+
+    /// `pread` from the file's bytes: `offset..offset + buf.len()` must lie below the file's
+    /// length (`len_bytes`), as `read_exact_at` requires.
+    pub fn read_at(&self, buf: &mut [u8], offset: u64, len_bytes: u64) -> io::Result<()> {
+        let end = offset.checked_add(buf.len() as u64);
+        if end.is_none_or(|e| e > len_bytes || e > self.reserved_bytes as u64) {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        }
+        // SAFETY: the range lies inside the buffer (checked above); `buf` is the caller's own
+        // memory, not the buffer.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.base.as_ptr().add(offset as usize),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        Ok(())
+    }
+
+    /// `pwrite`: the bytes go to the file and, inside the reservation, to the buffer.
+    pub fn write_at(&self, file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(buf, offset)?;
+        let end = (offset as usize).saturating_add(buf.len()).min(self.reserved_bytes);
+        if let Some(n) = end.checked_sub(offset as usize) {
+            // SAFETY: `offset..end` lies inside the buffer; `buf` is the caller's own memory.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    buf.as_ptr(),
+                    self.base.as_ptr().add(offset as usize),
+                    n,
+                )
+            };
+        }
+        Ok(())
+    }
+}
+
+#[cfg(miri)]
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        use std::os::unix::fs::FileExt;
+        if let Some(file) = &self.file {
+            let len = file.metadata().map_or(0, |m| m.len() as usize).min(self.reserved_bytes);
+            // SAFETY: `0..len` lies inside the buffer, and no pointer into it is used any more
+            // (its owners are dropped before their mapping).
+            let bytes = unsafe { std::slice::from_raw_parts(self.base.as_ptr(), len) };
+            // A failed write-back shows as a difference on reopen, which the tests check.
+            let _ = file.write_all_at(bytes, 0);
+        }
+        let layout = Self::layout(self.reserved_bytes).expect("checked when allocated");
+        // SAFETY: allocated in `map` with this layout, and freed exactly once.
+        unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) };
     }
 }

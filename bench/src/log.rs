@@ -1,5 +1,5 @@
 //! `nvpage-bench log`: the log side by side, in one run (issue 3). Systems: nvpage's log (raw and
-//! record framing), `pwrite` + `fdatasync` per append on a plain file, and — with the Cargo
+//! record framing; on the disk also created zero-filled, `Prefill::Zeros`), `pwrite` + `fdatasync` per append on a plain file, and — with the Cargo
 //! feature `pmdk` — PMDK's libpmemlog through `nvpage_wal::pmdk`. Media: tmpfs with the
 //! cache-line path forced (emulated NVM: survives a process crash only), tmpfs with `msync`, and a
 //! disk directory. Workloads: the seed's (fresh pools of 64 MiB filled with 4 MiB appends, MB/s of
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use comfy_table::Table;
 use nvpage::PersistRequest;
-use nvpage_wal::{CreateOptions, Framing, Log, Uuid, WalError};
+use nvpage_wal::{CreateOptions, Framing, Log, Prefill, Uuid, WalError};
 use serde::{Deserialize, Serialize};
 
 /// Arguments of `nvpage-bench log`.
@@ -61,7 +61,8 @@ pub struct LogArgs {
 pub struct LogRow {
     /// `seed` (4 MiB appends into fresh pools) or `small`.
     pub workload: String,
-    /// `nvpage-wal raw`, `nvpage-wal records`, `write+fdatasync`, `libpmemlog`.
+    /// `nvpage-wal raw`, `nvpage-wal records` (created with `Prefill::Allocate`), the same with
+    /// ` zero-filled` (`Prefill::Zeros`; disk only), `write+fdatasync`, `libpmemlog`.
     pub system: String,
     /// `tmpfs-cacheline`, `tmpfs-msync`, `disk`.
     pub medium: String,
@@ -153,7 +154,28 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
         for &size in &SMALL_SIZES {
             for &threads in &THREADS {
                 for framing in [Framing::Raw, Framing::Records] {
-                    rows.push(small_nvpage(args, m, dir, framing, size, threads)?);
+                    rows.push(small_nvpage(
+                        args,
+                        m,
+                        dir,
+                        framing,
+                        Prefill::Allocate,
+                        size,
+                        threads,
+                    )?);
+                    if m == Medium::Disk {
+                        // On a disk the first sync into each block of an allocated log commits
+                        // the journal; a zero-filled one overwrites written blocks.
+                        rows.push(small_nvpage(
+                            args,
+                            m,
+                            dir,
+                            framing,
+                            Prefill::Zeros,
+                            size,
+                            threads,
+                        )?);
+                    }
                 }
                 if m != Medium::TmpfsCacheLine {
                     rows.push(small_write(args, m, dir, size, threads)?);
@@ -281,24 +303,34 @@ where
     (all.len() as u64, wall, all)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn small_nvpage(
     args: &LogArgs,
     m: Medium,
     dir: &Path,
     framing: Framing,
+    prefill: Prefill,
     size: u64,
     threads: u32,
 ) -> Result<LogRow, WalError> {
     let path = dir.join(format!("small-{size}-{threads}-{framing}.log"));
-    let opts =
-        CreateOptions { framing, persistence: m.persistence(), ..CreateOptions::new(Uuid::nil()) };
+    let opts = CreateOptions {
+        framing,
+        persistence: m.persistence(),
+        prefill,
+        ..CreateOptions::new(Uuid::nil())
+    };
+    // Created (and, with `Prefill::Zeros`, written once) before the clock.
     let log = Log::create(&path, SMALL_LOG_BYTES, &opts)?;
     // Before the clock, as libpmemlog's pool is (`prefault`): the rows compare appending.
     log.prefault();
     let buf = vec![0x5Au8; size as usize];
     let per_thread = args.appends.min(SMALL_LOG_BYTES / 2 / u64::from(threads) / (size + 16));
     let (n, wall, lat) = timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok());
-    let system = format!("nvpage-wal {framing}");
+    let system = match prefill {
+        Prefill::Allocate => format!("nvpage-wal {framing}"),
+        Prefill::Zeros => format!("nvpage-wal {framing} zero-filled"),
+    };
     let r = row(
         "small",
         &system,

@@ -57,7 +57,7 @@
 //!
 //! | libpmemlog | here | differences, and why |
 //! |---|---|---|
-//! | `pmemlog_create(path, poolsize, mode)` | [`Log::create`] | takes the database UUID and framing ([`CreateOptions`]); refuses an existing file, as libpmemlog does |
+//! | `pmemlog_create(path, poolsize, mode)` | [`Log::create`] | takes the database UUID, framing and [`Prefill`] ([`CreateOptions`]); refuses an existing file, as libpmemlog does; reserves the whole file as libpmemlog does (`fallocate`), or also writes it with zeros ([`Prefill::Zeros`]: on a disk, durable appends then overwrite written blocks) |
 //! | `pmemlog_open(path)` | [`Log::open`], [`Log::open_for`] | checks every record below the tail or watermark, finds the records past it, starts a new generation; `open_for` rejects another database's log ([`WalError::ForeignLog`]) |
 //! | `pmemlog_append(plp, buf, count)` | [`Log::append`] | returns the append's position; takes `&self` and runs in parallel with other appends |
 //! | `pmemlog_appendv(plp, iov, n)` | [`Log::append_vectored`] | the same, with [`std::io::IoSlice`] |
@@ -93,6 +93,6 @@ mod records;
 pub use append::MARK_INTERVAL;
 pub use error::{Result, WalError};
 pub use layout::{Framing, LogHeader};
-pub use log::{CreateOptions, Log, OpenOptions, POPULATE_WINDOW, RecordPos};
+pub use log::{CreateOptions, Log, OpenOptions, POPULATE_WINDOW, Prefill, RecordPos};
 pub use records::{Record, Records};
 pub use uuid::Uuid;

@@ -24,13 +24,41 @@ pub struct CreateOptions {
     pub framing: Framing,
     /// How ranges are persisted (storage's [`PersistRequest`]).
     pub persistence: PersistRequest,
+    /// How the file's space is set aside (default [`Prefill::Allocate`]).
+    pub prefill: Prefill,
 }
 
 impl CreateOptions {
-    /// A record log for database `uuid`, persisted as storage decides by default.
+    /// A record log for database `uuid`, persisted as storage decides by default, its space
+    /// allocated without writing it.
     pub fn new(uuid: Uuid) -> Self {
-        Self { uuid, framing: Framing::Records, persistence: PersistRequest::Auto }
+        Self {
+            uuid,
+            framing: Framing::Records,
+            persistence: PersistRequest::Auto,
+            prefill: Prefill::Allocate,
+        }
     }
+}
+
+/// How [`Log::create`] sets aside the log file's space. Either way the whole file is reserved
+/// before create returns, so no append can meet a full file system: a full log is the only way
+/// an append runs out of room. What differs is what the first durable append into each block
+/// costs on a disk file system.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Prefill {
+    /// `fallocate`: blocks reserved, nothing written. Cheapest to create. On ext4 and XFS the
+    /// blocks are "unwritten" extents, so every sync that first covers a block also commits the
+    /// file system's journal to mark it written: on a disk, each small durable append pays a
+    /// journal commit until the log has been filled once.
+    #[default]
+    Allocate,
+    /// Allocated, then zeros written over the whole data area and synced, once, at create (as
+    /// PostgreSQL fills each WAL segment with zeros): durable appends on a disk then overwrite
+    /// written blocks, and a sync writes data only. Costs writing the file once more at create;
+    /// worth it on a disk for a log that is synced often and lives long (a database's WAL), not
+    /// for one filled once. On memory media (tmpfs, DAX) it gains nothing.
+    Zeros,
 }
 
 /// How to open a log.
@@ -121,6 +149,10 @@ impl Log {
         };
         let made = (|| {
             file.grow_to(size_bytes)?;
+            if opts.prefill == Prefill::Zeros {
+                // Before the header: a crash here leaves a file that is not a log yet.
+                write_zeros(&file, 0, header.capacity)?;
+            }
             file.write_at(&FRESH.encode().to_le_bytes(), STATE_OFFSET as u64)?;
             file.write_at(&header.encode(), 0)?;
             file.sync()
@@ -274,13 +306,7 @@ impl Log {
 
     /// Writes zeros over `[from, from + len)` of the data area and makes them durable.
     fn zero_data(&self, from: u64, len: u64) -> Result<()> {
-        let zeros = vec![0u8; (1 << 20).min(len) as usize];
-        let mut at = from;
-        while at < from + len {
-            let n = (from + len - at).min(zeros.len() as u64);
-            self.file.write_at(&zeros[..n as usize], DATA_OFFSET as u64 + at)?;
-            at += n;
-        }
+        write_zeros(&self.file, from, len)?;
         Ok(self.file.sync()?)
     }
 
@@ -431,6 +457,18 @@ impl Drop for Log {
             let _ = self.store_state(State { tail: durable, generation: self.generation });
         }
     }
+}
+
+/// Writes zeros over `[from, from + len)` of the data area with `pwrite`, not durably.
+fn write_zeros(file: &RawFile, from: u64, len: u64) -> nvpage_storage::Result<()> {
+    let zeros = vec![0u8; (1 << 20).min(len) as usize];
+    let mut at = from;
+    while at < from + len {
+        let n = (from + len - at).min(zeros.len() as u64);
+        file.write_at(&zeros[..n as usize], DATA_OFFSET as u64 + at)?;
+        at += n;
+    }
+    Ok(())
 }
 
 fn file_options(read_only: bool, persistence: PersistRequest, max_bytes: u64) -> FileOptions {

@@ -228,3 +228,47 @@ fn read_only_logs_refuse_writes() {
     assert!(matches!(log.append(b"x"), Err(WalError::Storage(StorageError::ReadOnly { .. }))));
     assert!(log.rewind().is_err());
 }
+
+#[test]
+fn zero_filled_logs_fill_to_the_edge_and_reopen_as_allocated_ones_do() {
+    use nvpage_wal::{CreateOptions, Prefill};
+    for m in media() {
+        for framing in [Framing::Records, Framing::Raw] {
+            let mut files = Vec::new();
+            for prefill in [Prefill::Allocate, Prefill::Zeros] {
+                let ctx = format!("{} {framing} {prefill:?}", m.name);
+                let p = m.path(&format!("{framing}-{prefill:?}.log"));
+                let opts =
+                    CreateOptions { framing, prefill, ..common::opts(framing, m.persistence) };
+                let log = Log::create(&p, SIZE, &opts).unwrap();
+                assert_eq!((log.nbyte(), log.tell()), (1024, 0), "{ctx}");
+                let mut n = 0u64;
+                loop {
+                    match log.append(&common::payload(n, 100)) {
+                        Ok(_) => n += 1,
+                        Err(WalError::LogFull { .. }) => break,
+                        Err(e) => panic!("{ctx}: {e}"),
+                    }
+                }
+                drop(log);
+                let log = open(&p, m.persistence).unwrap();
+                let per = if framing == Framing::Records { record_size(100) } else { 100 };
+                assert_eq!(n, 1024 / per, "{ctx}: appends until full");
+                assert_eq!(log.tell(), n * per, "{ctx}: reopened");
+                if framing == Framing::Records {
+                    let want: Vec<_> = (0..n).map(|i| common::payload(i, 100)).collect();
+                    assert_eq!(payloads(&log), want, "{ctx}");
+                }
+                drop(log);
+                let bytes = std::fs::read(&p).unwrap();
+                assert_eq!(bytes.len() as u64, SIZE, "{ctx}: the file's length");
+                files.push(bytes);
+            }
+            assert!(
+                files[0] == files[1],
+                "{} {framing}: both prefills hold the same bytes",
+                m.name
+            );
+        }
+    }
+}

@@ -54,7 +54,11 @@ fn crash_case(
 ) {
     let dir = tempfile::tempdir_in(m.dir.path()).unwrap();
     let path = dir.path().join("wal.log");
-    let opts = CreateOptions { uuid: Uuid::from_u128(7), framing, persistence: m.persistence };
+    let opts = CreateOptions {
+        framing,
+        persistence: m.persistence,
+        ..CreateOptions::new(Uuid::from_u128(7))
+    };
     drop(Log::create(&path, bytes, &opts).unwrap());
     let sim = Sim::attach(dir.path(), seed);
     let mut rng = StdRng::seed_from_u64(seed);

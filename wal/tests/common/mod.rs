@@ -37,7 +37,7 @@ pub fn media() -> Vec<Medium> {
 }
 
 pub fn opts(framing: Framing, persistence: PersistRequest) -> CreateOptions {
-    CreateOptions { uuid: Uuid::from_u128(0x1234), framing, persistence }
+    CreateOptions { framing, persistence, ..CreateOptions::new(Uuid::from_u128(0x1234)) }
 }
 
 pub fn create(path: &Path, size: u64, framing: Framing, persistence: PersistRequest) -> Log {

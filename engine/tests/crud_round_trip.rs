@@ -131,28 +131,61 @@ fn rows_round_trip_on_every_layer_and_reopen_with_any() {
     }
 }
 
-/// Rows loaded, rows inserted then aborted, pool and log bytes for `abort_leaves_nothing_behind`:
-/// under Miri (scripts/miri), which runs it to check the mapped layers' stores and in-place reads
-/// for undefined behaviour a thousand times slower, fewer rows, the smallest pool and a small log
-/// (Miri's stand-in mapping copies the whole log file in at open and out at close).
-const ABORT_CASE: (i64, i64, u64, u64) =
-    if cfg!(miri) { (60, 800, 32 << 10, 4 << 20) } else { (500, 2000, 64 << 10, 64 << 20) };
+/// The sizes `abort_leaves_nothing_behind` runs with.
+struct AbortCase {
+    loaded: i64,
+    inserted: i64,
+    page_size: u64,
+    pool_bytes: u64,
+    log_bytes: u64,
+    max_file_bytes: u64,
+}
+
+/// Under Miri (scripts/miri), which runs the test to check the mapped layers' stores and
+/// in-place reads for undefined behaviour thousands of times slower: fewer rows on smaller pages
+/// through the smallest pool (4 frames, so pages are still stolen), and a small log and file
+/// reservation (Miri's stand-in mapping is a heap buffer, copied in at open and out at close).
+const ABORT_CASE: AbortCase = if cfg!(miri) {
+    AbortCase {
+        loaded: 20,
+        inserted: 300,
+        page_size: 4096,
+        pool_bytes: 16 << 10,
+        log_bytes: 1 << 20,
+        max_file_bytes: 4 << 20,
+    }
+} else {
+    AbortCase {
+        loaded: 500,
+        inserted: 2000,
+        page_size: nvpage_storage::page::DEFAULT_PAGE_SIZE as u64,
+        pool_bytes: 64 << 10,
+        log_bytes: 64 << 20,
+        max_file_bytes: nvpage_storage::file::DEFAULT_MAX_FILE_BYTES,
+    }
+};
 
 #[test]
 fn abort_leaves_nothing_behind() {
-    let (loaded, inserted, pool_bytes, log_bytes) = ABORT_CASE;
+    let c = ABORT_CASE;
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
-        let builder = || Database::builder().layer(layer).log_bytes(log_bytes);
-        let db = builder().pool_bytes(pool_bytes).open(&path).unwrap();
-        load(&db, loaded);
+        let builder = || {
+            Database::builder()
+                .layer(layer)
+                .page_size(c.page_size)
+                .log_bytes(c.log_bytes)
+                .max_file_bytes(c.max_file_bytes)
+        };
+        let db = builder().pool_bytes(c.pool_bytes).open(&path).unwrap();
+        load(&db, c.loaded);
         let before = summary(&db);
         {
             let mut tx = db.begin_write().unwrap();
             let t = tx.table("t").unwrap();
             // Enough changes through a tiny pool that stolen pages are written back mid-way.
-            for i in 0..inserted {
+            for i in 0..c.inserted {
                 tx.insert(
                     &t,
                     &[

@@ -17,7 +17,7 @@ use nvpage_storage::{
     Durability, FileHeader, FileLayer, FileOptions, Layer, OpenOptions, PageId, PageSize,
     PersistRequest, RawFile,
 };
-use nvpage_wal::{CreateOptions, Log};
+use nvpage_wal::{CreateOptions, Log, Prefill};
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
@@ -38,6 +38,7 @@ pub struct Builder {
     page_size: u64,
     pool_bytes: u64,
     log_bytes: u64,
+    log_prefill: Prefill,
     persistence: PersistRequest,
     max_file_bytes: u64,
     read_only: bool,
@@ -51,6 +52,7 @@ impl Default for Builder {
             page_size: nvpage_storage::page::DEFAULT_PAGE_SIZE as u64,
             pool_bytes: 64 << 20,
             log_bytes: 64 << 20,
+            log_prefill: Prefill::Allocate,
             persistence: PersistRequest::Auto,
             max_file_bytes: nvpage_storage::file::DEFAULT_MAX_FILE_BYTES,
             read_only: false,
@@ -83,6 +85,16 @@ impl Builder {
     /// not fit is [`Error::TransactionTooLarge`].
     pub fn log_bytes(mut self, bytes: u64) -> Self {
         self.log_bytes = bytes;
+        self
+    }
+
+    /// How a new database's log file is set aside (default [`Prefill::Allocate`]).
+    /// [`Prefill::Zeros`] writes it once at create (64 MiB by default), after which its durable
+    /// appends on a disk file system overwrite written blocks instead of committing the file
+    /// system's journal for each block they first reach: worth it on a disk for a database that
+    /// commits often; on tmpfs or DAX it gains nothing.
+    pub fn log_prefill(mut self, prefill: Prefill) -> Self {
+        self.log_prefill = prefill;
         self
     }
 
@@ -335,7 +347,11 @@ fn create(dir: &Path, b: &Builder, page_size: PageSize) -> Result<()> {
     let io = |op: &'static str, p: &Path, e| nvpage_storage::StorageError::io(op, p, e);
     std::fs::create_dir_all(dir).map_err(|e| io("mkdir", dir, e))?;
     let uuid = Uuid::new_v4();
-    let log_opts = CreateOptions { persistence: b.persistence, ..CreateOptions::new(uuid) };
+    let log_opts = CreateOptions {
+        persistence: b.persistence,
+        prefill: b.log_prefill,
+        ..CreateOptions::new(uuid)
+    };
     drop(Log::create(&dir.join(LOG_FILE), b.log_bytes, &log_opts)?);
     let creating = dir.join(DATA_FILE_CREATING);
     match std::fs::remove_file(&creating) {

@@ -72,6 +72,7 @@ pub use error::{Error, Result};
 pub use nvpage_buffer::Counters;
 pub use nvpage_storage as storage;
 pub use nvpage_storage::{Durability, Layer, PersistMode, PersistRequest};
+pub use nvpage_wal::Prefill;
 pub use row::{Col, Date, Decimal, Kind, OwnedValue, RowRef, Value, format_scaled, kind};
 pub use scan::{Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};

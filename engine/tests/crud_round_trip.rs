@@ -3,7 +3,8 @@
 //! byte-identical data files from all three layers.
 
 use nvpage::{
-    Column, ColumnType, Database, Date, Decimal, Layer, ReadOps, RowId, Schema, Value, kind,
+    Column, ColumnType, Database, Date, Decimal, Layer, Prefill, ReadOps, RowId, Schema, Value,
+    kind,
 };
 
 fn schema() -> Schema {
@@ -208,4 +209,29 @@ fn abort_leaves_nothing_behind() {
         let db = builder().open(&path).unwrap();
         assert_eq!(summary(&db), before, "{layer}: after reopen");
     }
+}
+
+#[test]
+fn a_database_with_a_zero_filled_log_commits_aborts_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let open =
+        || Database::builder().log_prefill(Prefill::Zeros).log_bytes(1 << 20).open(&path).unwrap();
+    let db = open();
+    let ids = load(&db, 300);
+    let delete = |id: RowId, commit: bool| {
+        let mut tx = db.begin_write().unwrap();
+        let t = tx.table("t").unwrap();
+        tx.delete(&t, id).unwrap();
+        if commit { tx.commit().unwrap() } else { tx.abort().unwrap() }
+    };
+    delete(ids[0], true);
+    let committed = summary(&db);
+    assert_eq!(committed.0, 299);
+    delete(ids[1], false);
+    assert_eq!(summary(&db), committed, "the abort rolled back");
+    drop(db);
+    let log = std::fs::metadata(path.join(nvpage::LOG_FILE)).unwrap();
+    assert_eq!(log.len(), 1 << 20, "the log file has the size asked for");
+    assert_eq!(summary(&open()), committed, "after reopen");
 }

@@ -179,9 +179,9 @@ impl Drop for Mapping {
 
 /// The stand-in under Miri: the same interface over a heap buffer.
 ///
-/// - `map` allocates `reserved_bytes` (at most [`MIRI_RESERVE_CAP`]) zeroed and page-aligned, and
-///   reads the file's current bytes into it. Growth past the cap is refused by `RawFile`, which
-///   never lets a file grow past its mapping's reservation.
+/// - `map` allocates `reserved_bytes` (at most [`Mapping::MIRI_RESERVE_CAP`]) zeroed and
+///   page-aligned, and reads the file's current bytes into it. Growth past the cap is refused by
+///   `RawFile`, which never lets a file grow past its mapping's reservation.
 /// - While the mapping exists it holds the file's bytes: `RawFile` reads through it
 ///   ([`Mapping::read_at`]) and writes both it and the file ([`Mapping::write_at`]), as `pread`
 ///   and `pwrite` see a shared mapping's bytes.

@@ -53,7 +53,10 @@ pub struct Mapping {
 // SAFETY: `Mapping` is an address range; it owns no thread-affine state. Access to the bytes is
 // governed by the callers' own synchronisation (see the layer modules), not by this type.
 unsafe impl Send for Mapping {}
-// SAFETY: as above: `&Mapping` only hands out the base address and the length.
+// SAFETY: as above: `&Mapping` only hands out the base address and the length. (Under Miri the
+// stand-in's `read_at`/`write_at` also copy through `&Mapping`, as `pread`/`pwrite` do through a
+// shared file: two threads doing so over the same bytes would be a race Miri reports, which is
+// what the callers' discipline excludes natively too.)
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
@@ -179,9 +182,9 @@ impl Drop for Mapping {
 
 /// The stand-in under Miri: the same interface over a heap buffer.
 ///
-/// - `map` allocates `reserved_bytes` (at most [`Mapping::MIRI_RESERVE_CAP`]) zeroed and
-///   page-aligned, and reads the file's current bytes into it. Growth past the cap is refused by
-///   `RawFile`, which never lets a file grow past its mapping's reservation.
+/// - `map` allocates `reserved_bytes` (at most [`Mapping::MIRI_RESERVE_CAP`]; a longer file is
+///   an error) zeroed and page-aligned, and reads the file's current bytes into it. `RawFile`
+///   takes the smaller reservation as its file's largest size, so growth past it is refused.
 /// - While the mapping exists it holds the file's bytes: `RawFile` reads through it
 ///   ([`Mapping::read_at`]) and writes both it and the file ([`Mapping::write_at`]), as `pread`
 ///   and `pwrite` see a shared mapping's bytes.
@@ -204,15 +207,20 @@ impl Mapping {
     ) -> io::Result<Self> {
         use std::os::unix::fs::FileExt;
         let reserved_bytes = reserved_bytes.clamp(1, Self::MIRI_RESERVE_CAP);
+        let len = file.metadata()?.len();
+        if len > reserved_bytes as u64 {
+            return Err(io::Error::other(format!(
+                "a {len}-byte file is longer than Miri's stand-in mapping holds ({reserved_bytes})"
+            )));
+        }
         let layout = Self::layout(reserved_bytes)?;
         // SAFETY: the layout has a non-zero size.
         let base = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
             .ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?;
         let mut m = Self { base, reserved_bytes, sync: false, file: None };
-        let len = (file.metadata()?.len() as usize).min(reserved_bytes);
-        // SAFETY: `base` is a fresh allocation of `reserved_bytes >= len` bytes that nothing else
-        // refers to yet.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(base.as_ptr(), len) };
+        // SAFETY: `base` is a fresh allocation of `reserved_bytes >= len` bytes (checked above)
+        // that nothing else refers to yet.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(base.as_ptr(), len as usize) };
         file.read_exact_at(bytes, 0)?;
         if writable {
             m.file = Some(file.try_clone()?);

@@ -130,7 +130,8 @@ impl Log {
     /// Creates a log file of `size_bytes` bytes (header page included), refusing an existing
     /// file. libpmemlog: `pmemlog_create(path, poolsize, mode)`; ours takes the database UUID
     /// and the framing instead of a file mode (the file gets the process's umask), and a crash
-    /// during create leaves a file that `open` rejects as not a log (delete it and create again).
+    /// during create leaves a file that `open` rejects (delete it and create again) or an empty
+    /// log.
     pub fn create(path: &Path, size_bytes: u64, opts: &CreateOptions) -> Result<Self> {
         let max_bytes = DATA_OFFSET as u64 + MAX_CAPACITY;
         if !(MIN_FILE_BYTES..=max_bytes).contains(&size_bytes) {
@@ -150,7 +151,9 @@ impl Log {
         let made = (|| {
             file.grow_to(size_bytes)?;
             if opts.prefill == Prefill::Zeros {
-                // Before the header: a crash here leaves a file that is not a log yet.
+                // Before the state word and header, all synced together below: the blocks were
+                // allocated and read as zeros, so a crash anywhere leaves what a crash in a
+                // create without this would (only the prefill's benefit may be partial).
                 write_zeros(&file, 0, header.capacity)?;
             }
             file.write_at(&FRESH.encode().to_le_bytes(), STATE_OFFSET as u64)?;

@@ -231,6 +231,7 @@ fn read_only_logs_refuse_writes() {
 
 #[test]
 fn zero_filled_logs_fill_to_the_edge_and_reopen_as_allocated_ones_do() {
+    use nvpage_storage::file::unwritten_bytes;
     use nvpage_wal::{CreateOptions, Prefill};
     for m in media() {
         for framing in [Framing::Records, Framing::Raw] {
@@ -242,6 +243,15 @@ fn zero_filled_logs_fill_to_the_edge_and_reopen_as_allocated_ones_do() {
                     CreateOptions { framing, prefill, ..common::opts(framing, m.persistence) };
                 let log = Log::create(&p, SIZE, &opts).unwrap();
                 assert_eq!((log.nbyte(), log.tell()), (1024, 0), "{ctx}");
+                // What the option is for: on a file system that reports extents (ext4 here,
+                // not tmpfs), a zero-filled log has no unwritten block left for an append to
+                // pay a journal commit on; an allocated one has (where the file system keeps
+                // unwritten extents at all).
+                let unwritten = unwritten_bytes(&p).unwrap();
+                eprintln!("{ctx}: unwritten bytes after create: {unwritten:?}");
+                if prefill == Prefill::Zeros {
+                    assert!(matches!(unwritten, None | Some(0)), "{ctx}: {unwritten:?}");
+                }
                 let mut n = 0u64;
                 loop {
                     match log.append(&common::payload(n, 100)) {

@@ -130,6 +130,12 @@ fn small_log_bytes(m: Medium) -> u64 {
     if m == Medium::Disk { 32 << 20 } else { 256 << 20 }
 }
 
+/// Appends per thread of a small-append row on `m` (at most `--appends`): half the log's bytes,
+/// shared among the threads, in records of `size` bytes and their framing.
+fn small_appends_per_thread(args: &LogArgs, m: Medium, size: u64, threads: u32) -> u64 {
+    args.appends.min(small_log_bytes(m) / 2 / u64::from(threads) / (size + 16))
+}
+
 /// Runs the benchmark and prints the table (and JSON, if asked).
 pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
     if let Some(m) = &args.pmdk_child {
@@ -160,27 +166,15 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
         for &size in &SMALL_SIZES {
             for &threads in &THREADS {
                 for framing in [Framing::Raw, Framing::Records] {
-                    rows.push(small_nvpage(
-                        args,
-                        m,
-                        dir,
-                        framing,
-                        Prefill::Allocate,
-                        size,
-                        threads,
-                    )?);
-                    if m == Medium::Disk {
-                        // On a disk the first sync into each block of an allocated log commits
-                        // the journal; a zero-filled one overwrites written blocks.
-                        rows.push(small_nvpage(
-                            args,
-                            m,
-                            dir,
-                            framing,
-                            Prefill::Zeros,
-                            size,
-                            threads,
-                        )?);
+                    // On a disk the first sync into each block of an allocated log commits the
+                    // journal; a zero-filled one overwrites written blocks.
+                    let prefills: &[Prefill] = if m == Medium::Disk {
+                        &[Prefill::Allocate, Prefill::Zeros]
+                    } else {
+                        &[Prefill::Allocate]
+                    };
+                    for &prefill in prefills {
+                        rows.push(small_nvpage(args, m, dir, framing, prefill, size, threads)?);
                     }
                 }
                 if m != Medium::TmpfsCacheLine {
@@ -331,7 +325,7 @@ fn small_nvpage(
     // Before the clock, as libpmemlog's pool is (`prefault`): the rows compare appending.
     log.prefault();
     let buf = vec![0x5Au8; size as usize];
-    let per_thread = args.appends.min(small_log_bytes(m) / 2 / u64::from(threads) / (size + 16));
+    let per_thread = small_appends_per_thread(args, m, size, threads);
     let (n, wall, lat) = timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok());
     let system = match prefill {
         Prefill::Allocate => format!("nvpage-wal {framing}"),
@@ -529,8 +523,7 @@ fn pmdk_rows(args: &LogArgs, m: Medium) -> std::io::Result<Vec<LogRow>> {
             let log = PmemLog::create(&path, small_log_bytes(m))?;
             prefault(&log);
             let buf = vec![0x5Au8; size as usize];
-            let per_thread =
-                args.appends.min(small_log_bytes(m) / 2 / u64::from(threads) / (size + 16));
+            let per_thread = small_appends_per_thread(args, m, size, threads);
             let (n, wall, lat) = timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok());
             rows.push(row(
                 "small",

@@ -9,10 +9,15 @@ mod common;
 
 use std::path::Path;
 
-use common::{Row, compare, contents, insert_row, schema};
+use std::collections::BTreeMap;
+
+use common::{Row, Rows, compare, contents, insert_row, schema};
 use nvpage::storage::sim::{Fault, FaultMode, Sim, Tear};
 use nvpage::storage::{SimOp, StorageError};
 use nvpage::{Database, Error, Layer};
+
+/// A database's contents as `common::contents` reads them.
+type Contents = BTreeMap<String, Rows>;
 
 fn open(path: &Path, layer: Layer) -> Database {
     Database::builder().layer(layer).pool_bytes(64 << 10).log_bytes(1 << 20).open(path).unwrap()
@@ -22,16 +27,27 @@ fn row(k: i64) -> Row {
     Row { qty: k as i32, note: Some(format!("{k:>60}")) }
 }
 
-/// A database with table `t` holding keys `0..n`, committed.
-fn committed(path: &Path, layer: Layer, n: i64) -> Database {
-    let db = open(path, layer);
+/// A fresh directory followed by the simulator, holding a database whose table `t` has keys
+/// `0..200` committed; and those contents.
+struct Setup {
+    dir: tempfile::TempDir,
+    sim: Sim,
+    db: Database,
+    before: Contents,
+}
+
+fn setup(layer: Layer, seed: u64) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::attach(dir.path(), seed);
+    let db = open(&dir.path().join("db"), layer);
     let mut tx = db.begin_write().unwrap();
     tx.create_table("t", schema()).unwrap();
-    for k in 0..n {
+    for k in 0..200 {
         insert_row(&mut tx, "t", k, &row(k)).unwrap();
     }
     tx.commit().unwrap();
-    db
+    let before = contents(&db).unwrap();
+    Setup { dir, sim, db, before }
 }
 
 fn is_no_space(e: &Error) -> bool {
@@ -41,11 +57,8 @@ fn is_no_space(e: &Error) -> bool {
 #[test]
 fn a_full_disk_fails_the_load_alone_and_loses_nothing() {
     for layer in Layer::compiled() {
-        let dir = tempfile::tempdir().unwrap();
-        let sim = Sim::attach(dir.path(), 11);
+        let Setup { dir, sim, db, before } = setup(layer, 11);
         let path = dir.path().join("db");
-        let db = committed(&path, layer, 200);
-        let before = contents(&db).unwrap();
 
         // Every growth from now on fails with ENOSPC: the load runs until it needs more file.
         sim.fail(Fault::disk_full(0));
@@ -74,11 +87,8 @@ fn a_full_disk_fails_the_load_alone_and_loses_nothing() {
 #[test]
 fn no_space_while_a_commit_syncs_is_an_error_and_recovery_rolls_it_back() {
     for layer in Layer::compiled() {
-        let dir = tempfile::tempdir().unwrap();
-        let sim = Sim::attach(dir.path(), 12);
+        let Setup { dir, sim, db, before } = setup(layer, 12);
         let path = dir.path().join("db");
-        let db = committed(&path, layer, 200);
-        let before = contents(&db).unwrap();
 
         let mut tx = db.begin_write().unwrap();
         for k in 1_000..1_300 {

@@ -731,7 +731,7 @@ fn fiemap_unwritten(f: &File) -> io::Result<Option<u64>> {
     }
     /// `struct fiemap_extent`.
     #[repr(C)]
-    #[derive(Clone, Copy)]
+    #[derive(Clone, Copy, Default)]
     struct FiemapExtent {
         logical: u64,
         physical: u64,
@@ -745,14 +745,6 @@ fn fiemap_unwritten(f: &File) -> io::Result<Option<u64>> {
     const FIEMAP_FLAG_SYNC: u32 = 1;
     const FIEMAP_EXTENT_LAST: u32 = 0x1;
     const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
-    let none = FiemapExtent {
-        logical: 0,
-        physical: 0,
-        length: 0,
-        reserved64: [0; 2],
-        flags: 0,
-        reserved: [0; 3],
-    };
     let mut unwritten = 0u64;
     let mut start = 0u64;
     loop {
@@ -763,7 +755,7 @@ fn fiemap_unwritten(f: &File) -> io::Result<Option<u64>> {
             mapped_extents: 0,
             extent_count: EXTENTS as u32,
             reserved: 0,
-            extents: [none; EXTENTS],
+            extents: [FiemapExtent::default(); EXTENTS],
         };
         // SAFETY: `m` is a valid `struct fiemap` followed by room for `extent_count` extents, as
         // FS_IOC_FIEMAP requires; the kernel writes only inside it. The fd is open.

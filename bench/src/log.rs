@@ -4,7 +4,8 @@
 //! cache-line path forced (emulated NVM: survives a process crash only), tmpfs with `msync`, and a
 //! disk directory. Workloads: the seed's (fresh pools of 64 MiB filled with 4 MiB appends, MB/s of
 //! data really appended) and small durable appends (64 B, 256 B, 4 KiB; 1 and 2 threads;
-//! appends/s, p50 and p99 latency). Every row names its durability.
+//! appends/s, p50 and p99 latency). Every row names its durability. On the forced medium the seed
+//! workload also gets a floor row: the system calls our log makes for it, with no log around them.
 //!
 //! libpmem decides between flushes and `msync` once per process from `PMEM_IS_PMEM_FORCE`, so the
 //! libpmemlog rows for the forced medium run in a child process of this binary with that variable
@@ -62,7 +63,8 @@ pub struct LogRow {
     /// `seed` (4 MiB appends into fresh pools) or `small`.
     pub workload: String,
     /// `nvpage-wal raw`, `nvpage-wal records` (created with `Prefill::Allocate`), the same with
-    /// ` zero-filled` (`Prefill::Zeros`; disk only), `write+fdatasync`, `libpmemlog`.
+    /// ` zero-filled` (`Prefill::Zeros`; disk only), `write+fdatasync`, `libpmemlog`, and
+    /// `floor: fallocate+pwrite` (seed workload on `tmpfs-cacheline`: a floor, not a log).
     pub system: String,
     /// `tmpfs-cacheline`, `tmpfs-msync`, `disk`.
     pub medium: String,
@@ -159,7 +161,9 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
         eprintln!("log bench: {} in {}", m.name(), dir.display());
         if !args.no_seed {
             rows.push(seed_nvpage(args, m, dir)?);
-            if m != Medium::TmpfsCacheLine {
+            if m == Medium::TmpfsCacheLine {
+                rows.push(seed_floor(args, m, dir)?);
+            } else {
                 rows.push(seed_write(args, m, dir)?);
             }
         }
@@ -245,6 +249,45 @@ fn seed_write(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> 
         "write+fdatasync",
         m,
         durability,
+        1,
+        4 << 20,
+        appends,
+        appends * (4 << 20),
+        wall,
+        None,
+    ))
+}
+
+/// The seed workload's floor on tmpfs: the system calls our log makes for it (`fallocate` of the
+/// whole file at create, then one `pwrite` per 4 MiB append at the log's offsets into pages never
+/// mapped), with no log around them — no header, state word, fence or mapping. The log can come
+/// near this row, not past it; libpmemlog's row against it shows the most any log that reserves
+/// its pool, as libpmemlog does, could reach over libpmemlog here.
+fn seed_floor(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> {
+    let chunk = vec![b'1'; 4 << 20];
+    let pool = args.pool_mib << 20;
+    // The log's data area starts a page in, so a pool holds one append less than its size.
+    let data_offset = 4096;
+    let per_pool = (pool - data_offset) / chunk.len() as u64;
+    let paths: Vec<PathBuf> =
+        (0..args.pools).map(|i| dir.join(format!("seed-{i}.floor"))).collect();
+    let t0 = Instant::now();
+    for path in &paths {
+        let f = OpenOptions::new().create_new(true).read(true).write(true).open(path)?;
+        // What `Log::create` reserves its file with.
+        nvpage::storage::file::allocate(&f, 0, pool)?;
+        for j in 0..per_pool {
+            f.write_all_at(&chunk, data_offset + j * chunk.len() as u64)?;
+        }
+    }
+    let wall = t0.elapsed();
+    remove_all(&paths);
+    let appends = per_pool * u64::from(args.pools);
+    Ok(row(
+        "seed",
+        "floor: fallocate+pwrite",
+        m,
+        "none of its own (tmpfs page cache, nothing fenced): a floor, not a log".into(),
         1,
         4 << 20,
         appends,

@@ -642,8 +642,8 @@ fn lock(file: &File, path: &Path) -> Result<()> {
 
 /// Allocates `[offset, offset + len)`, extending the file: `fallocate`, or zeros written where the
 /// file system lacks it. Never a sparse `ftruncate`: filling a hole through a mapping on a full
-/// disk would be a SIGBUS.
-fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
+/// disk would be a SIGBUS. Every file this crate grows, and every log, is reserved with it.
+pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
     // Miri has no `fallocate`: under it growth always writes the zeros.
     #[cfg(not(miri))]
     {

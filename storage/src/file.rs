@@ -33,8 +33,8 @@ use crate::verified::VerifiedPages;
 /// The default maximum size of a file: the address space reserved for its mapping.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 << 30;
 
-/// Writes of at least this many bytes into a part of a file (memory or DAX) that is not mapped
-/// yet are cheaper through `pwrite` than through the mapping ([`RawFile::kernel_copy_pays`]);
+/// Writes of at least this many bytes into a part of a memory file (tmpfs, ramfs) that is not
+/// mapped yet are cheaper through `pwrite` than through the mapping ([`RawFile::kernel_copy_pays`]);
 /// below it the system call's own cost starts to count, and a small write populates a window
 /// of the mapping that the writes after it reuse.
 pub const KERNEL_COPY_MIN: usize = 256 << 10;
@@ -78,6 +78,8 @@ pub struct RawFile {
     poisoned: AtomicBool,
     /// 2 MiB windows of the mapping already populated (memory media only).
     populated: VerifiedPages,
+    /// Open file descriptions of this file's own, for [`Self::sync_own`].
+    sync_handles: Mutex<Vec<File>>,
     sim: SimTag,
 }
 
@@ -185,6 +187,7 @@ impl RawFile {
             grow_lock: Mutex::new(()),
             poisoned: AtomicBool::new(false),
             populated: VerifiedPages::new(max_bytes.div_ceil(POPULATE_WINDOW)),
+            sync_handles: Mutex::new(Vec::new()),
             sim,
         }
     }
@@ -320,6 +323,39 @@ impl RawFile {
                 })?;
             }
         }
+        self.sim.synced();
+        Ok(())
+    }
+
+    /// Makes everything written to the file so far durable, as [`Self::sync`] does, but through
+    /// an open file description of the caller's own: taken from a pool (opened anew, through
+    /// `/proc/self/fd`, when every one is in use) and given back after. Linux reports a failed
+    /// writeback once to each open file description, to the first sync that looks: through one
+    /// shared description, a sync running beside another that took the error would return
+    /// success although pages it covered were lost. With a description each, every sync that
+    /// ran while (or after) the failure happened fails. For callers that sync concurrently.
+    pub fn sync_own(&self) -> Result<()> {
+        self.check_writable()?;
+        // Miri has no /proc; there the shared description stands in (it models no writeback).
+        let own = if cfg!(miri) { None } else { self.sync_handles.lock().pop() };
+        let own = match own {
+            Some(f) => Some(f),
+            None if cfg!(miri) => None,
+            None => {
+                let proc_path = format!("/proc/self/fd/{}", self.file.as_raw_fd());
+                let f = OpenOptions::new().read(true).write(true).open(&proc_path);
+                Some(f.map_err(|e| StorageError::io("reopen for sync", &self.path, e))?)
+            }
+        };
+        let f = own.as_ref().unwrap_or(&self.file);
+        let r = self.persist_step("fdatasync", |_| {
+            cacheline::fence();
+            f.sync_data()
+        });
+        if let Some(f) = own {
+            self.sync_handles.lock().push(f);
+        }
+        r?;
         self.sim.synced();
         Ok(())
     }
@@ -461,21 +497,26 @@ impl RawFile {
 
     /// Whether writing `len` bytes into a part of this file that is not mapped yet costs less
     /// through the kernel's copy ([`Self::write_persist_vectored`]) than through the mapping:
-    /// at least [`KERNEL_COPY_MIN`] bytes, on a file that is memory (tmpfs, ramfs) or DAX.
+    /// at least [`KERNEL_COPY_MIN`] bytes, on a file that is memory (tmpfs, ramfs).
     /// `pwrite` copies straight into the file's pages without mapping them — no page fault per
     /// 4 KiB, and no zeroing of a fresh tmpfs page that the write fills whole — where a store
     /// through the mapping first has to populate it. Once pages are mapped, the mapping wins:
     /// on tmpfs here streaming stores run at 16–18 GB/s, `pwrite` at 4.5–5.3 GB/s.
+    ///
+    /// Never on DAX: there a `pwrite` into an `fallocate`d block turns an unwritten extent into
+    /// a written one in a journal transaction that nothing forces, so after a power cut the
+    /// block could read back as zeros though its data reached the medium; a store through a
+    /// `MAP_SYNC` mapping commits that change before the page fault returns.
     pub fn kernel_copy_pays(&self, len: usize) -> bool {
-        len >= KERNEL_COPY_MIN
-            && (self.durability.medium.is_memory() || self.durability.mode == PersistMode::Dax)
+        len >= KERNEL_COPY_MIN && self.durability.medium.is_memory()
     }
 
     /// Writes `srcs`, one after another, from `offset` with `pwrite` and makes them durable
     /// together: in the cache-line modes with one fence, in `msync` mode with an `msync` of the
-    /// range. The cache-line modes exist only where the file is memory or DAX: on DAX the
-    /// kernel's copy bypasses the CPU cache (its "flushcache" copy, made on this thread), and
-    /// the fence drains its streaming stores; on tmpfs the page cache is the medium.
+    /// range. In the cache-line modes it is for memory files only ([`Self::kernel_copy_pays`]),
+    /// where the page cache is the medium and the fence orders the write before what follows;
+    /// on DAX the kernel's copy would bypass the CPU cache, but a write into an unwritten
+    /// extent leaves a journal change behind that only an `fdatasync` forces.
     pub fn write_persist_vectored(&self, offset: u64, srcs: &[&[u8]]) -> Result<()> {
         self.write_vectored_at(offset, srcs)?;
         let total: u64 = srcs.iter().map(|s| s.len() as u64).sum();

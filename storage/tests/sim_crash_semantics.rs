@@ -3,7 +3,8 @@
 //! `pwrite` is kept, dropped or torn (each 8-byte word old or new) by seed, with all three
 //! outcomes over enough seeds (an 8-byte word is kept or dropped, never torn), and the same seed
 //! from the same state gives the same file; an `msync` of a range persists the whole OS pages it
-//! touches and nothing else, and a cache-line flush the whole 64-byte lines; a file removed and
+//! touches and nothing else, and a cache-line flush the whole 64-byte lines; a sync through an
+//! open file description of the caller's own persists everything; a file removed and
 //! created again under the same name does not inherit the old file's durable bytes; and files
 //! outside the simulated directory are neither followed nor counted.
 
@@ -137,6 +138,41 @@ fn different_seeds_give_different_survivors() {
         })
         .collect();
     assert!(survivors.len() > 4, "only {} distinct survivors from 8 seeds", survivors.len());
+}
+
+/// `sync_own` (a sync through an open file description of the caller's own) makes everything
+/// written so far durable, from several threads at once, like `sync`.
+#[test]
+fn sync_own_persists_every_write_from_every_thread() {
+    for medium in media() {
+        let dir = tempfile::tempdir_in(medium.dir.path()).unwrap();
+        let path = dir.path().join("own");
+        let sim = Sim::attach(dir.path(), 5);
+        let f = RawFile::create(&path, &raw_opts(true)).unwrap();
+        f.grow_to(1 << 20).unwrap();
+        f.sync_own().unwrap();
+        f.write_at(&[9; 300], 100).unwrap();
+        assert!(sim.durable_image(&path).unwrap()[100..400] != [9; 300], "{}", medium.name);
+        f.sync_own().unwrap();
+        assert!(sim.durable_image(&path).unwrap()[100..400] == [9; 300], "{}", medium.name);
+        std::thread::scope(|s| {
+            for t in 0..3u64 {
+                let f = &f;
+                s.spawn(move || {
+                    for i in 0..20u64 {
+                        let at = (t * 20 + i + 1) * 4096 + 7;
+                        f.write_at(&[t as u8 + 1; 300], at).unwrap();
+                        f.sync_own().unwrap();
+                    }
+                });
+            }
+        });
+        let live = std::fs::read(&path).unwrap();
+        assert!(sim.durable_image(&path).unwrap() == live, "{}: all durable", medium.name);
+        drop(f);
+        sim.crash(Tear::Line);
+        assert!(std::fs::read(&path).unwrap() == live, "{}: survives the crash", medium.name);
+    }
 }
 
 #[test]

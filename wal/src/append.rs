@@ -12,7 +12,7 @@
 //!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
 //!   stores). In `msync` mode it only writes (`RawFile::store_vectored`: a copy where the file
 //!   is memory, `pwrite` on a disk): the commit's `msync` covers the range. Where the file is
-//!   memory or DAX, an append of `KERNEL_COPY_MIN` (256 KiB) or more into a part of the log not
+//!   memory (not DAX: `RawFile::kernel_copy_pays`), an append of `KERNEL_COPY_MIN` (256 KiB) or more into a part of the log not
 //!   yet mapped is written with `pwrite` instead (and fenced, in the cache-line modes), which
 //!   spares populating the mapping; a smaller one first populates the next
 //!   [`POPULATE_WINDOW`](crate::POPULATE_WINDOW) of the mapping if it reaches past it.
@@ -20,8 +20,11 @@
 //!   `copied = end`. So `copied` only ever covers whole, written appends, in reservation order.
 //! - **commit**: a record log in a cache-line mode has nothing left to do: its records are
 //!   self-validating and fenced, and every one before it completed first, so an open after a
-//!   crash finds it (one fence per append). A record log in `msync` mode `msync`s from `durable`
-//!   to its end, with no lock, so that concurrent committers' syncs overlap in the kernel. A raw
+//!   crash finds it (one fence per append). A record log in `msync` mode, unless `durable`
+//!   covers `end` already, syncs the file (`fdatasync`) with no lock, so that concurrent
+//!   committers' syncs overlap in the kernel, each through an open file description of its own
+//!   (`RawFile::sync_own`: Linux reports a failed writeback once per description, so through a
+//!   shared one a sync beside the one that took the error would succeed). A raw
 //!   log, if `durable` does not yet cover `end`, takes the `commit` lock and — unless a leader
 //!   covered it meanwhile — persists `[durable, copied)` (in `msync` mode), then stores and
 //!   persists the state word with tail `copied` (group commit: one persist covers every append
@@ -247,13 +250,14 @@ impl Log {
         }
         if self.header.framing == Framing::Records {
             // `msync` mode, self-validating records: no lock and no tail to order after the
-            // data. Each committer persists from what is durable to its end, so concurrent
-            // committers' `msync`s run at once and the file system joins their journal
-            // commits; a lock here would queue them instead. Everything below `from` was
-            // durable when it was read, so after the persist everything below `end` is.
-            let from = self.durable.load(Ordering::Acquire);
-            if from < end {
-                self.file.persist_range(DATA_OFFSET as u64 + from, (end - from) as usize)?;
+            // data. Each committer whose end is not durable yet syncs the file, so concurrent
+            // committers' syncs run at once and the file system joins their journal commits;
+            // a lock here would queue them instead. Each syncs through a description of its
+            // own, so each learns of a writeback failure that happened while it synced, even
+            // if another sync took it first (`RawFile::sync_own`). Everything below `end` was
+            // written when the sync began, so after it everything below `end` is durable.
+            if self.durable.load(Ordering::Acquire) < end {
+                self.file.sync_own()?;
                 self.durable.fetch_max(end, Ordering::AcqRel);
             }
             return self.store_mark(false);
@@ -285,7 +289,8 @@ impl Log {
     /// Stores a record log's watermark at what is durable: always if `now` (waiting for the
     /// lock), else only when it is [`MARK_INTERVAL`] behind and nobody else is storing it.
     fn store_mark(&self, now: bool) -> Result<()> {
-        let behind = self.durable_tell() - self.mark.load(Ordering::Acquire);
+        // Saturating: another thread may store a newer mark between these two loads.
+        let behind = self.durable_tell().saturating_sub(self.mark.load(Ordering::Acquire));
         if behind == 0 || (!now && behind < MARK_INTERVAL) {
             return Ok(());
         }

@@ -20,8 +20,9 @@
 //!      +----------------------------+------------------+---------+
 //!      | tail: see below (u36)      | generation (u20) | check   |
 //!      +----------------------------+------------------+---------+
-//!      check: CRC-8 (polynomial 0x07) of the word's first 7 bytes (catches every flip of up to
-//!      three bits: a damaged word is an error, never a different tail or generation).
+//!      check: CRC-8 (polynomial 0x07, initial value 0xFF) of the word's first 7 bytes (catches
+//!      every flip of up to three bits: a damaged word is an error, never a different tail or
+//!      generation; and a zeroed word is an error, not tail 0 of generation 0).
 //!      raw log:    tail = bytes in the log, exactly (persisted after the bytes below it).
 //!      record log: tail = a watermark: every record below it is durable; more records of the
 //!                  current generation may follow it, each self-validating (open scans them).
@@ -49,9 +50,12 @@ use uuid::Uuid;
 
 /// Identifies an nvpage log file.
 pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
-/// The log format this build reads and writes. Version 2: record logs keep a watermark in the
-/// state word and records past it (version 1 persisted an exact tail for every append).
-pub const FORMAT_VERSION: u32 = 2;
+/// The log format this build reads and writes. Version 3: the state word's check starts from
+/// 0xFF, so a zeroed word fails it (version 2's started from 0: eight zero bytes passed as tail
+/// 0, generation 0 — an empty raw log, a record log's pending zeroing). Version 2: record logs
+/// keep a watermark in the state word and records past it (version 1 persisted an exact tail
+/// for every append).
+pub const FORMAT_VERSION: u32 = 3;
 
 pub(crate) const MAGIC_OFFSET: usize = 0;
 pub(crate) const VERSION_OFFSET: usize = MAGIC_OFFSET + MAGIC.len();
@@ -262,8 +266,10 @@ impl State {
 /// The state word's check byte: CRC-8 with polynomial 0x07 over its low 56 bits (little-endian
 /// bytes). For messages this short the polynomial has Hamming distance 4: every flip of up to
 /// three bits of the word changes the check (the unit test tries every one- and two-bit flip).
+/// It starts from 0xFF rather than 0, so that the check of seven zero bytes is not zero: a word
+/// of zeros (a zeroed line, a block read back as zeros) is damage, not a state.
 fn state_check(low: u64) -> u8 {
-    let mut crc = 0u8;
+    let mut crc = 0xFFu8;
     for byte in &low.to_le_bytes()[..7] {
         crc ^= byte;
         for _ in 0..8 {
@@ -580,6 +586,12 @@ mod tests {
             }
         }
         assert_eq!(State::next_generation(GENERATION_MASK), 0);
+        // "Zeroing pending" is a state; a word of zeros is not.
+        let pending = State { tail: 0, generation: 0 };
+        assert_ne!(pending.encode(), 0);
+        assert_eq!(State::decode(pending.encode()), Ok(pending));
+        assert!(State::decode(0).is_err());
+        assert!(State::decode(u64::MAX).is_err());
     }
 
     #[test]

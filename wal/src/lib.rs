@@ -42,9 +42,9 @@
 //!   [`POPULATE_WINDOW`] (2 MiB) writable in one call (`MADV_POPULATE_WRITE`): a first store
 //!   into an unmapped page costs microseconds here, more than several appends.
 //!   [`Log::prefault`] populates the whole log at once. An append of 256 KiB or more into a
-//!   part never populated goes through `pwrite` instead: the kernel copies into the file's pages
-//!   without mapping them, nor zeroing the fresh ones it fills whole (on DAX with
-//!   cache-bypassing stores, durable once the appender's fence has drained them). On a disk the
+//!   part never populated of a memory file goes through `pwrite` instead: the kernel copies
+//!   into the file's pages without mapping them, nor zeroing the fresh ones it fills whole (not
+//!   on DAX, where such a write's extent change would wait for an `fdatasync`). On a disk the
 //!   appender always writes with `pwrite`, for the same reason.
 //! - **Corruption is never the end.** Damage below the tail or watermark, or to the state word,
 //!   is a typed error naming what is wrong, at open and when read. The open decodes the mapped

@@ -277,9 +277,18 @@ impl Log {
             return if read_only { Ok(()) } else { self.zero_and_restart() };
         }
         let Scan { end, records } = scan;
+        let stored = self.mark.load(Ordering::Acquire);
         self.set_end(end, records);
         if read_only {
             return Ok(());
+        }
+        // The records found past the stored watermark may never have been persisted: a process
+        // that died before syncing them (or with buffered appends) left them in the page cache
+        // or the CPU's caches. Persist them before a watermark above them is stored; otherwise
+        // a power cut after this open would leave damage below the watermark, and the log
+        // could not be opened again.
+        if end > stored {
+            self.file.persist_range(DATA_OFFSET as u64 + stored, (end - stored) as usize)?;
         }
         if self.generation == GENERATION_MASK {
             // No new generation without wrapping: erase what lies past the end instead.
@@ -408,7 +417,13 @@ impl Log {
         self.generation = next;
         self.set_end(0, 0);
         if next == 0 && self.header.framing == Framing::Records {
-            self.zero_and_restart()?;
+            // Generation 0 stored means "zeroing pending": an append now would be written in a
+            // generation the next open erases. So a failed zeroing poisons the log (the open
+            // finishes the zeroing).
+            if let Err(e) = self.zero_and_restart() {
+                self.file.poison();
+                return Err(e);
+            }
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
-//! Goal: a missing file, a file that is not a log, a damaged header, a truncated log and another
-//! database's log are each a typed error at open, never a panic.
+//! Goal: a missing file, a file that is not a log, a damaged header, a truncated log, a damaged
+//! or zeroed state word, an older format and another database's log are each a typed error at
+//! open, never a panic.
 
 mod common;
 
@@ -60,4 +61,33 @@ fn damaged_and_foreign_files() {
     let f = std::fs::OpenOptions::new().write(true).open(&state).unwrap();
     f.write_all_at(&(1u64 << 30).to_le_bytes(), 64).unwrap();
     assert!(matches!(Log::open(&state), Err(WalError::CorruptState { .. })));
+
+    // A zeroed state word is damage, not "tail 0" (which would empty a raw log) nor "zeroing
+    // pending" (which would erase a record log's data area), and the file is left as it was.
+    for framing in [Framing::Raw, Framing::Records] {
+        let zeroed = dir.path().join(format!("zeroed-{framing}.log"));
+        let log = create(&zeroed, DATA_OFFSET as u64 + 4096, framing, PersistRequest::Auto);
+        log.append(b"acknowledged").unwrap();
+        drop(log);
+        let f = std::fs::OpenOptions::new().write(true).open(&zeroed).unwrap();
+        f.write_all_at(&[0u8; 8], 64).unwrap();
+        let before = std::fs::read(&zeroed).unwrap();
+        assert!(
+            matches!(Log::open(&zeroed), Err(WalError::CorruptState { word: 0, .. })),
+            "{framing}"
+        );
+        assert_eq!(std::fs::read(&zeroed).unwrap(), before, "{framing}: the open changed nothing");
+    }
+
+    // A log of an older format is named as such.
+    let old = dir.path().join("old.log");
+    let mut b = bytes.clone();
+    b[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..60]);
+    b[60..64].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&old, &b).unwrap();
+    assert!(matches!(
+        Log::open(&old),
+        Err(WalError::VersionMismatch { expected: 3, found: 2, .. })
+    ));
 }

@@ -10,11 +10,13 @@ mod common;
 use std::path::Path;
 
 use common::{create, media, open, payload, payloads};
+use nvpage_storage::sim::{Fault, Sim, Tear};
+use nvpage_storage::{SimOp, StorageError};
 use nvpage_wal::layout::{
     DATA_OFFSET, FIRST_GENERATION, GENERATION_MASK, RECORD_HEADER_LEN, STATE_OFFSET, State,
     record_size,
 };
-use nvpage_wal::{Framing, OpenOptions, WalError};
+use nvpage_wal::{Framing, Log, OpenOptions, WalError};
 
 const SIZE: u64 = DATA_OFFSET as u64 + 16 * 1024;
 
@@ -154,7 +156,7 @@ fn an_interrupted_wrap_is_finished_by_the_next_open() {
         // The wrapping rewind stored (0, generation 0) and crashed before zeroing.
         write_state(&p, 0, 0);
         let ro = OpenOptions { read_only: true, persistence: m.persistence, ..Default::default() };
-        let log = nvpage_wal::Log::open_with(&p, &ro).unwrap();
+        let log = Log::open_with(&p, &ro).unwrap();
         assert!(payloads(&log).is_empty(), "{}: a log waiting to be zeroed is empty", m.name);
         drop(log);
         let log = open(&p, m.persistence).unwrap();
@@ -164,5 +166,68 @@ fn an_interrupted_wrap_is_finished_by_the_next_open() {
         let f = std::fs::read(&p).unwrap();
         assert!(f[DATA_OFFSET..].iter().all(|&b| b == 0), "{}: zeroed", m.name);
         assert_eq!(read_state(&p), (0, FIRST_GENERATION));
+    }
+}
+
+/// An open that finds records past the watermark persists them before it stores a watermark
+/// above them. A process that died with buffered appends (or before its sync) left them in the
+/// page cache; moved below the watermark unpersisted, a power cut after the open would leave
+/// damage there, and the log would not open again.
+#[test]
+fn an_open_persists_the_records_it_finds_before_storing_a_watermark_over_them() {
+    for m in media() {
+        for seed in 0..8u64 {
+            let dir = tempfile::tempdir_in(m.dir.path()).unwrap();
+            let sim = Sim::attach(dir.path(), seed);
+            let p = dir.path().join("found.log");
+            let log = create(&p, SIZE, Framing::Records, m.persistence);
+            log.append(&payload(999, 100)).unwrap();
+            for i in 0..20 {
+                log.append_buffered(&payload(i, 300)).unwrap();
+            }
+            // The process dies: what it wrote stays in the page cache.
+            drop(log);
+            let log = open(&p, m.persistence).unwrap();
+            let found = payloads(&log);
+            assert_eq!(found.len(), 21, "{}: seed {seed}", m.name);
+            drop(log);
+            // A power cut after the recovery.
+            sim.crash(Tear::Sector);
+            let log = open(&p, m.persistence).unwrap_or_else(|e| {
+                panic!("{}: seed {seed}: the log no longer opens: {e}", m.name)
+            });
+            assert_eq!(payloads(&log), found, "{}: seed {seed}", m.name);
+        }
+    }
+}
+
+/// The rewind that wraps the generation stores "zeroing pending" (generation 0), then zeroes
+/// the data area. If the zeroing fails the log is poisoned: an append now would be written in
+/// a generation the next open erases. The next open finishes the zeroing.
+#[test]
+fn a_wrapping_rewind_whose_zeroing_fails_poisons_the_log() {
+    for m in media() {
+        let dir = tempfile::tempdir_in(m.dir.path()).unwrap();
+        let p = dir.path().join("wrap.log");
+        drop(create(&p, SIZE, Framing::Records, m.persistence));
+        write_state(&p, 0, GENERATION_MASK);
+        let sim = Sim::attach(dir.path(), 1);
+        let mut log = open(&p, m.persistence).unwrap();
+        assert_eq!(log.generation(), GENERATION_MASK);
+        sim.fail(Fault::once(Some(SimOp::Write), 0));
+        assert!(log.rewind().is_err(), "{}", m.name);
+        assert!(log.is_poisoned(), "{}: a failed zeroing poisons", m.name);
+        assert!(matches!(
+            log.append(b"after"),
+            Err(WalError::Storage(StorageError::Poisoned { .. }))
+        ));
+        drop(log);
+        let log = open(&p, m.persistence).unwrap();
+        assert_eq!(log.generation(), FIRST_GENERATION, "{}: the open finished the zeroing", m.name);
+        assert!(payloads(&log).is_empty());
+        log.append(&payload(7, 64)).unwrap();
+        drop(log);
+        let log = open(&p, m.persistence).unwrap();
+        assert_eq!(payloads(&log), vec![payload(7, 64)], "{}", m.name);
     }
 }

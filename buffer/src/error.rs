@@ -42,6 +42,14 @@ pub enum BufferError {
         /// The page.
         page: PageId,
     },
+    /// The memory for this many frames could not be had.
+    #[error("cannot allocate a pool of {frames} frames of {page_size} bytes")]
+    PoolTooLarge {
+        /// Frames asked for.
+        frames: usize,
+        /// Bytes per frame.
+        page_size: usize,
+    },
     /// The pool needs at least this many frames.
     #[error("a pool needs at least {min} frames, {requested} requested")]
     TooFewFrames {

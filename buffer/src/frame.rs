@@ -64,13 +64,15 @@ unsafe impl Send for FrameMemory {}
 unsafe impl Sync for FrameMemory {}
 
 impl FrameMemory {
-    pub(crate) fn new(frames: usize, page_size: usize) -> Self {
-        let layout = Layout::from_size_align(frames * page_size, page_size)
-            .expect("page size is a power of two and the pool fits the address space");
+    /// The frames' memory, zeroed; `None` if it does not fit the address space or the
+    /// allocator refuses it.
+    pub(crate) fn new(frames: usize, page_size: usize) -> Option<Self> {
+        let bytes = frames.checked_mul(page_size)?;
+        let layout = Layout::from_size_align(bytes, page_size).ok()?;
         // SAFETY: the layout has a nonzero size (frames >= 1, page_size >= 4096).
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
-        let base = NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        Self { base, layout, page_size }
+        let base = NonNull::new(p)?;
+        Some(Self { base, layout, page_size })
     }
 
     /// The first byte of frame `f`.
@@ -109,7 +111,7 @@ mod tests {
 
     #[test]
     fn frames_are_aligned_zeroed_and_disjoint() {
-        let mem = FrameMemory::new(4, PAGE);
+        let mem = FrameMemory::new(4, PAGE).unwrap();
         for f in 0..4 {
             assert_eq!(mem.ptr(f).as_ptr().addr() % PAGE, 0);
             // SAFETY: frame `f` is `PAGE` bytes inside the allocation, and this test alone uses it.
@@ -135,7 +137,7 @@ mod tests {
     #[test]
     fn loads_and_reads_of_one_frame_race_safely() {
         let meta = Arc::new(FrameMeta::new());
-        let mem = Arc::new(FrameMemory::new(1, PAGE));
+        let mem = Arc::new(FrameMemory::new(1, PAGE).unwrap());
         let loader = {
             let (meta, mem) = (Arc::clone(&meta), Arc::clone(&mem));
             thread::spawn(move || {

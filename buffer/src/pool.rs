@@ -98,11 +98,17 @@ impl BufferPool {
         let max_pages = layer.file().raw().max_bytes() / page_size as u64;
         let mapped_latches =
             (layer.layer() == Layer::Se2).then(|| Chunked::new(max_pages, Latch::new));
+        // A size the machine cannot hold is a typed error, not an abort.
+        let too_large = || BufferError::PoolTooLarge { frames, page_size };
+        let mut metas = Vec::new();
+        metas.try_reserve_exact(frames).map_err(|_| too_large())?;
+        metas.extend((0..frames).map(|_| CachePadded::new(FrameMeta::new())));
+        let memory = FrameMemory::new(frames, page_size).ok_or_else(too_large)?;
         Ok(Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             page_size,
-            metas: (0..frames).map(|_| CachePadded::new(FrameMeta::new())).collect(),
-            memory: FrameMemory::new(frames, page_size),
+            metas: metas.into_boxed_slice(),
+            memory,
             table: Chunked::new(max_pages, || AtomicU32::new(0)),
             mapped_latches,
             hand: AtomicUsize::new(0),

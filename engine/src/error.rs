@@ -50,6 +50,10 @@ pub enum Error {
     /// wait for itself).
     #[error("this thread holds a read transaction: begin_write would wait for itself")]
     ReadTxnHeld,
+    /// `begin_read` (or `check`) on a thread that holds this database's write transaction (it
+    /// would wait for itself): read through the write transaction instead.
+    #[error("this thread holds the write transaction: begin_read would wait for itself")]
+    WriteTxnHeld,
     /// The transaction's before-images do not fit the log; it was rolled back.
     #[error("the transaction is too large for the log ({needed} bytes needed, {available} free)")]
     TransactionTooLarge {
@@ -58,6 +62,11 @@ pub enum Error {
         /// Bytes left in the log.
         available: u64,
     },
+    /// An earlier statement of this write transaction failed part-way (an I/O error, damage, a
+    /// full log), so the transaction may hold half of that statement: it takes no more changes,
+    /// and its commit rolls it back and reports this.
+    #[error("an earlier statement of this transaction failed ({0}); it can only be rolled back")]
+    TransactionFailed(String),
     /// No table has this name.
     #[error("no table named {0:?}")]
     UnknownTable(String),

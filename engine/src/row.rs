@@ -64,19 +64,20 @@ impl Date {
         if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
             return None;
         }
-        // Howard Hinnant's days_from_civil.
-        let y = if month <= 2 { year - 1 } else { year };
+        // Howard Hinnant's days_from_civil, in i64: every i32 year fits; the day count may not
+        // fit a `Date` (years beyond about ±5.8 million), which is `None`.
+        let y = i64::from(year) - i64::from(month <= 2);
         let era = y.div_euclid(400);
         let yoe = y - era * 400;
-        let m = month as i32;
-        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day as i32 - 1;
+        let m = i64::from(month);
+        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        Some(Date(era * 146_097 + doe - 719_468))
+        i32::try_from(era * 146_097 + doe - 719_468).ok().map(Date)
     }
 
-    /// `(year, month, day)`.
+    /// `(year, month, day)`. Computed in i64, so every `Date` has one (its year fits an i32).
     pub fn ymd(self) -> (i32, u32, u32) {
-        let z = self.0 + 719_468;
+        let z = i64::from(self.0) + 719_468;
         let era = z.div_euclid(146_097);
         let doe = z - era * 146_097;
         let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
@@ -84,7 +85,8 @@ impl Date {
         let mp = (5 * doy + 2) / 153;
         let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
         let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-        (yoe + era * 400 + i32::from(m <= 2), m, d)
+        // |year| stays below 5.9 million for every i32 day count.
+        ((yoe + era * 400 + i64::from(m <= 2)) as i32, m, d)
     }
 
     /// Parses `YYYY-MM-DD`.
@@ -504,5 +506,29 @@ pub mod kind {
             }
         };
         Ok(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `Date`, to the ends of its range, has a calendar date that maps back to it; a
+    /// calendar date past the range is `None`, never an overflow.
+    #[test]
+    fn dates_round_trip_to_the_ends_of_their_range() {
+        for d in [i32::MIN, i32::MIN + 1, -719_468, -1, 0, 1, 10_957, i32::MAX - 1, i32::MAX] {
+            let (y, m, day) = Date(d).ymd();
+            assert_eq!(Date::from_ymd(y, m, day), Some(Date(d)), "{d}");
+            if y >= 0 {
+                // `parse` reads years 0 and up (YYYY-MM-DD).
+                assert_eq!(Date::parse(&Date(d).to_string()), Some(Date(d)), "{d}");
+            }
+        }
+        assert_eq!(Date::parse("1970-01-01"), Some(Date(0)));
+        assert_eq!(Date::parse("2147483647-01-01"), None);
+        assert_eq!(Date::parse("-2147483648-01-01"), None);
+        assert_eq!(Date::from_ymd(i32::MAX, 12, 31), None);
+        assert_eq!(Date::from_ymd(i32::MIN, 1, 1), None);
     }
 }

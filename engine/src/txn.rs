@@ -11,6 +11,15 @@
 //! A failure in commit, abort or a persist poisons the database (rule 6), except a transaction
 //! too large for the log, which is rolled back cleanly and reported as
 //! [`Error::TransactionTooLarge`] with the database as it was before the transaction.
+//!
+//! A statement (`insert`, `update`, `delete`, `create_table`, `drop_table`) that fails part-way
+//! — an I/O error, damage, a full log — may leave half of itself behind (a page taken but not
+//! formatted, a moved row deleted but not inserted). Statements are not atomic on their own, so
+//! such a failure dooms the transaction, as PostgreSQL aborts a transaction on an error: later
+//! statements fail with [`Error::TransactionFailed`], and `commit` rolls back and reports the
+//! failure (a full log as `TransactionTooLarge`). Errors found before anything changes (a row
+//! too large, an unknown row or table, a value that does not fit the schema) leave the
+//! transaction as it was. Reads in a doomed transaction see its own changes, half included.
 
 use std::cell::RefCell;
 
@@ -29,13 +38,19 @@ use crate::undo;
 thread_local! {
     /// Databases (by id) in which this thread holds read transactions.
     static READING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// Databases (by id) in which this thread holds the write transaction.
+    static WRITING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Database {
     /// Starts a read transaction. Any number run at once; they wait while a write transaction
-    /// runs, and see only committed data.
+    /// runs, and see only committed data. On a thread that holds this database's write
+    /// transaction it is [`Error::WriteTxnHeld`] (read through the write transaction).
     pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
         self.check_usable(false)?;
+        if WRITING.with(|w| w.borrow().contains(&self.id)) {
+            return Err(Error::WriteTxnHeld);
+        }
         // A thread that already reads this database re-enters recursively (waiting behind a
         // queued writer would deadlock: the writer waits for that thread's first read). Any
         // other reader queues behind a waiting writer, so a stream of readers cannot starve it.
@@ -57,6 +72,7 @@ impl Database {
         self.check_usable(true)?;
         let start_page_count = self.page_count();
         self.hook.begin(start_page_count);
+        WRITING.with(|w| w.borrow_mut().push(self.id));
         Ok(WriteTxn {
             db: self,
             _gate: gate,
@@ -64,6 +80,7 @@ impl Database {
             catalog_dirty: false,
             done: false,
             buf: Vec::new(),
+            failed: None,
         })
     }
 }
@@ -97,6 +114,48 @@ pub struct WriteTxn<'db> {
     catalog_dirty: bool,
     done: bool,
     buf: Vec<u8>,
+    /// The failure that doomed the transaction (see the module's notes), if one did.
+    failed: Option<Failure>,
+}
+
+/// Why a write transaction is doomed.
+#[derive(Debug, Clone)]
+enum Failure {
+    /// The log is full: reported as [`Error::TransactionTooLarge`] again at commit.
+    TooLarge { needed: u64, available: u64 },
+    /// Anything else, as its message.
+    Other(String),
+}
+
+impl Failure {
+    fn error(&self) -> Error {
+        match self {
+            Failure::TooLarge { needed, available } => {
+                Error::TransactionTooLarge { needed: *needed, available: *available }
+            }
+            Failure::Other(m) => Error::TransactionFailed(m.clone()),
+        }
+    }
+}
+
+/// Whether a statement failing with `e` may have changed something before it failed. The
+/// errors listed here are all raised before a statement changes anything.
+fn may_leave_half(e: &Error) -> bool {
+    !matches!(
+        e,
+        Error::RowTooLarge { .. }
+            | Error::UnknownRow(_)
+            | Error::UnknownTable(_)
+            | Error::TableExists(_)
+            | Error::UnknownColumn(_)
+            | Error::InvalidSchema(_)
+            | Error::WrongArity { .. }
+            | Error::ValueDoesNotFit { .. }
+            | Error::ColumnMismatch
+            | Error::ColumnType { .. }
+            | Error::Null(_)
+            | Error::TransactionFailed(_)
+    )
 }
 
 /// What both kinds of transaction can read: tables, rows, scans (see `scan.rs`).
@@ -217,8 +276,32 @@ impl ReadOps for WriteTxn<'_> {
 }
 
 impl WriteTxn<'_> {
+    /// Runs one statement; a failure that may have left half of it behind dooms the
+    /// transaction (see the module's notes), and a doomed transaction runs no statement.
+    fn statement<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
+        if let Some(failure) = &self.failed {
+            return Err(failure.error());
+        }
+        let r = f(self);
+        if let Err(e) = &r
+            && may_leave_half(e)
+        {
+            self.failed = Some(match e {
+                Error::TransactionTooLarge { needed, available } => {
+                    Failure::TooLarge { needed: *needed, available: *available }
+                }
+                e => Failure::Other(e.to_string()),
+            });
+        }
+        r
+    }
+
     /// Creates table `name`. Like every change, it is undone if the transaction is.
     pub fn create_table(&mut self, name: &str, schema: Schema) -> Result<Table> {
+        self.statement(|t| t.create_table_inner(name, schema))
+    }
+
+    fn create_table_inner(&mut self, name: &str, schema: Schema) -> Result<Table> {
         if name.is_empty() || name.len() > 255 {
             return Err(Error::InvalidSchema("a table name is 1 to 255 bytes".into()));
         }
@@ -246,6 +329,10 @@ impl WriteTxn<'_> {
 
     /// Drops table `name`; its pages go to the free list.
     pub fn drop_table(&mut self, name: &str) -> Result<()> {
+        self.statement(|t| t.drop_table_inner(name))
+    }
+
+    fn drop_table_inner(&mut self, name: &str) -> Result<()> {
         let mut cat = self.db.catalog.write();
         let i = cat
             .tables
@@ -264,11 +351,13 @@ impl WriteTxn<'_> {
 
     /// Inserts a row; returns its id. A row larger than a page is [`Error::RowTooLarge`].
     pub fn insert(&mut self, table: &Table, values: &[Value<'_>]) -> Result<RowId> {
-        let mut buf = std::mem::take(&mut self.buf);
-        let r = encode_row(table.schema(), values, &mut buf)
-            .and_then(|()| self.insert_encoded(table, &buf));
-        self.buf = buf;
-        r
+        self.statement(|t| {
+            let mut buf = std::mem::take(&mut t.buf);
+            let r = encode_row(table.schema(), values, &mut buf)
+                .and_then(|()| t.insert_encoded(table, &buf));
+            t.buf = buf;
+            r
+        })
     }
 
     fn insert_encoded(&mut self, table: &Table, row: &[u8]) -> Result<RowId> {
@@ -386,6 +475,10 @@ impl WriteTxn<'_> {
 
     /// Deletes row `id`.
     pub fn delete(&mut self, table: &Table, id: RowId) -> Result<()> {
+        self.statement(|t| t.delete_inner(table, id))
+    }
+
+    fn delete_inner(&mut self, table: &Table, id: RowId) -> Result<()> {
         check_row_page(self.db, table, id)?;
         let mut g = self.db.pool.write(PageId(id.page))?;
         HeapPage::new(&g, table.id, id.page)?;
@@ -403,11 +496,13 @@ impl WriteTxn<'_> {
     /// Replaces row `id`. The row keeps its id if its page has room for the new value; otherwise
     /// it moves, and the new id is returned.
     pub fn update(&mut self, table: &Table, id: RowId, values: &[Value<'_>]) -> Result<RowId> {
-        let mut buf = std::mem::take(&mut self.buf);
-        let r = encode_row(table.schema(), values, &mut buf)
-            .and_then(|()| self.update_encoded(table, id, &buf));
-        self.buf = buf;
-        r
+        self.statement(|t| {
+            let mut buf = std::mem::take(&mut t.buf);
+            let r = encode_row(table.schema(), values, &mut buf)
+                .and_then(|()| t.update_encoded(table, id, &buf));
+            t.buf = buf;
+            r
+        })
     }
 
     fn update_encoded(&mut self, table: &Table, id: RowId, row: &[u8]) -> Result<RowId> {
@@ -430,7 +525,7 @@ impl WriteTxn<'_> {
             return Ok(id);
         }
         drop(g);
-        self.delete(table, id)?;
+        self.delete_inner(table, id)?;
         self.insert_encoded(table, row)
     }
 
@@ -438,6 +533,16 @@ impl WriteTxn<'_> {
     /// (rule 2), then rewinds the log (the commit point, rule 3). Readers are admitted only after.
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
+        if let Some(failure) = self.failed.take() {
+            // Doomed by a statement that failed part-way: roll back instead.
+            let r = self.roll_back();
+            if r.is_err() {
+                self.db.poison();
+            }
+            self.db.hook.end();
+            r?;
+            return Err(failure.error());
+        }
         let mut at_commit_point = false;
         let r = self.commit_inner(&mut at_commit_point);
         if let Err(e) = &r {
@@ -544,6 +649,12 @@ impl WriteTxn<'_> {
 
 impl Drop for WriteTxn<'_> {
     fn drop(&mut self) {
+        WRITING.with(|w| {
+            let mut w = w.borrow_mut();
+            if let Some(i) = w.iter().rposition(|&id| id == self.db.id) {
+                w.swap_remove(i);
+            }
+        });
         if !self.done {
             self.done = true;
             if self.roll_back().is_err() {

@@ -132,5 +132,11 @@ pub fn roll_back(log: &mut Log, data: &RawFile, page_size: usize) -> Result<Vec<
     if log.tell() > 0 {
         log.rewind()?;
     }
+    if log.is_poisoned() {
+        // An append failed before it reached the log (an empty log rewinds nothing, so
+        // nothing above noticed): the log takes no more before-images until it is reopened,
+        // so neither does the database.
+        return Err(Error::Poisoned);
+    }
     Ok(restored)
 }

@@ -172,6 +172,17 @@ fn opens_and_files() {
             drop(rx);
             drop(db.begin_write().unwrap());
         }
+        // A read transaction (or a check) on the thread holding the write transaction.
+        {
+            let tx = db.begin_write().unwrap();
+            assert!(matches!(db.begin_read(), Err(Error::WriteTxnHeld)));
+            assert!(matches!(db.check(), Err(Error::WriteTxnHeld)));
+            tx.commit().unwrap();
+            drop(db.begin_read().unwrap());
+            let tx = db.begin_write().unwrap();
+            drop(tx);
+            drop(db.begin_read().unwrap());
+        }
         let want = contents(&db).unwrap();
         drop(db);
 
@@ -310,5 +321,31 @@ fn a_transaction_too_large_for_the_log_changes_nothing() {
             compare(&db, &after).unwrap_or_else(|e| panic!("{layer}: after reopen: {e}"));
             assert!(db.check().unwrap().is_sound());
         }
+    }
+}
+
+/// Sizes no machine holds are typed errors at open, never an abort: a pool of 2^62 bytes, a
+/// maximum data file of 2^62 bytes (the pread layer sizes its page tables from it too).
+#[test]
+fn sizes_the_machine_cannot_hold_are_typed_errors() {
+    for layer in Layer::compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        match Database::builder().layer(layer).pool_bytes(1 << 62).open(&path) {
+            Err(e @ Error::Buffer(_)) => {
+                assert!(e.to_string().contains("cannot allocate a pool"), "{layer}: {e}")
+            }
+            r => panic!("{layer}: a 2^62-byte pool: {:?}", r.map(|_| ())),
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        match Database::builder().layer(layer).max_file_bytes(1 << 62).open(&path) {
+            Err(Error::Storage(StorageError::MaxBytesTooLarge { requested_bytes, .. })) => {
+                assert_eq!(requested_bytes, 1 << 62, "{layer}")
+            }
+            r => panic!("{layer}: a 2^62-byte maximum file: {:?}", r.map(|_| ())),
+        }
+        // And the directory is left so that a sane open creates the database.
+        drop(Database::builder().layer(layer).open(&path).unwrap());
     }
 }

@@ -95,6 +95,24 @@ pub enum StorageError {
         /// The number of pages in the file.
         page_count: u64,
     },
+    /// A byte range that does not lie inside the file.
+    #[error("bytes {offset}..{offset}+{len} are not inside the file's {file_bytes} bytes")]
+    RangeOutOfFile {
+        /// The range's first byte.
+        offset: u64,
+        /// The range's length.
+        len: u64,
+        /// The file's length.
+        file_bytes: u64,
+    },
+    /// A maximum file size larger than this build supports.
+    #[error("a maximum file size of {requested_bytes} bytes passes the {limit_bytes} supported")]
+    MaxBytesTooLarge {
+        /// The size asked for.
+        requested_bytes: u64,
+        /// [`crate::file::MAX_SUPPORTED_FILE_BYTES`].
+        limit_bytes: u64,
+    },
     /// A page size outside 4 KiB..=64 KiB or not a power of two.
     #[error("invalid page size {0}: must be a power of two from 4096 to 65536")]
     InvalidPageSize(u64),

@@ -33,6 +33,11 @@ use crate::verified::VerifiedPages;
 /// The default maximum size of a file: the address space reserved for its mapping.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 << 30;
 
+/// The largest maximum file size a file may be opened with (128 TiB, the user address space of
+/// x86-64 with 4-level page tables, so the largest a mapping could reserve anyway): the tables
+/// kept per page are sized from the maximum, so an "unlimited" one must be refused, not tried.
+pub const MAX_SUPPORTED_FILE_BYTES: u64 = 1 << 47;
+
 /// Writes of at least this many bytes into a part of a memory file (tmpfs, ramfs) that is not
 /// mapped yet are cheaper through `pwrite` than through the mapping ([`RawFile::kernel_copy_pays`]);
 /// below it the system call's own cost starts to count, and a small write populates a window
@@ -114,6 +119,13 @@ impl RawFile {
 
     fn finish_open(path: &Path, file: File, opts: &FileOptions) -> Result<Self> {
         let len_bytes = file.metadata().map_err(|e| StorageError::io("fstat", path, e))?.len();
+        let largest = opts.max_bytes.max(len_bytes);
+        if largest > MAX_SUPPORTED_FILE_BYTES {
+            return Err(StorageError::MaxBytesTooLarge {
+                requested_bytes: largest,
+                limit_bytes: MAX_SUPPORTED_FILE_BYTES,
+            });
+        }
         let medium = medium_of(&file, path)?;
         let flush = FlushInstr::detect();
         let sim = SimTag::track(path, &file);
@@ -364,6 +376,10 @@ impl RawFile {
     /// this thread, in the cache-line modes) or with [`Self::write_at`].
     pub fn persist_range(&self, offset: u64, len: usize) -> Result<()> {
         self.check_writable()?;
+        let file_bytes = self.len_bytes();
+        if offset.checked_add(len as u64).is_none_or(|end| end > file_bytes) {
+            return Err(StorageError::RangeOutOfFile { offset, len: len as u64, file_bytes });
+        }
         match (self.mode(), &self.mapping) {
             (PersistMode::Dax | PersistMode::EmulatedNvm, Some(m)) => {
                 let instr = self.durability.flush.expect("cache-line modes have an instruction");

@@ -1,14 +1,17 @@
 //! Goal: bad arguments are typed errors and change nothing: page ids at or past the page count
 //! (`PageOutOfRange`, for every way of reaching a page), frames that are not one page
 //! (`BufferSize`), page sizes that are not a power of two from 4 KiB to 64 KiB
-//! (`InvalidPageSize`), and creating over an existing file (`AlreadyExists`).
+//! (`InvalidPageSize`), creating over an existing file (`AlreadyExists`), a persist of bytes
+//! outside the file (`RangeOutOfFile`), a maximum size past what is supported
+//! (`MaxBytesTooLarge`), and a read-ahead hint whose end overflows (ignored).
 
 #![forbid(unsafe_code)]
 
 mod common;
 
 use common::{fill, media, opts, read};
-use nvpage_storage::{Layer, OpenOptions, PageId, PageSize, StorageError};
+use nvpage_storage::file::MAX_SUPPORTED_FILE_BYTES;
+use nvpage_storage::{FileOptions, Layer, OpenOptions, PageId, PageSize, RawFile, StorageError};
 
 const PS: usize = 8192;
 const PAGES: u64 = 5;
@@ -106,5 +109,41 @@ fn creating_over_an_existing_file_is_refused() {
         }
         let l = OpenOptions::new(Layer::Se2).open(&ours).unwrap();
         assert_eq!(read(&*l, PageId(4)).unwrap(), written[4]);
+    }
+}
+
+#[test]
+fn persists_outside_the_file_and_unsupported_sizes_are_refused() {
+    for medium in media() {
+        let path = medium.path("raw");
+        let f = RawFile::create(&path, &FileOptions { mapped: true, ..FileOptions::default() })
+            .unwrap();
+        f.grow_to(8192).unwrap();
+        f.persist_range(0, 8192).unwrap();
+        for (offset, len) in [(8192, 1), (4096, 8192), (1 << 40, 64), (u64::MAX, 2)] {
+            assert!(
+                matches!(
+                    f.persist_range(offset, len),
+                    Err(StorageError::RangeOutOfFile { file_bytes: 8192, .. })
+                ),
+                "{}: {offset}+{len}",
+                medium.name
+            );
+        }
+        assert!(!f.is_poisoned(), "{}: a refused range poisons nothing", medium.name);
+        drop(f);
+        for mapped in [false, true] {
+            let huge = FileOptions { mapped, max_bytes: u64::MAX, ..FileOptions::default() };
+            assert!(matches!(
+                RawFile::open(&path, &huge),
+                Err(StorageError::MaxBytesTooLarge { limit_bytes: MAX_SUPPORTED_FILE_BYTES, .. })
+            ));
+        }
+        for layer in Layer::ALL {
+            let path = medium.path(&format!("{layer}-hint.db"));
+            let l = opts(layer, PS).create(&path).unwrap();
+            fill(&*l, PAGES, 1);
+            l.will_need(PageId(1), u64::MAX);
+        }
     }
 }

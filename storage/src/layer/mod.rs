@@ -157,7 +157,7 @@ pub trait FileLayer: Send + Sync + fmt::Debug {
     /// Hints that pages `first..first + count` will be read soon, in order.
     fn will_need(&self, first: PageId, count: u64) {
         let f = self.file();
-        let end = (first.0 + count).min(f.page_count());
+        let end = first.0.saturating_add(count).min(f.page_count());
         if end > first.0 {
             f.raw().advise(
                 Advice::WillNeed,

@@ -169,11 +169,30 @@ impl Database {
         }
         let data_path = dir.join(DATA_FILE);
         let log_path = dir.join(LOG_FILE);
+        let writes = b.create && !b.read_only;
+        if writes {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| nvpage_storage::StorageError::io("mkdir", dir, e))?;
+        }
+        // Openers of one directory decide one at a time whether to create, finish a crashed
+        // create or open (two first opens at once would otherwise each take the other's fresh
+        // log for a crashed create); the one that loses then meets the files' own locks.
+        let _deciding = match dir.is_dir() {
+            true => Some(nvpage_storage::file::lock_dir(dir)?),
+            false => None,
+        };
         if !data_path.exists() {
-            if log_path.exists() && !crashed_create(&log_path)? {
-                return Err(Error::Incomplete { path: dir.into(), missing: DATA_FILE });
+            if log_path.exists() {
+                match crashed_create(&log_path)? {
+                    false => {
+                        return Err(Error::Incomplete { path: dir.into(), missing: DATA_FILE });
+                    }
+                    // A read-only open leaves the files as they are.
+                    true if !b.read_only => remove_crashed_log(&log_path)?,
+                    true => {}
+                }
             }
-            if !b.create || b.read_only {
+            if !writes {
                 return Err(Error::NotFound { path: dir.into() });
             }
             create(dir, &b, page_size)?;
@@ -311,9 +330,11 @@ impl Database {
 
 /// A log with no data file is a create that crashed after starting the log (the data file
 /// appears, complete, only by a rename at the very end of a create): such a log holds nothing
-/// committed. It is removed so the database can be created again if it is empty, or if it never
-/// became a whole log (a crash inside `Log::create`: too short, all zeros, or a torn header). A
-/// log that opens and holds records is kept, and the directory is `Incomplete`.
+/// committed. Whether it is one: empty, or never a whole log (a crash inside `Log::create`: too
+/// short, all zeros, or a torn header); a writable open then removes it
+/// ([`remove_crashed_log`]) so the database can be created again. A log that opens and holds
+/// records is kept, and the directory is `Incomplete`. Callers hold the directory's lock, so no
+/// create is running beside this.
 fn crashed_create(log_path: &Path) -> Result<bool> {
     use nvpage_wal::WalError;
     // Read-only: a writable open would start a new generation, and this one tells whether the
@@ -329,11 +350,13 @@ fn crashed_create(log_path: &Path) -> Result<bool> {
         ) => true,
         Err(e) => return Err(e.into()),
     };
-    if unfinished {
-        std::fs::remove_file(log_path)
-            .map_err(|e| nvpage_storage::StorageError::io("remove", log_path, e))?;
-    }
     Ok(unfinished)
+}
+
+/// Removes the log of a crashed create ([`crashed_create`]).
+fn remove_crashed_log(log_path: &Path) -> Result<()> {
+    std::fs::remove_file(log_path)
+        .map_err(|e| nvpage_storage::StorageError::io("remove", log_path, e).into())
 }
 
 /// The name a data file is built under before the rename that makes the database exist.

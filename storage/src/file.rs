@@ -724,6 +724,29 @@ pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Locks directory `dir` exclusively (`flock` on the directory itself, waiting for another
+/// holder), until the returned handle is dropped. For callers whose decisions about the files in
+/// a directory must not interleave with another process's or thread's (an engine's open deciding
+/// whether to create a database, finish a crashed create, or open one). Advisory, as every
+/// `flock`.
+pub fn lock_dir(dir: &Path) -> Result<File> {
+    let d = File::open(dir).map_err(|e| StorageError::io("open dir", dir, e))?;
+    // Miri has no `flock`; under it the lock is the open handle alone.
+    #[cfg(not(miri))]
+    loop {
+        // SAFETY: flock only reads its integer arguments.
+        let rc = unsafe { libc::flock(d.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(StorageError::io("flock dir", dir, e));
+        }
+    }
+    Ok(d)
+}
+
 /// `fsync`s the directory holding `path`, so a newly created file's name is durable.
 pub fn sync_parent_dir(path: &Path) -> Result<()> {
     let dir = match path.parent() {

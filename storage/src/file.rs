@@ -18,7 +18,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -83,8 +83,10 @@ pub struct RawFile {
     poisoned: AtomicBool,
     /// 2 MiB windows of the mapping already populated (memory media only).
     populated: VerifiedPages,
-    /// Open file descriptions of this file's own, for [`Self::sync_own`].
+    /// Open file descriptions of this file's own, for [`Self::sync_own`], and how many there
+    /// are in all (in the pool or in use).
     sync_handles: Mutex<Vec<File>>,
+    sync_handles_opened: AtomicUsize,
     sim: SimTag,
 }
 
@@ -200,6 +202,7 @@ impl RawFile {
             poisoned: AtomicBool::new(false),
             populated: VerifiedPages::new(max_bytes.div_ceil(POPULATE_WINDOW)),
             sync_handles: Mutex::new(Vec::new()),
+            sync_handles_opened: AtomicUsize::new(0),
             sim,
         }
     }
@@ -339,25 +342,43 @@ impl RawFile {
         Ok(())
     }
 
+    /// Opens `n` open file descriptions of this file for [`Self::sync_own`] (through
+    /// `/proc/self/fd`). Call it before writing anything that concurrent syncs will cover: a
+    /// description reports only the writeback failures that happen after it is opened (or that
+    /// nobody has seen yet), so one opened later could miss a failure another sync already took.
+    /// Under Miri (no `/proc`) it does nothing.
+    pub fn open_sync_handles(&self, n: usize) -> Result<()> {
+        if cfg!(miri) {
+            return Ok(());
+        }
+        let proc_path = format!("/proc/self/fd/{}", self.file.as_raw_fd());
+        for _ in 0..n {
+            let f = OpenOptions::new().read(true).write(!self.read_only).open(&proc_path);
+            let f = f.map_err(|e| StorageError::io("reopen for sync", &self.path, e))?;
+            self.sync_handles.lock().push(f);
+            self.sync_handles_opened.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
     /// Makes everything written to the file so far durable, as [`Self::sync`] does, but through
-    /// an open file description of the caller's own: taken from a pool (opened anew, through
-    /// `/proc/self/fd`, when every one is in use) and given back after. Linux reports a failed
-    /// writeback once to each open file description, to the first sync that looks: through one
-    /// shared description, a sync running beside another that took the error would return
-    /// success although pages it covered were lost. With a description each, every sync that
-    /// ran while (or after) the failure happened fails. For callers that sync concurrently.
+    /// an open file description of the caller's own, from those [`Self::open_sync_handles`]
+    /// opened (waiting for one if all are in use; the shared description if none were opened).
+    /// Linux reports a failed writeback once to each open file description, to the first sync
+    /// that looks: through one shared description, a sync running beside another that took the
+    /// error would return success although pages it covered were lost. With a description each,
+    /// every sync that ran while (or after) the failure happened fails. For callers that sync
+    /// concurrently.
     pub fn sync_own(&self) -> Result<()> {
         self.check_writable()?;
-        // Miri has no /proc; there the shared description stands in (it models no writeback).
-        let own = if cfg!(miri) { None } else { self.sync_handles.lock().pop() };
-        let own = match own {
-            Some(f) => Some(f),
-            None if cfg!(miri) => None,
-            None => {
-                let proc_path = format!("/proc/self/fd/{}", self.file.as_raw_fd());
-                let f = OpenOptions::new().read(true).write(true).open(&proc_path);
-                Some(f.map_err(|e| StorageError::io("reopen for sync", &self.path, e))?)
+        let own = loop {
+            if self.sync_handles_opened.load(Ordering::Acquire) == 0 {
+                break None;
             }
+            if let Some(f) = self.sync_handles.lock().pop() {
+                break Some(f);
+            }
+            std::thread::yield_now();
         };
         let f = own.as_ref().unwrap_or(&self.file);
         let r = self.persist_step("fdatasync", |_| {

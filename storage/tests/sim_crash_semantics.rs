@@ -150,6 +150,8 @@ fn sync_own_persists_every_write_from_every_thread() {
         let sim = Sim::attach(dir.path(), 5);
         let f = RawFile::create(&path, &raw_opts(true)).unwrap();
         f.grow_to(1 << 20).unwrap();
+        // Two descriptions for three threads: the third waits for one to come free.
+        f.open_sync_handles(2).unwrap();
         f.sync_own().unwrap();
         f.write_at(&[9; 300], 100).unwrap();
         assert!(sim.durable_image(&path).unwrap()[100..400] != [9; 300], "{}", medium.name);

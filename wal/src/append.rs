@@ -23,8 +23,9 @@
 //!   crash finds it (one fence per append). A record log in `msync` mode, unless `durable`
 //!   covers `end` already, syncs the file (`fdatasync`) with no lock, so that concurrent
 //!   committers' syncs overlap in the kernel, each through an open file description of its own
-//!   (`RawFile::sync_own`: Linux reports a failed writeback once per description, so through a
-//!   shared one a sync beside the one that took the error would succeed). A raw
+//!   (`RawFile::sync_own`, opened with the log: Linux reports a failed writeback once per
+//!   description, so through a shared one a sync beside the one that took the error would
+//!   succeed). A raw
 //!   log, if `durable` does not yet cover `end`, takes the `commit` lock and — unless a leader
 //!   covered it meanwhile — persists `[durable, copied)` (in `msync` mode), then stores and
 //!   persists the state word with tail `copied` (group commit: one persist covers every append

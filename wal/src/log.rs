@@ -113,6 +113,10 @@ pub struct Log {
     pub(crate) populating: Mutex<()>,
 }
 
+/// Open file descriptions a record log in `msync` mode keeps for its concurrent commits' syncs:
+/// more committers than this at once wait for one to come free.
+const SYNC_HANDLES: usize = 16;
+
 /// How much of the data area an append populates at once when it reaches the unpopulated part
 /// (2 MiB: one call per 8,192 appends of 256 B, about a millisecond on tmpfs here).
 pub const POPULATE_WINDOW: u64 = 2 << 20;
@@ -217,6 +221,14 @@ impl Log {
 
     fn assemble(file: RawFile, header: LogHeader, state: State) -> Result<Self> {
         let base = mapping_base(&file)?;
+        if header.framing == Framing::Records
+            && !file.is_read_only()
+            && !file.mode().uses_cache_lines()
+        {
+            // Record commits in `msync` mode sync concurrently, each through a description of
+            // its own (`Log::commit_to`), opened now, before the first append.
+            file.open_sync_handles(SYNC_HANDLES)?;
+        }
         Ok(Self {
             file,
             base,

@@ -5,7 +5,8 @@
 //! disk directory. Workloads: the seed's (fresh pools of 64 MiB filled with 4 MiB appends, MB/s of
 //! data really appended) and small durable appends (64 B, 256 B, 4 KiB; 1 and 2 threads;
 //! appends/s, p50 and p99 latency). Every row names its durability. On the forced medium the seed
-//! workload also gets a floor row: the system calls our log makes for it, with no log around them.
+//! workload also gets a floor row: the system calls that carry our log's cost there, with no log
+//! around them.
 //!
 //! libpmem decides between flushes and `msync` once per process from `PMEM_IS_PMEM_FORCE`, so the
 //! libpmemlog rows for the forced medium run in a child process of this binary with that variable
@@ -258,9 +259,10 @@ fn seed_write(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> 
     ))
 }
 
-/// The seed workload's floor on tmpfs: the system calls our log makes for it (`fallocate` of the
-/// whole file at create, then one `pwrite` per 4 MiB append at the log's offsets into pages never
-/// mapped), with no log around them — no header, state word, fence or mapping. The log can come
+/// The seed workload's floor on tmpfs: the system calls that carry our log's cost for it
+/// (`fallocate` of the whole file at create, then one `pwrite` per 4 MiB append at the log's
+/// offsets into pages never mapped), with no log around them — no header, state word, fence,
+/// mapping, nor the few syncs a create makes (each a few microseconds on tmpfs). The log can come
 /// near this row, not past it; libpmemlog's row against it shows the most any log that reserves
 /// its pool, as libpmemlog does, could reach over libpmemlog here.
 fn seed_floor(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> {

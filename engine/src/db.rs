@@ -178,7 +178,7 @@ impl Database {
         // create or open (two first opens at once would otherwise each take the other's fresh
         // log for a crashed create); the one that loses then meets the files' own locks.
         let _deciding = match dir.is_dir() {
-            true => Some(nvpage_storage::file::lock_dir(dir)?),
+            true => nvpage_storage::file::lock_dir(dir)?,
             false => None,
         };
         if !data_path.exists() {

@@ -62,9 +62,10 @@ pub enum Error {
         /// Bytes left in the log.
         available: u64,
     },
-    /// An earlier statement of this write transaction failed part-way (an I/O error, damage, a
-    /// full log), so the transaction may hold half of that statement: it takes no more changes,
-    /// and its commit rolls it back and reports this.
+    /// An earlier statement of this write transaction failed part-way (an I/O error, damage),
+    /// so the transaction may hold half of that statement: it takes no more changes, and its
+    /// commit rolls it back and reports this. (After a full log the same holds, reported as
+    /// [`Error::TransactionTooLarge`].)
     #[error("an earlier statement of this transaction failed ({0}); it can only be rolled back")]
     TransactionFailed(String),
     /// No table has this name.

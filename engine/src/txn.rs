@@ -16,8 +16,8 @@
 //! — an I/O error, damage, a full log — may leave half of itself behind (a page taken but not
 //! formatted, a moved row deleted but not inserted). Statements are not atomic on their own, so
 //! such a failure dooms the transaction, as PostgreSQL aborts a transaction on an error: later
-//! statements fail with [`Error::TransactionFailed`], and `commit` rolls back and reports the
-//! failure (a full log as `TransactionTooLarge`). Errors found before anything changes (a row
+//! statements fail with [`Error::TransactionFailed`], and `commit` rolls back and reports it
+//! (after a full log, both report `TransactionTooLarge` instead). Errors found before anything changes (a row
 //! too large, an unknown row or table, a value that does not fit the schema) leave the
 //! transaction as it was. Reads in a doomed transaction see its own changes, half included.
 

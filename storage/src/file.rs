@@ -749,9 +749,16 @@ pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
 /// holder), until the returned handle is dropped. For callers whose decisions about the files in
 /// a directory must not interleave with another process's or thread's (an engine's open deciding
 /// whether to create a database, finish a crashed create, or open one). Advisory, as every
-/// `flock`.
-pub fn lock_dir(dir: &Path) -> Result<File> {
-    let d = File::open(dir).map_err(|e| StorageError::io("open dir", dir, e))?;
+/// `flock`. `None` where the directory cannot be locked — it cannot be opened for reading (a
+/// search-only directory), or its file system has no `flock` for directories (NFS emulates
+/// `flock` with byte-range locks, which an exclusive lock on a read-only handle cannot take):
+/// there the caller goes on without the lock.
+pub fn lock_dir(dir: &Path) -> Result<Option<File>> {
+    let d = match File::open(dir) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Ok(None),
+        Err(e) => return Err(StorageError::io("open dir", dir, e)),
+    };
     // Miri has no `flock`; under it the lock is the open handle alone.
     #[cfg(not(miri))]
     loop {
@@ -761,11 +768,13 @@ pub fn lock_dir(dir: &Path) -> Result<File> {
             break;
         }
         let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(StorageError::io("flock dir", dir, e));
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EBADF | libc::ENOLCK | libc::EOPNOTSUPP | libc::EINVAL) => return Ok(None),
+            _ => return Err(StorageError::io("flock dir", dir, e)),
         }
     }
-    Ok(d)
+    Ok(Some(d))
 }
 
 /// `fsync`s the directory holding `path`, so a newly created file's name is durable.

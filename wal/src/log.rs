@@ -113,9 +113,10 @@ pub struct Log {
     pub(crate) populating: Mutex<()>,
 }
 
-/// Open file descriptions a record log in `msync` mode keeps for its concurrent commits' syncs:
-/// more committers than this at once wait for one to come free.
-const SYNC_HANDLES: usize = 16;
+/// Open file descriptions a record log in `msync` mode keeps for its concurrent commits' syncs
+/// (file descriptors: a database holds two more than its two files): more committers than this
+/// at once wait for one to come free, and each sync covers every append completed before it.
+const SYNC_HANDLES: usize = 2;
 
 /// How much of the data area an append populates at once when it reaches the unpopulated part
 /// (2 MiB: one call per 8,192 appends of 256 B, about a millisecond on tmpfs here).

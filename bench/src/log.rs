@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use comfy_table::Table;
 use nvpage::PersistRequest;
+use nvpage_wal::layout::DATA_OFFSET;
 use nvpage_wal::{CreateOptions, Framing, Log, Prefill, Uuid, WalError};
 use serde::{Deserialize, Serialize};
 
@@ -198,12 +199,42 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
     Ok(())
 }
 
-fn seed_nvpage(args: &LogArgs, m: Medium, dir: &Path) -> Result<LogRow, WalError> {
-    let chunk = vec![b'1'; 4 << 20];
-    let (mut bytes, mut appends, mut durability) = (0u64, 0u64, String::new());
-    let paths: Vec<PathBuf> = (0..args.pools).map(|i| dir.join(format!("seed-{i}.log"))).collect();
+/// The seed workload's append: 4 MiB.
+const SEED_APPEND: u64 = 4 << 20;
+
+/// Runs `fill` on each of the seed workload's fresh pools (`--pools` paths `seed-{i}.{ext}` in
+/// `dir`), under one clock; `fill` returns the appends it made. The pools are deleted after the
+/// clock stops: the seed keeps its files, and giving their pages back to the kernel is no part
+/// of appending. Returns the appends in all and the wall time.
+fn time_fresh_pools<E>(
+    args: &LogArgs,
+    dir: &Path,
+    ext: &str,
+    mut fill: impl FnMut(&Path) -> Result<u64, E>,
+) -> Result<(u64, Duration), E> {
+    let paths: Vec<PathBuf> =
+        (0..args.pools).map(|i| dir.join(format!("seed-{i}.{ext}"))).collect();
     let t0 = Instant::now();
+    let mut appends = 0;
     for path in &paths {
+        appends += fill(path)?;
+    }
+    let wall = t0.elapsed();
+    for p in &paths {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok((appends, wall))
+}
+
+/// A seed-workload row: one thread, 4 MiB appends, MB/s of data appended.
+fn seed_row(system: &str, m: Medium, durability: String, appends: u64, wall: Duration) -> LogRow {
+    row("seed", system, m, durability, 1, SEED_APPEND, appends, appends * SEED_APPEND, wall, None)
+}
+
+fn seed_nvpage(args: &LogArgs, m: Medium, dir: &Path) -> Result<LogRow, WalError> {
+    let chunk = vec![b'1'; SEED_APPEND as usize];
+    let mut durability = String::new();
+    let (appends, wall) = time_fresh_pools(args, dir, "log", |path| {
         let opts = CreateOptions {
             framing: Framing::Raw,
             persistence: m.persistence(),
@@ -211,52 +242,31 @@ fn seed_nvpage(args: &LogArgs, m: Medium, dir: &Path) -> Result<LogRow, WalError
         };
         let log = Log::create(path, args.pool_mib << 20, &opts)?;
         durability = log.durability().to_string();
+        let mut appends = 0;
         loop {
             match log.append(&chunk) {
-                Ok(_) => {
-                    bytes += chunk.len() as u64;
-                    appends += 1;
-                }
-                Err(WalError::LogFull { .. }) => break,
+                Ok(_) => appends += 1,
+                Err(WalError::LogFull { .. }) => return Ok(appends),
                 Err(e) => return Err(e),
             }
         }
-        drop(log);
-    }
-    let wall = t0.elapsed();
-    remove_all(&paths);
-    Ok(row("seed", "nvpage-wal raw", m, durability, 1, 4 << 20, appends, bytes, wall, None))
+    })?;
+    Ok(seed_row("nvpage-wal raw", m, durability, appends, wall))
 }
 
 fn seed_write(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> {
-    let chunk = vec![b'1'; 4 << 20];
-    let per_pool = (args.pool_mib << 20) / chunk.len() as u64;
-    let paths: Vec<PathBuf> = (0..args.pools).map(|i| dir.join(format!("seed-{i}.vfs"))).collect();
-    let t0 = Instant::now();
-    for path in &paths {
+    let chunk = vec![b'1'; SEED_APPEND as usize];
+    let per_pool = (args.pool_mib << 20) / SEED_APPEND;
+    let (appends, wall) = time_fresh_pools(args, dir, "vfs", |path| -> std::io::Result<u64> {
         let f = OpenOptions::new().create_new(true).write(true).open(path)?;
         for j in 0..per_pool {
-            f.write_all_at(&chunk, j * chunk.len() as u64)?;
+            f.write_all_at(&chunk, j * SEED_APPEND)?;
         }
         f.sync_data()?;
-        drop(f);
-    }
-    let wall = t0.elapsed();
-    remove_all(&paths);
-    let appends = per_pool * u64::from(args.pools);
+        Ok(per_pool)
+    })?;
     let durability = format!("fdatasync per pool on {}", medium_fs(m));
-    Ok(row(
-        "seed",
-        "write+fdatasync",
-        m,
-        durability,
-        1,
-        4 << 20,
-        appends,
-        appends * (4 << 20),
-        wall,
-        None,
-    ))
+    Ok(seed_row("write+fdatasync", m, durability, appends, wall))
 }
 
 /// The seed workload's floor on tmpfs: the system calls that carry our log's cost for it
@@ -266,45 +276,22 @@ fn seed_write(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> 
 /// near this row, not past it; libpmemlog's row against it shows the most any log that reserves
 /// its pool, as libpmemlog does, could reach over libpmemlog here.
 fn seed_floor(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> {
-    let chunk = vec![b'1'; 4 << 20];
+    let chunk = vec![b'1'; SEED_APPEND as usize];
     let pool = args.pool_mib << 20;
     // The log's data area starts a page in, so a pool holds one append less than its size.
-    let data_offset = 4096;
-    let per_pool = (pool - data_offset) / chunk.len() as u64;
-    let paths: Vec<PathBuf> =
-        (0..args.pools).map(|i| dir.join(format!("seed-{i}.floor"))).collect();
-    let t0 = Instant::now();
-    for path in &paths {
+    let data_offset = DATA_OFFSET as u64;
+    let per_pool = (pool - data_offset) / SEED_APPEND;
+    let (appends, wall) = time_fresh_pools(args, dir, "floor", |path| -> std::io::Result<u64> {
         let f = OpenOptions::new().create_new(true).read(true).write(true).open(path)?;
         // What `Log::create` reserves its file with.
         nvpage::storage::file::allocate(&f, 0, pool)?;
         for j in 0..per_pool {
-            f.write_all_at(&chunk, data_offset + j * chunk.len() as u64)?;
+            f.write_all_at(&chunk, data_offset + j * SEED_APPEND)?;
         }
-    }
-    let wall = t0.elapsed();
-    remove_all(&paths);
-    let appends = per_pool * u64::from(args.pools);
-    Ok(row(
-        "seed",
-        "floor: fallocate+pwrite",
-        m,
-        "none of its own (tmpfs page cache, nothing fenced): a floor, not a log".into(),
-        1,
-        4 << 20,
-        appends,
-        appends * (4 << 20),
-        wall,
-        None,
-    ))
-}
-
-/// Deletes the seed workload's pools once its clock has stopped: the seed keeps its files, and
-/// giving their pages back to the kernel is no part of appending.
-fn remove_all(paths: &[PathBuf]) {
-    for p in paths {
-        let _ = std::fs::remove_file(p);
-    }
+        Ok(per_pool)
+    })?;
+    let durability = "none of its own (tmpfs page cache, nothing fenced): a floor, not a log";
+    Ok(seed_row("floor: fallocate+pwrite", m, durability.into(), appends, wall))
 }
 
 fn medium_fs(m: Medium) -> &'static str {
@@ -533,34 +520,18 @@ fn pmdk_rows(args: &LogArgs, m: Medium) -> std::io::Result<Vec<LogRow>> {
     let scratch = tempfile::tempdir_in(m.dir(args))?;
     let dir = scratch.path();
     let mut rows = Vec::new();
-    let chunk = vec![b'1'; 4 << 20];
-    let (mut bytes, mut appends) = (0u64, 0u64);
-    let pools = if args.no_seed { 0 } else { args.pools };
-    let paths: Vec<PathBuf> = (0..pools).map(|i| dir.join(format!("seed-{i}.pmemlog"))).collect();
-    let t0 = Instant::now();
-    for path in &paths {
-        let log = PmemLog::create(path, args.pool_mib << 20)?;
-        while log.nbyte() - log.tell() >= chunk.len() as u64 && log.append(&chunk).is_ok() {
-            bytes += chunk.len() as u64;
-            appends += 1;
-        }
-        drop(log);
-    }
-    let wall = t0.elapsed();
-    remove_all(&paths);
     if !args.no_seed {
-        rows.push(row(
-            "seed",
-            "libpmemlog",
-            m,
-            durability.clone(),
-            1,
-            4 << 20,
-            appends,
-            bytes,
-            wall,
-            None,
-        ));
+        let chunk = vec![b'1'; SEED_APPEND as usize];
+        let (appends, wall) =
+            time_fresh_pools(args, dir, "pmemlog", |path| -> std::io::Result<u64> {
+                let log = PmemLog::create(path, args.pool_mib << 20)?;
+                let mut appends = 0;
+                while log.nbyte() - log.tell() >= SEED_APPEND && log.append(&chunk).is_ok() {
+                    appends += 1;
+                }
+                Ok(appends)
+            })?;
+        rows.push(seed_row("libpmemlog", m, durability.clone(), appends, wall));
     }
     for &size in &SMALL_SIZES {
         for &threads in &THREADS {

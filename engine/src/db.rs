@@ -177,19 +177,16 @@ impl Database {
         // Openers of one directory decide one at a time whether to create, finish a crashed
         // create or open (two first opens at once would otherwise each take the other's fresh
         // log for a crashed create); the one that loses then meets the files' own locks.
-        let _deciding = match dir.is_dir() {
-            true => nvpage_storage::file::lock_dir(dir)?,
-            false => None,
-        };
+        let _deciding = if dir.is_dir() { nvpage_storage::file::lock_dir(dir)? } else { None };
         if !data_path.exists() {
             if log_path.exists() {
-                match crashed_create(&log_path)? {
-                    false => {
-                        return Err(Error::Incomplete { path: dir.into(), missing: DATA_FILE });
-                    }
-                    // A read-only open leaves the files as they are.
-                    true if !b.read_only => remove_crashed_log(&log_path)?,
-                    true => {}
+                if !crashed_create(&log_path)? {
+                    return Err(Error::Incomplete { path: dir.into(), missing: DATA_FILE });
+                }
+                // A read-only open leaves the files as they are.
+                if !b.read_only {
+                    std::fs::remove_file(&log_path)
+                        .map_err(|e| nvpage_storage::StorageError::io("remove", &log_path, e))?;
                 }
             }
             if !writes {
@@ -331,8 +328,8 @@ impl Database {
 /// A log with no data file is a create that crashed after starting the log (the data file
 /// appears, complete, only by a rename at the very end of a create): such a log holds nothing
 /// committed. Whether it is one: empty, or never a whole log (a crash inside `Log::create`: too
-/// short, all zeros, or a torn header); a writable open then removes it
-/// ([`remove_crashed_log`]) so the database can be created again. A log that opens and holds
+/// short, all zeros, or a torn header); a writable open then removes it so the database can be
+/// created again. A log that opens and holds
 /// records is kept, and the directory is `Incomplete`. Callers hold the directory's lock, so no
 /// create is running beside this.
 fn crashed_create(log_path: &Path) -> Result<bool> {
@@ -353,12 +350,6 @@ fn crashed_create(log_path: &Path) -> Result<bool> {
     Ok(unfinished)
 }
 
-/// Removes the log of a crashed create ([`crashed_create`]).
-fn remove_crashed_log(log_path: &Path) -> Result<()> {
-    std::fs::remove_file(log_path)
-        .map_err(|e| nvpage_storage::StorageError::io("remove", log_path, e).into())
-}
-
 /// The name a data file is built under before the rename that makes the database exist.
 const DATA_FILE_CREATING: &str = "data.nvpage.creating";
 
@@ -367,8 +358,8 @@ const DATA_FILE_CREATING: &str = "data.nvpage.creating";
 /// crash before the rename leaves a lone log (and perhaps a half-built temporary file), which the
 /// next open removes; after it, the database is whole.
 fn create(dir: &Path, b: &Builder, page_size: PageSize) -> Result<()> {
+    // `dir` exists: `open_with` made it (and locked it) before deciding to create.
     let io = |op: &'static str, p: &Path, e| nvpage_storage::StorageError::io(op, p, e);
-    std::fs::create_dir_all(dir).map_err(|e| io("mkdir", dir, e))?;
     let uuid = Uuid::new_v4();
     let log_opts = CreateOptions {
         persistence: b.persistence,

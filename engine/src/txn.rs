@@ -17,9 +17,10 @@
 //! formatted, a moved row deleted but not inserted). Statements are not atomic on their own, so
 //! such a failure dooms the transaction, as PostgreSQL aborts a transaction on an error: later
 //! statements fail with [`Error::TransactionFailed`], and `commit` rolls back and reports it
-//! (after a full log, both report `TransactionTooLarge` instead). Errors found before anything changes (a row
-//! too large, an unknown row or table, a value that does not fit the schema) leave the
-//! transaction as it was. Reads in a doomed transaction see its own changes, half included.
+//! (after a full log, both report `TransactionTooLarge` instead). Errors found before anything
+//! changes (a row too large, an unknown row or table, a value that does not fit the schema)
+//! leave the transaction as it was. Reads in a doomed transaction see its own changes, half
+//! included.
 
 use std::cell::RefCell;
 
@@ -42,22 +43,42 @@ thread_local! {
     static WRITING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A thread's list of databases it holds transactions of (`READING`, `WRITING`).
+type Held = std::thread::LocalKey<RefCell<Vec<usize>>>;
+
+fn holds(list: &'static Held, db: usize) -> bool {
+    list.with(|l| l.borrow().contains(&db))
+}
+
+fn enter(list: &'static Held, db: usize) {
+    list.with(|l| l.borrow_mut().push(db));
+}
+
+fn leave(list: &'static Held, db: usize) {
+    list.with(|l| {
+        let mut l = l.borrow_mut();
+        if let Some(i) = l.iter().rposition(|&id| id == db) {
+            l.swap_remove(i);
+        }
+    });
+}
+
 impl Database {
     /// Starts a read transaction. Any number run at once; they wait while a write transaction
     /// runs, and see only committed data. On a thread that holds this database's write
     /// transaction it is [`Error::WriteTxnHeld`] (read through the write transaction).
     pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
         self.check_usable(false)?;
-        if WRITING.with(|w| w.borrow().contains(&self.id)) {
+        if holds(&WRITING, self.id) {
             return Err(Error::WriteTxnHeld);
         }
         // A thread that already reads this database re-enters recursively (waiting behind a
         // queued writer would deadlock: the writer waits for that thread's first read). Any
         // other reader queues behind a waiting writer, so a stream of readers cannot starve it.
-        let nested = READING.with(|r| r.borrow().contains(&self.id));
+        let nested = holds(&READING, self.id);
         let gate = if nested { self.gate.read_recursive() } else { self.gate.read() };
         self.check_usable(false)?;
-        READING.with(|r| r.borrow_mut().push(self.id));
+        enter(&READING, self.id);
         Ok(ReadTxn { db: self, _gate: gate })
     }
 
@@ -65,14 +86,14 @@ impl Database {
     /// On a thread that holds a read transaction of this database it is [`Error::ReadTxnHeld`].
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
         self.check_usable(true)?;
-        if READING.with(|r| r.borrow().contains(&self.id)) {
+        if holds(&READING, self.id) {
             return Err(Error::ReadTxnHeld);
         }
         let gate = self.gate.write();
         self.check_usable(true)?;
         let start_page_count = self.page_count();
         self.hook.begin(start_page_count);
-        WRITING.with(|w| w.borrow_mut().push(self.id));
+        enter(&WRITING, self.id);
         Ok(WriteTxn {
             db: self,
             _gate: gate,
@@ -95,12 +116,7 @@ pub struct ReadTxn<'db> {
 
 impl Drop for ReadTxn<'_> {
     fn drop(&mut self) {
-        READING.with(|r| {
-            let mut r = r.borrow_mut();
-            if let Some(i) = r.iter().rposition(|&id| id == self.db.id) {
-                r.swap_remove(i);
-            }
-        });
+        leave(&READING, self.db.id);
     }
 }
 
@@ -351,10 +367,20 @@ impl WriteTxn<'_> {
 
     /// Inserts a row; returns its id. A row larger than a page is [`Error::RowTooLarge`].
     pub fn insert(&mut self, table: &Table, values: &[Value<'_>]) -> Result<RowId> {
+        self.encoded_statement(table, values, |t, row| t.insert_encoded(table, row))
+    }
+
+    /// Runs `f` as one statement on `values` encoded as a row of `table` (in the transaction's
+    /// reused buffer).
+    fn encoded_statement<R>(
+        &mut self,
+        table: &Table,
+        values: &[Value<'_>],
+        f: impl FnOnce(&mut Self, &[u8]) -> Result<R>,
+    ) -> Result<R> {
         self.statement(|t| {
             let mut buf = std::mem::take(&mut t.buf);
-            let r = encode_row(table.schema(), values, &mut buf)
-                .and_then(|()| t.insert_encoded(table, &buf));
+            let r = encode_row(table.schema(), values, &mut buf).and_then(|()| f(t, &buf));
             t.buf = buf;
             r
         })
@@ -496,13 +522,7 @@ impl WriteTxn<'_> {
     /// Replaces row `id`. The row keeps its id if its page has room for the new value; otherwise
     /// it moves, and the new id is returned.
     pub fn update(&mut self, table: &Table, id: RowId, values: &[Value<'_>]) -> Result<RowId> {
-        self.statement(|t| {
-            let mut buf = std::mem::take(&mut t.buf);
-            let r = encode_row(table.schema(), values, &mut buf)
-                .and_then(|()| t.update_encoded(table, id, &buf));
-            t.buf = buf;
-            r
-        })
+        self.encoded_statement(table, values, |t, row| t.update_encoded(table, id, row))
     }
 
     fn update_encoded(&mut self, table: &Table, id: RowId, row: &[u8]) -> Result<RowId> {
@@ -535,12 +555,7 @@ impl WriteTxn<'_> {
         self.done = true;
         if let Some(failure) = self.failed.take() {
             // Doomed by a statement that failed part-way: roll back instead.
-            let r = self.roll_back();
-            if r.is_err() {
-                self.db.poison();
-            }
-            self.db.hook.end();
-            r?;
+            self.roll_back_and_end()?;
             return Err(failure.error());
         }
         let mut at_commit_point = false;
@@ -619,6 +634,12 @@ impl WriteTxn<'_> {
     /// Rolls the transaction back explicitly, reporting a failure (which also poisons the
     /// database). Dropping the transaction does the same silently.
     pub fn abort(mut self) -> Result<()> {
+        self.roll_back_and_end()
+    }
+
+    /// Ends the transaction by rolling it back (abort, drop, a doomed commit); a failure
+    /// poisons the database.
+    fn roll_back_and_end(&mut self) -> Result<()> {
         self.done = true;
         let r = self.roll_back();
         if r.is_err() {
@@ -649,18 +670,9 @@ impl WriteTxn<'_> {
 
 impl Drop for WriteTxn<'_> {
     fn drop(&mut self) {
-        WRITING.with(|w| {
-            let mut w = w.borrow_mut();
-            if let Some(i) = w.iter().rposition(|&id| id == self.db.id) {
-                w.swap_remove(i);
-            }
-        });
+        leave(&WRITING, self.db.id);
         if !self.done {
-            self.done = true;
-            if self.roll_back().is_err() {
-                self.db.poison();
-            }
-            self.db.hook.end();
+            let _ = self.roll_back_and_end();
         }
     }
 }

@@ -9,7 +9,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Row, compare, contents, insert_row, schema, values};
+use common::{Row, commit_table, compare, contents, insert_row, schema, values};
 use nvpage::storage::SimOp;
 use nvpage::storage::sim::{Fault, Sim};
 use nvpage::{Database, Error, Layer, ReadOps, Value};
@@ -50,12 +50,7 @@ fn insert_case(after: u64) -> bool {
     let sim = Sim::attach(dir.path(), 1);
     let path = dir.path().join("db");
     let db = open(&path);
-    let mut tx = db.begin_write().unwrap();
-    tx.create_table("t", schema()).unwrap();
-    for k in 0..50 {
-        insert_row(&mut tx, "t", k, &row(k)).unwrap();
-    }
-    tx.commit().unwrap();
+    commit_table(&db, 50, row);
     let committed = contents(&db).unwrap();
 
     let mut tx = db.begin_write().unwrap();
@@ -110,10 +105,7 @@ fn an_update_that_moves_its_row_and_fails_keeps_the_row() {
         let sim = Sim::attach(dir.path(), 2);
         let path = dir.path().join("db");
         let db = open(&path);
-        let mut tx = db.begin_write().unwrap();
-        tx.create_table("t", schema()).unwrap();
-        let ids: Vec<_> = (0..300).map(|k| insert_row(&mut tx, "t", k, &row(k)).unwrap()).collect();
-        tx.commit().unwrap();
+        let ids = commit_table(&db, 300, row);
         let committed = contents(&db).unwrap();
 
         let mut tx = db.begin_write().unwrap();

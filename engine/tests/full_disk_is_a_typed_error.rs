@@ -11,7 +11,7 @@ use std::path::Path;
 
 use std::collections::BTreeMap;
 
-use common::{Row, Rows, compare, contents, insert_row, schema};
+use common::{Row, Rows, commit_table, compare, contents, insert_row};
 use nvpage::storage::sim::{Fault, FaultMode, Sim, Tear};
 use nvpage::storage::{SimOp, StorageError};
 use nvpage::{Database, Error, Layer};
@@ -40,12 +40,7 @@ fn setup(layer: Layer, seed: u64) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let sim = Sim::attach(dir.path(), seed);
     let db = open(&dir.path().join("db"), layer);
-    let mut tx = db.begin_write().unwrap();
-    tx.create_table("t", schema()).unwrap();
-    for k in 0..200 {
-        insert_row(&mut tx, "t", k, &row(k)).unwrap();
-    }
-    tx.commit().unwrap();
+    commit_table(&db, 200, row);
     let before = contents(&db).unwrap();
     Setup { dir, sim, db, before }
 }

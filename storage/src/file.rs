@@ -18,7 +18,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -39,8 +40,8 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 << 30;
 pub const MAX_SUPPORTED_FILE_BYTES: u64 = 1 << 47;
 
 /// Writes of at least this many bytes into a part of a memory file (tmpfs, ramfs) that is not
-/// mapped yet are cheaper through `pwrite` than through the mapping ([`RawFile::kernel_copy_pays`]);
-/// below it the system call's own cost starts to count, and a small write populates a window
+/// mapped yet are cheaper through `pwrite` than through the mapping
+/// ([`RawFile::kernel_copy_pays`]); below it the system call's own cost starts to count, and a small write populates a window
 /// of the mapping that the writes after it reuse.
 pub const KERNEL_COPY_MIN: usize = 256 << 10;
 
@@ -83,10 +84,9 @@ pub struct RawFile {
     poisoned: AtomicBool,
     /// 2 MiB windows of the mapping already populated (memory media only).
     populated: VerifiedPages,
-    /// Open file descriptions of this file's own, for [`Self::sync_own`], and how many there
-    /// are in all (in the pool or in use).
-    sync_handles: Mutex<Vec<File>>,
-    sync_handles_opened: AtomicUsize,
+    /// Open file descriptions of this file's own, for [`Self::sync_own`] (set once, by
+    /// [`Self::open_sync_handles`]).
+    sync_handles: OnceLock<Box<[Mutex<File>]>>,
     sim: SimTag,
 }
 
@@ -201,8 +201,7 @@ impl RawFile {
             grow_lock: Mutex::new(()),
             poisoned: AtomicBool::new(false),
             populated: VerifiedPages::new(max_bytes.div_ceil(POPULATE_WINDOW)),
-            sync_handles: Mutex::new(Vec::new()),
-            sync_handles_opened: AtomicUsize::new(0),
+            sync_handles: OnceLock::new(),
             sim,
         }
     }
@@ -331,33 +330,40 @@ impl RawFile {
             (PersistMode::Msync, Some(m)) => {
                 self.persist_step("msync", |f| m.msync(0, f.len_bytes() as usize))?;
             }
-            _ => {
-                self.persist_step("fdatasync", |f| {
-                    cacheline::fence();
-                    f.file.sync_data()
-                })?;
-            }
+            _ => return self.fdatasync(&self.file),
         }
         self.sim.synced();
         Ok(())
     }
 
+    /// `fdatasync` through `f` (this file's shared description or one of its own), after a
+    /// fence for this thread's streaming stores, as one persist step.
+    fn fdatasync(&self, f: &File) -> Result<()> {
+        self.persist_step("fdatasync", |_| {
+            cacheline::fence();
+            f.sync_data()
+        })?;
+        self.sim.synced();
+        Ok(())
+    }
+
     /// Opens `n` open file descriptions of this file for [`Self::sync_own`] (through
-    /// `/proc/self/fd`). Call it before writing anything that concurrent syncs will cover: a
-    /// description reports only the writeback failures that happen after it is opened (or that
-    /// nobody has seen yet), so one opened later could miss a failure another sync already took.
-    /// Under Miri (no `/proc`) it does nothing.
+    /// `/proc/self/fd`); the first call decides, later ones do nothing. Call it before writing
+    /// anything that concurrent syncs will cover: a description reports only the writeback
+    /// failures that happen after it is opened (or that nobody has seen yet), so one opened later
+    /// could miss a failure another sync already took. Under Miri (no `/proc`) it does nothing.
     pub fn open_sync_handles(&self, n: usize) -> Result<()> {
-        if cfg!(miri) {
+        if cfg!(miri) || self.sync_handles.get().is_some() {
             return Ok(());
         }
         let proc_path = format!("/proc/self/fd/{}", self.file.as_raw_fd());
-        for _ in 0..n {
-            let f = OpenOptions::new().read(true).write(!self.read_only).open(&proc_path);
-            let f = f.map_err(|e| StorageError::io("reopen for sync", &self.path, e))?;
-            self.sync_handles.lock().push(f);
-            self.sync_handles_opened.fetch_add(1, Ordering::AcqRel);
-        }
+        let handles = (0..n)
+            .map(|_| {
+                let f = OpenOptions::new().read(true).write(!self.read_only).open(&proc_path);
+                f.map(Mutex::new).map_err(|e| StorageError::io("reopen for sync", &self.path, e))
+            })
+            .collect::<Result<Box<[_]>>>()?;
+        let _ = self.sync_handles.set(handles);
         Ok(())
     }
 
@@ -371,26 +377,17 @@ impl RawFile {
     /// concurrently.
     pub fn sync_own(&self) -> Result<()> {
         self.check_writable()?;
+        let handles = match self.sync_handles.get() {
+            Some(h) if !h.is_empty() => h,
+            _ => return self.fdatasync(&self.file),
+        };
         let own = loop {
-            if self.sync_handles_opened.load(Ordering::Acquire) == 0 {
-                break None;
-            }
-            if let Some(f) = self.sync_handles.lock().pop() {
-                break Some(f);
+            if let Some(f) = handles.iter().find_map(Mutex::try_lock) {
+                break f;
             }
             std::thread::yield_now();
         };
-        let f = own.as_ref().unwrap_or(&self.file);
-        let r = self.persist_step("fdatasync", |_| {
-            cacheline::fence();
-            f.sync_data()
-        });
-        if let Some(f) = own {
-            self.sync_handles.lock().push(f);
-        }
-        r?;
-        self.sim.synced();
-        Ok(())
+        self.fdatasync(&own)
     }
 
     /// Makes `[offset, offset + len)` durable, which the caller stored through the mapping (on
@@ -706,16 +703,24 @@ fn open_noatime(oo: &mut OpenOptions, path: &Path) -> io::Result<File> {
 /// Takes an exclusive `flock`. flock locks belong to the open file description, so a second open
 /// of the same file in this process conflicts too.
 fn lock(file: &File, path: &Path) -> Result<()> {
-    // SAFETY: flock only reads its integer arguments.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
+    flock(file, libc::LOCK_EX | libc::LOCK_NB).map_err(|e| match e.raw_os_error() {
+        Some(libc::EWOULDBLOCK) => StorageError::AlreadyOpen { path: path.into() },
+        _ => StorageError::io("flock", path, e),
+    })
+}
+
+/// `flock(2)` with `op` on `file`, again when a signal interrupts it.
+fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
+    loop {
+        // SAFETY: flock only reads its integer arguments.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Err(StorageError::AlreadyOpen { path: path.into() });
-    }
-    Err(StorageError::io("flock", path, e))
 }
 
 /// Allocates `[offset, offset + len)`, extending the file: `fallocate`, or zeros written where the
@@ -759,20 +764,13 @@ pub fn lock_dir(dir: &Path) -> Result<Option<File>> {
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Ok(None),
         Err(e) => return Err(StorageError::io("open dir", dir, e)),
     };
-    // Miri has no `flock`; under it the lock is the open handle alone.
+    // Under Miri the lock is the open handle alone (its `flock` of a directory is untried).
     #[cfg(not(miri))]
-    loop {
-        // SAFETY: flock only reads its integer arguments.
-        let rc = unsafe { libc::flock(d.as_raw_fd(), libc::LOCK_EX) };
-        if rc == 0 {
-            break;
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EBADF | libc::ENOLCK | libc::EOPNOTSUPP | libc::EINVAL) => return Ok(None),
-            _ => return Err(StorageError::io("flock dir", dir, e)),
-        }
+    if let Err(e) = flock(&d, libc::LOCK_EX) {
+        return match e.raw_os_error() {
+            Some(libc::EBADF | libc::ENOLCK | libc::EOPNOTSUPP | libc::EINVAL) => Ok(None),
+            _ => Err(StorageError::io("flock dir", dir, e)),
+        };
     }
     Ok(Some(d))
 }

@@ -11,10 +11,11 @@
 //! - **copy**: each appender writes its own range, unlocked. In the cache-line modes it uses
 //!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
 //!   stores). In `msync` mode it only writes (`RawFile::store_vectored`: a copy where the file
-//!   is memory, `pwrite` on a disk): the commit's `msync` covers the range. Where the file is
-//!   memory (not DAX: `RawFile::kernel_copy_pays`), an append of `KERNEL_COPY_MIN` (256 KiB) or more into a part of the log not
-//!   yet mapped is written with `pwrite` instead (and fenced, in the cache-line modes), which
-//!   spares populating the mapping; a smaller one first populates the next
+//!   is memory, `pwrite` on a disk): the commit's sync covers the range. Where the file is
+//!   memory (not DAX: `RawFile::kernel_copy_pays`), an append of `KERNEL_COPY_MIN` (256 KiB)
+//!   or more into a part of the log not yet mapped is written with `pwrite` instead (and
+//!   fenced, in the cache-line modes), which spares populating the mapping; a smaller one first
+//!   populates the next
 //!   [`POPULATE_WINDOW`](crate::POPULATE_WINDOW) of the mapping if it reaches past it.
 //! - **complete in order**: the appender waits until `copied == start`, then publishes
 //!   `copied = end`. So `copied` only ever covers whole, written appends, in reservation order.

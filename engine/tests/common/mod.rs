@@ -51,6 +51,16 @@ pub fn insert_row(
     tx.insert(&t, &values(key, row))
 }
 
+/// Creates table `t` in `db` holding keys `0..n`, each with `row(key)`, and commits; returns the
+/// rows' ids in key order.
+pub fn commit_table(db: &Database, n: i64, row: impl Fn(i64) -> Row) -> Vec<RowId> {
+    let mut tx = db.begin_write().unwrap();
+    tx.create_table("t", schema()).unwrap();
+    let ids = (0..n).map(|k| insert_row(&mut tx, "t", k, &row(k)).unwrap()).collect();
+    tx.commit().unwrap();
+    ids
+}
+
 pub fn values(key: i64, row: &Row) -> [Value<'_>; 4] {
     [
         Value::I64(key),

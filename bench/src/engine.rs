@@ -157,8 +157,8 @@ fn recovery(dir: &Path, layer: Layer, tmpfs: bool, mib: u64) -> Result<f64, BoxE
         for p in tx.scan(&t)? {
             let p = p?;
             if let Some(r) = p.rows().next() {
-                let (slot, row) = r?;
-                rows.push((nvpage::RowId { page: p.page_id(), slot }, row.get(id)?));
+                let row = r?;
+                rows.push((row.id(), row.get(id)?));
             }
         }
         for (rid, i) in rows {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use nvpage_buffer::{BufferPool, NoUndo};
+use nvpage_buffer::{BufferPool, NoUndo, View};
 use nvpage_storage::page::PAGE_HEADER_LEN;
 use nvpage_storage::{Layer, OpenOptions, PageId};
 
@@ -28,12 +28,12 @@ fn options(layer: Layer) -> OpenOptions {
 fn make_file(dir: &Path, pages: u64) {
     let file = options(Layer::Pread).create(&dir.join("data")).unwrap();
     let pool = BufferPool::new(file, 64, Arc::new(NoUndo)).unwrap();
-    pool.layer().grow(pages + 1).unwrap();
+    pool.grow(pages + 1).unwrap();
     for i in 1..=pages {
         pool.new_page(PageId(i)).unwrap()[PAGE_HEADER_LEN..].fill(i as u8);
     }
     pool.flush_all().unwrap();
-    pool.layer().write_header().unwrap();
+    pool.write_header().unwrap();
     pool.sync().unwrap();
 }
 
@@ -59,10 +59,12 @@ fn hit(c: &mut Criterion) {
     for layer in Layer::compiled() {
         let pool = open(dir.path(), layer, 64);
         for i in 1..=SMALL_PAGES {
-            drop(pool.read(PageId(i)).unwrap());
+            drop(pool.read(PageId(i), View::Writer).unwrap());
         }
         g.bench_function(BenchmarkId::new("1 thread", layer), |b| {
-            b.iter(|| black_box(pool.read(black_box(PageId(1))).unwrap()[PAGE_HEADER_LEN]))
+            b.iter(|| {
+                black_box(pool.read(black_box(PageId(1)), View::Writer).unwrap()[PAGE_HEADER_LEN])
+            })
         });
         // Two threads, each on its own resident page; time per operation of one thread.
         g.bench_function(BenchmarkId::new("2 threads", layer), |b| {
@@ -73,7 +75,7 @@ fn hit(c: &mut Criterion) {
                         let pool = &pool;
                         s.spawn(move || {
                             for _ in 0..iters {
-                                let g = pool.read(black_box(PageId(1 + t))).unwrap();
+                                let g = pool.read(black_box(PageId(1 + t)), View::Writer).unwrap();
                                 black_box(g[PAGE_HEADER_LEN]);
                             }
                         });
@@ -101,7 +103,7 @@ fn miss(c: &mut Criterion) {
         g.bench_function(BenchmarkId::from_parameter(layer), |b| {
             b.iter(|| {
                 pool.evict_page(PageId(1)).unwrap();
-                black_box(pool.read(PageId(1)).unwrap()[PAGE_HEADER_LEN])
+                black_box(pool.read(PageId(1), View::Writer).unwrap()[PAGE_HEADER_LEN])
             })
         });
         let c = pool.counters();
@@ -117,7 +119,7 @@ fn scan_once(pool: &BufferPool) -> u64 {
     let mut ring = pool.scan_ring();
     let mut acc = 0;
     for i in 1..=SCAN_PAGES {
-        acc ^= touch(&pool.read_scan(PageId(i), &mut ring).unwrap());
+        acc ^= touch(&pool.read_scan(PageId(i), View::Writer, &mut ring).unwrap());
     }
     acc
 }
@@ -137,7 +139,7 @@ fn scan_on(c: &mut Criterion, medium: &str, dir: &Path) {
         println!(
             "scan {medium} {layer} ({}): one scan of {} MiB copied {} MiB in, {} reads redirected, \
              {} misses, {} hits",
-            pool.layer().file().durability().mode,
+            pool.file().durability().mode,
             bytes >> 20,
             (after.bytes_copied_in - before.bytes_copied_in) >> 20,
             after.redirected_reads - before.redirected_reads,

@@ -23,7 +23,8 @@ pub struct Counters {
     pub misses: u64,
     /// Fetches served in place from the mapping (SE2), with no frame and no copy.
     pub redirected_reads: u64,
-    /// Pages copied into a private frame before their first change (SE2 copy-on-write).
+    /// Pages copied into the writer's private frame before its first change (copy on write,
+    /// every layer).
     pub cow_copies: u64,
     /// Frames taken from one page for another.
     pub evictions: u64,
@@ -33,6 +34,14 @@ pub struct Counters {
     pub bytes_copied_in: u64,
     /// Bytes copied from frames into the file or its mapping.
     pub bytes_copied_out: u64,
+    /// Reads served from an old version (a snapshot older than the page's last change).
+    pub version_reads: u64,
+    /// Reads served by a private copy because no clean frame could be had.
+    pub private_copies: u64,
+    /// Page-latch acquisitions by readers that had to wait (a write-back in progress or queued).
+    pub latch_waits: u64,
+    /// Their total wait, in nanoseconds.
+    pub latch_wait_ns: u64,
 }
 
 #[derive(Debug, Default)]
@@ -45,6 +54,10 @@ struct Slot {
     write_backs: AtomicU64,
     bytes_copied_in: AtomicU64,
     bytes_copied_out: AtomicU64,
+    version_reads: AtomicU64,
+    private_copies: AtomicU64,
+    latch_waits: AtomicU64,
+    latch_wait_ns: AtomicU64,
 }
 
 /// The pool's counters, striped across thread slots so counting never bounces a cache line.
@@ -64,6 +77,10 @@ pub(crate) enum Counter {
     WriteBack,
     BytesIn,
     BytesOut,
+    VersionRead,
+    PrivateCopy,
+    LatchWait,
+    LatchWaitNs,
 }
 
 /// Slot indices not owned by a live thread.
@@ -121,6 +138,10 @@ impl CounterSlots {
             Counter::WriteBack => &s.write_backs,
             Counter::BytesIn => &s.bytes_copied_in,
             Counter::BytesOut => &s.bytes_copied_out,
+            Counter::VersionRead => &s.version_reads,
+            Counter::PrivateCopy => &s.private_copies,
+            Counter::LatchWait => &s.latch_waits,
+            Counter::LatchWaitNs => &s.latch_wait_ns,
         };
         if index == OWNED_SLOTS {
             field.fetch_add(n, Ordering::Relaxed);
@@ -141,6 +162,10 @@ impl CounterSlots {
             c.write_backs += s.write_backs.load(Ordering::Relaxed);
             c.bytes_copied_in += s.bytes_copied_in.load(Ordering::Relaxed);
             c.bytes_copied_out += s.bytes_copied_out.load(Ordering::Relaxed);
+            c.version_reads += s.version_reads.load(Ordering::Relaxed);
+            c.private_copies += s.private_copies.load(Ordering::Relaxed);
+            c.latch_waits += s.latch_waits.load(Ordering::Relaxed);
+            c.latch_wait_ns += s.latch_wait_ns.load(Ordering::Relaxed);
         }
         c
     }

@@ -36,6 +36,19 @@ pub enum BufferError {
         /// The page.
         page: PageId,
     },
+    /// A snapshot needs an old version of `page` that is no longer kept: the bound on versions'
+    /// memory freed it (every version of a commit at or below `horizon` is gone).
+    #[error(
+        "snapshot {snapshot} is too old: page {page} changed since, and versions up to commit {horizon} were freed"
+    )]
+    SnapshotTooOld {
+        /// The page read.
+        page: PageId,
+        /// The reader's snapshot (commit number).
+        snapshot: u64,
+        /// The versions' horizon.
+        horizon: u64,
+    },
     /// The page is pinned by a guard and cannot be discarded or evicted now.
     #[error("page {page} is in use by a guard")]
     PagePinned {

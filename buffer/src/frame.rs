@@ -12,6 +12,17 @@ pub(crate) const NO_PAGE: u64 = u64::MAX;
 /// The clock's usage count saturates here (PostgreSQL's `BM_MAX_USAGE_COUNT`).
 pub(crate) const MAX_USAGE: u8 = 5;
 
+/// Whose a frame is (DESIGN.md R2): readers use only shared frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Owner {
+    /// Bytes read from the file at `fill_stamp`, never changed while published: any view whose
+    /// check passes may read them.
+    Shared = 0,
+    /// The running writer's private, dirty copy.
+    Writer = 1,
+}
+
 /// One frame's state. The page bytes live in [`FrameMemory`].
 #[derive(Debug)]
 pub(crate) struct FrameMeta {
@@ -20,6 +31,11 @@ pub(crate) struct FrameMeta {
     pub(crate) pins: PinState,
     pub(crate) usage: AtomicU8,
     pub(crate) dirty: AtomicBool,
+    /// An [`Owner`]; changed only by the frame's claimer, or by the write-back that holds it
+    /// exclusively.
+    owner: AtomicU8,
+    /// For a shared frame: the page's stamp when its bytes were read from the file.
+    pub(crate) fill_stamp: AtomicU64,
     /// Guards the frame's bytes: shared for readers, exclusive for writers and write-back.
     pub(crate) latch: Latch,
 }
@@ -31,12 +47,26 @@ impl FrameMeta {
             pins: PinState::new(),
             usage: AtomicU8::new(0),
             dirty: AtomicBool::new(false),
+            owner: AtomicU8::new(Owner::Shared as u8),
+            fill_stamp: AtomicU64::new(0),
             latch: Latch::new(),
         }
     }
 
     pub(crate) fn page(&self) -> u64 {
         self.page.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn owner(&self) -> Owner {
+        if self.owner.load(Ordering::Acquire) == Owner::Writer as u8 {
+            Owner::Writer
+        } else {
+            Owner::Shared
+        }
+    }
+
+    pub(crate) fn set_owner(&self, owner: Owner) {
+        self.owner.store(owner as u8, Ordering::Release);
     }
 
     /// Marks a use for the clock.

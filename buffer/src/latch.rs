@@ -24,6 +24,19 @@ impl Latch {
         self.0.lock_shared_recursive();
     }
 
+    /// Shared, fairly: queues behind a waiting writer, so a stream of readers cannot starve it.
+    /// Only for a thread that does not hold the latch already (it would wait for itself).
+    #[inline]
+    pub(crate) fn lock_shared_fair(&self) {
+        self.0.lock_shared();
+    }
+
+    /// Shared if it can be had at once (no holder or waiter in exclusive mode).
+    #[inline]
+    pub(crate) fn try_lock_shared(&self) -> bool {
+        self.0.try_lock_shared()
+    }
+
     #[inline]
     pub(crate) fn lock_exclusive(&self) {
         self.0.lock_exclusive();

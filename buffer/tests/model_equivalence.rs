@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use nvpage_buffer::{BufferPool, NoUndo};
+use nvpage_buffer::{BufferPool, NoUndo, View};
 use nvpage_storage::page::PAGE_HEADER_LEN;
 use nvpage_storage::{Layer, PageId};
 use proptest::prelude::*;
@@ -81,7 +81,7 @@ impl Run {
     fn new(layer: Layer, frames: usize) -> Self {
         let dir = scratch_dir();
         let pool = open_pool(dir.path(), layer, true, frames, Arc::new(NoUndo));
-        pool.layer().grow(PAGES + 1).unwrap();
+        pool.grow(PAGES + 1).unwrap();
         let payload_len = pool.page_size() - PAGE_HEADER_LEN;
         Self {
             dir,
@@ -96,7 +96,7 @@ impl Run {
     }
 
     fn check(&self, id: u64, bytes: &[u8], what: &str) {
-        let layer = self.pool().layer().layer();
+        let layer = self.pool().layer_kind();
         assert!(
             payload(bytes) == &self.model[id as usize][..],
             "{layer}: page {id} differs from the model ({what})"
@@ -107,7 +107,7 @@ impl Run {
         let p = self.pool();
         match *op {
             Op::Read(id) => {
-                let g = p.read(PageId(id)).unwrap();
+                let g = p.read(PageId(id), View::Writer).unwrap();
                 self.check(id, &g, "read");
             }
             Op::Write { page, at, len, byte } => {
@@ -144,13 +144,13 @@ impl Run {
                 let mut ring = p.scan_ring();
                 for k in 0..count {
                     let id = (first - 1 + k) % PAGES + 1;
-                    let g = p.read_scan(PageId(id), &mut ring).unwrap();
+                    let g = p.read_scan(PageId(id), View::Writer, &mut ring).unwrap();
                     self.check(id, &g, "scan");
                 }
             }
             Op::ReadTwo(a, b) => {
-                let ga = p.read(PageId(a)).unwrap();
-                let gb = p.read(PageId(b)).unwrap();
+                let ga = p.read(PageId(a), View::Writer).unwrap();
+                let gb = p.read(PageId(b), View::Writer).unwrap();
                 self.check(a, &ga, "first of two guards");
                 self.check(b, &gb, "second of two guards");
             }
@@ -165,18 +165,18 @@ impl Run {
         {
             let p = self.pool.take().unwrap();
             p.flush_all().unwrap();
-            p.layer().write_header().unwrap();
+            p.write_header().unwrap();
             p.sync().unwrap();
         }
         self.pool = Some(open_pool(self.dir.path(), layer, false, frames, Arc::new(NoUndo)));
-        assert_eq!(self.pool().layer().file().page_count(), PAGES + 1);
+        assert_eq!(self.pool().file().page_count(), PAGES + 1);
     }
 
     /// Reopens and compares every page with the model.
     fn check_all_after_reopen(&mut self, layer: Layer) {
         self.reopen(layer, 4);
         for id in 1..=PAGES {
-            let g = self.pool().read(PageId(id)).unwrap();
+            let g = self.pool().read(PageId(id), View::Writer).unwrap();
             self.check(id, &g, "after the final reopen");
         }
     }

@@ -10,8 +10,8 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
-use nvpage_buffer::{BufferError, BufferPool, HookError, NoUndo, WriteBackHook};
-use nvpage_storage::{FileLayer, Layer, PageId};
+use nvpage_buffer::{BufferError, BufferPool, HookError, NoUndo, PageImage, View, WriteBackHook};
+use nvpage_storage::{Layer, PageFile, PageId};
 
 use common::{fill_words, open_pool, scratch_dir, uniform_word, watchdog};
 
@@ -33,20 +33,24 @@ impl EventHook {
 }
 
 impl WriteBackHook for EventHook {
-    fn before_write_back(&self, layer: &dyn FileLayer, page: PageId) -> Result<(), HookError> {
-        let mut old = vec![0u8; layer.file().page_size().bytes()];
-        layer.read_page(page, &mut old)?;
+    fn before_write_back(
+        &self,
+        file: &PageFile,
+        page: PageId,
+    ) -> Result<Option<PageImage>, HookError> {
+        let mut old = vec![0u8; file.page_size().bytes()];
+        file.raw().read_at(&mut old, file.offset(page))?;
         let v = uniform_word(&old, "before-image");
         self.events.lock().unwrap().push(format!("write-back {} over {v}", page.0));
         self.called.store(true, Ordering::SeqCst);
-        Ok(())
+        Ok(None)
     }
 }
 
 /// The value the file (SE2: the mapping, in place) holds for `id`, read below the pool.
 fn stored(pool: &BufferPool, id: PageId) -> u64 {
     let mut v = None;
-    pool.layer().with_page(id, &mut |b| v = Some(uniform_word(b, "stored page"))).unwrap();
+    pool.with_file_page(id, &mut |b| v = Some(uniform_word(b, "stored page"))).unwrap();
     v.unwrap()
 }
 
@@ -54,7 +58,7 @@ fn stored(pool: &BufferPool, id: PageId) -> u64 {
 fn setup(layer: Layer, hook: Arc<dyn WriteBackHook>) -> (tempfile::TempDir, BufferPool) {
     let dir = scratch_dir();
     let pool = open_pool(dir.path(), layer, true, 8, hook);
-    pool.layer().grow(4).unwrap();
+    pool.grow(4).unwrap();
     fill_words(&mut pool.new_page(P).unwrap(), 1);
     pool.flush_page(P).unwrap();
     assert!(pool.evict_page(P).unwrap());
@@ -79,7 +83,7 @@ fn a_write_back_waits_for_redirected_readers_of_its_page() {
     hook.reset();
     let events = hook.events.clone();
 
-    let reader = pool.read(P).unwrap();
+    let reader = pool.read(P, View::Writer).unwrap();
     assert!(reader.is_redirected());
     // Copy-on-write while this thread reads in place: the change goes to a private frame.
     fill_words(&mut pool.write(P).unwrap(), 2);
@@ -123,33 +127,26 @@ fn a_reader_cannot_deadlock_itself_on_its_own_page() {
         let hook = Arc::new(EventHook::default());
         let (_dir, pool) = setup(layer, hook.clone());
         hook.reset();
-        let r = pool.read(P).unwrap();
+        let r = pool.read(P, View::Writer).unwrap();
         assert_eq!(r.is_redirected(), layer == Layer::Se2);
+        // Dirtying a page this thread reads: copy on write in every layer, no wait on itself.
+        fill_words(&mut pool.write(P).unwrap(), 2);
+        assert_eq!(uniform_word(&r, "reader's guard"), 1, "{layer}");
+        assert_eq!(stored(&pool, P), 1, "the file keeps the old bytes until write-back");
         if layer == Layer::Se2 {
-            // Dirtying a page read in place: copy-on-write, no wait on itself.
-            fill_words(&mut pool.write(P).unwrap(), 2);
-            assert_eq!(uniform_word(&r, "redirected guard"), 1);
-            assert_eq!(stored(&pool, P), 1, "the mapping keeps the old bytes until write-back");
-            // Writing it back would wait for this very guard.
+            // Writing it back would wait for this very guard, which reads the file in place.
             assert!(matches!(pool.flush_page(P), Err(BufferError::LatchHeld { page: P })));
             // Eviction never waits: the page is busy, so it stays.
             assert!(!pool.evict_page(P).unwrap());
             assert_eq!(pool.dirty_pages(), [P], "a refused write-back leaves the page dirty");
             assert!(!hook.called.load(Ordering::SeqCst));
             assert_eq!(stored(&pool, P), 1);
-        } else {
-            // The guard holds the frame's latch shared: an exclusive request would wait on itself.
-            assert!(matches!(pool.write(P), Err(BufferError::LatchHeld { page: P })));
-            assert!(!pool.evict_page(P).unwrap(), "a pinned page is not evicted");
         }
         drop(r);
 
-        // A guard on a dirty frame (SE2: the private copy): writing, flushing and evicting it are
-        // refused without waiting.
-        if layer != Layer::Se2 {
-            fill_words(&mut pool.write(P).unwrap(), 2);
-        }
-        let r = pool.read(P).unwrap();
+        // A guard on the writer's dirty frame: writing, flushing and evicting it are refused
+        // without waiting.
+        let r = pool.read(P, View::Writer).unwrap();
         assert!(!r.is_redirected(), "{layer}: a page with a frame is read from the frame");
         assert_eq!(uniform_word(&r, "frame guard"), 2);
         assert!(matches!(pool.write(P), Err(BufferError::LatchHeld { page: P })), "{layer}");
@@ -158,7 +155,10 @@ fn a_reader_cannot_deadlock_itself_on_its_own_page() {
         drop(r);
         {
             let w = pool.write(P).unwrap();
-            assert!(matches!(pool.read(P), Err(BufferError::LatchHeld { page: P })), "{layer}");
+            assert!(
+                matches!(pool.read(P, View::Writer), Err(BufferError::LatchHeld { page: P })),
+                "{layer}"
+            );
             assert!(matches!(pool.flush_page(P), Err(BufferError::LatchHeld { .. })), "{layer}");
             assert!(!pool.evict_page(P).unwrap(), "{layer}");
             drop(w);
@@ -182,7 +182,7 @@ fn a_self_join_does_not_deadlock_behind_a_waiting_write_back_of_a_redirected_pag
     let hook = Arc::new(EventHook::default());
     let (_dir, pool) = setup(Layer::Se2, hook.clone());
     hook.reset();
-    let g1 = pool.read(P).unwrap();
+    let g1 = pool.read(P, View::Writer).unwrap();
     assert!(g1.is_redirected());
     fill_words(&mut pool.write(P).unwrap(), 2);
 
@@ -194,10 +194,10 @@ fn a_self_join_does_not_deadlock_behind_a_waiting_write_back_of_a_redirected_pag
         });
         rx.recv().unwrap();
         let_others_run();
-        let g2 = pool.read(P).unwrap();
+        let g2 = pool.read(P, View::Writer).unwrap();
         assert!(!g2.is_redirected(), "the private copy exists: the second read uses it");
         assert_eq!(uniform_word(&g2, "second guard"), 2);
-        let g3 = pool.read(P).unwrap();
+        let g3 = pool.read(P, View::Writer).unwrap();
         assert_eq!(uniform_word(&g3, "third guard"), 2);
         assert_eq!(uniform_word(&g1, "first guard"), 1);
         assert!(!hook.called.load(Ordering::SeqCst), "write-back overlapped a redirected read");
@@ -219,7 +219,7 @@ fn a_self_join_does_not_deadlock_behind_a_waiting_write_back_of_a_frame() {
         let (_dir, pool) = setup(layer, hook.clone());
         hook.reset();
         fill_words(&mut pool.write(P).unwrap(), 2);
-        let g1 = pool.read(P).unwrap();
+        let g1 = pool.read(P, View::Writer).unwrap();
         assert!(!g1.is_redirected());
 
         let (tx, rx) = mpsc::channel();
@@ -230,7 +230,7 @@ fn a_self_join_does_not_deadlock_behind_a_waiting_write_back_of_a_frame() {
             });
             rx.recv().unwrap();
             let_others_run();
-            let g2 = pool.read(P).unwrap();
+            let g2 = pool.read(P, View::Writer).unwrap();
             assert_eq!(uniform_word(&g2, "second guard"), 2, "{layer}");
             assert!(!hook.called.load(Ordering::SeqCst), "{layer}: write-back under a reader");
             drop((g2, g1));
@@ -252,7 +252,7 @@ fn eviction_skips_a_page_read_in_place_by_another_thread() {
     std::thread::scope(|s| {
         let pool = &pool;
         let reader = s.spawn(move || {
-            let g = pool.read(P).unwrap();
+            let g = pool.read(P, View::Writer).unwrap();
             assert!(g.is_redirected());
             held_tx.send(()).unwrap();
             release_rx.recv().unwrap();
@@ -262,7 +262,7 @@ fn eviction_skips_a_page_read_in_place_by_another_thread() {
         fill_words(&mut pool.write(P).unwrap(), 2);
         assert!(!pool.evict_page(P).unwrap(), "a redirected reader holds the page");
         // Fill the other frames, several times over: the clock skips P's busy frame.
-        pool.layer().grow(40).unwrap();
+        pool.grow(40).unwrap();
         for id in 2..40 {
             fill_words(&mut pool.new_page(PageId(id)).unwrap(), id);
         }

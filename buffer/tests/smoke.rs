@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use nvpage_buffer::{BufferPool, NoUndo};
+use nvpage_buffer::{BufferPool, NoUndo, View};
 use nvpage_storage::page::PAGE_HEADER_LEN;
 use nvpage_storage::{Layer, OpenOptions, PageId};
 
@@ -21,7 +21,7 @@ fn pages_survive_eviction_flush_and_reopen() {
         let dir = tempfile::tempdir().unwrap();
         {
             let p = pool(dir.path(), layer, true, 8);
-            p.layer().grow(65).unwrap();
+            p.grow(65).unwrap();
             for i in 1..65u64 {
                 let mut g = p.new_page(PageId(i)).unwrap();
                 g[PAGE_HEADER_LEN..].fill(i as u8);
@@ -29,16 +29,16 @@ fn pages_survive_eviction_flush_and_reopen() {
             // 64 pages through 8 frames: most were evicted (written back) already.
             assert!(p.counters().evictions >= 56, "{layer}: {:?}", p.counters());
             for i in 1..65u64 {
-                let g = p.read(PageId(i)).unwrap();
+                let g = p.read(PageId(i), View::Writer).unwrap();
                 assert!(g[PAGE_HEADER_LEN..].iter().all(|&b| b == i as u8), "{layer} page {i}");
             }
             p.flush_all().unwrap();
-            p.layer().write_header().unwrap();
+            p.write_header().unwrap();
             p.sync().unwrap();
         }
         let p = pool(dir.path(), layer, false, 8);
         for i in 1..65u64 {
-            let g = p.read(PageId(i)).unwrap();
+            let g = p.read(PageId(i), View::Writer).unwrap();
             assert!(
                 g[PAGE_HEADER_LEN..].iter().all(|&b| b == i as u8),
                 "{layer} page {i} after reopen"
@@ -52,7 +52,7 @@ fn pages_survive_eviction_flush_and_reopen() {
 fn se2_copy_on_write_keeps_the_mapping_until_write_back() {
     let dir = tempfile::tempdir().unwrap();
     let p = pool(dir.path(), Layer::Se2, true, 8);
-    p.layer().grow(2).unwrap();
+    p.grow(2).unwrap();
     {
         let mut g = p.new_page(PageId(1)).unwrap();
         g[PAGE_HEADER_LEN..].fill(1);
@@ -60,7 +60,7 @@ fn se2_copy_on_write_keeps_the_mapping_until_write_back() {
     p.flush_all().unwrap();
     p.evict_page(PageId(1)).unwrap();
     {
-        let r = p.read(PageId(1)).unwrap();
+        let r = p.read(PageId(1), View::Writer).unwrap();
         assert!(r.is_redirected());
         // Dirtying a page this thread reads in place does not deadlock: the change goes to a
         // private copy, and the reader keeps seeing the mapping.
@@ -77,14 +77,12 @@ fn se2_copy_on_write_keeps_the_mapping_until_write_back() {
         assert!(!p.evict_page(PageId(1)).unwrap());
     }
     // Inside the writer, reads see the private copy.
-    assert!(!p.read(PageId(1)).unwrap().is_redirected());
-    assert!(p.read(PageId(1)).unwrap()[PAGE_HEADER_LEN..].iter().all(|&b| b == 2));
-    p.layer()
-        .with_page(PageId(1), &mut |b| assert!(b[PAGE_HEADER_LEN..].iter().all(|&x| x == 1)))
+    assert!(!p.read(PageId(1), View::Writer).unwrap().is_redirected());
+    assert!(p.read(PageId(1), View::Writer).unwrap()[PAGE_HEADER_LEN..].iter().all(|&b| b == 2));
+    p.with_file_page(PageId(1), &mut |b| assert!(b[PAGE_HEADER_LEN..].iter().all(|&x| x == 1)))
         .unwrap();
     p.flush_page(PageId(1)).unwrap();
-    p.layer()
-        .with_page(PageId(1), &mut |b| assert!(b[PAGE_HEADER_LEN..].iter().all(|&x| x == 2)))
+    p.with_file_page(PageId(1), &mut |b| assert!(b[PAGE_HEADER_LEN..].iter().all(|&x| x == 2)))
         .unwrap();
     assert_eq!(p.counters().cow_copies, 1);
 }
@@ -94,7 +92,7 @@ fn a_full_pool_is_an_error_not_a_hang() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
         let p = pool(dir.path(), layer, true, 4);
-        p.layer().grow(10).unwrap();
+        p.grow(10).unwrap();
         let guards: Vec<_> = (1..5).map(|i| p.new_page(PageId(i)).unwrap()).collect();
         assert!(matches!(
             p.new_page(PageId(5)),

@@ -8,8 +8,8 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use nvpage_buffer::{BufferPool, HookError, WriteBackHook};
-use nvpage_storage::{FileLayer, Layer, PageId};
+use nvpage_buffer::{BufferPool, HookError, PageImage, View, WriteBackHook};
+use nvpage_storage::{Layer, PageFile, PageId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -37,9 +37,13 @@ const LAST_PAGE: u64 = THREADS as u64 * OWN_PAGES + SHARED_PAGES;
 struct CountingHook(AtomicU64);
 
 impl WriteBackHook for CountingHook {
-    fn before_write_back(&self, _layer: &dyn FileLayer, _page: PageId) -> Result<(), HookError> {
+    fn before_write_back(
+        &self,
+        _file: &PageFile,
+        _page: PageId,
+    ) -> Result<Option<PageImage>, HookError> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -86,18 +90,18 @@ fn worker(pool: &BufferPool, t: usize, barrier: &Barrier) -> Tally {
             // Any page, anyone's.
             50..70 => {
                 let id = PageId(rng.random_range(1..=LAST_PAGE));
-                let g = pool.read(id).unwrap();
+                let g = pool.read(id, View::Writer).unwrap();
                 uniform_word(&g, &format!("read of {id:?}"));
                 tally.fetches += 1;
             }
             // Two guards: reading an own page while incrementing a shared one.
             70..80 => {
-                let r = pool.read(own_page(t, own)).unwrap();
+                let r = pool.read(own_page(t, own), View::Writer).unwrap();
                 assert_eq!(
                     uniform_word(&r, "own page held"),
                     tally.own[own as usize],
                     "{}: stale read of {:?} (redirected: {})",
-                    pool.layer().layer(),
+                    pool.layer_kind(),
                     own_page(t, own),
                     r.is_redirected()
                 );
@@ -108,17 +112,14 @@ fn worker(pool: &BufferPool, t: usize, barrier: &Barrier) -> Tally {
             }
             // A self-join on a shared page.
             80..88 => {
-                let a = pool.read(shared_page(shared)).unwrap();
-                let b = pool.read(shared_page(shared)).unwrap();
+                let a = pool.read(shared_page(shared), View::Writer).unwrap();
+                let b = pool.read(shared_page(shared), View::Writer).unwrap();
                 let (va, vb) = (uniform_word(&a, "self-join"), uniform_word(&b, "self-join"));
-                if a.is_redirected() && !b.is_redirected() {
-                    // SE2: a writer copied the page meanwhile; `b` sees its private copy, which
-                    // is ahead of the mapping `a` holds in place (the engine's gate keeps readers
-                    // and writers apart; this pool alone does not).
-                    assert!(
-                        vb >= va,
-                        "self-join: the private copy {vb} is behind the mapping {va}"
-                    );
+                if a.as_ptr() != b.as_ptr() {
+                    // A writer made its private copy meanwhile: `b` sees it, ahead of the file's
+                    // bytes `a` holds (a shared frame, or SE2's mapping in place). A snapshot
+                    // view would keep both at the file's; this test reads as the writer does.
+                    assert!(vb >= va, "self-join: the private copy {vb} is behind the file's {va}");
                 } else {
                     // The same frame (pinned, so it cannot change page), or the mapping under one
                     // held latch: the same bytes.
@@ -131,7 +132,7 @@ fn worker(pool: &BufferPool, t: usize, barrier: &Barrier) -> Tally {
                 let first = rng.random_range(1..=LAST_PAGE);
                 for k in 0..8 {
                     let id = PageId((first - 1 + k) % LAST_PAGE + 1);
-                    let g = pool.read_scan(id, &mut ring).unwrap();
+                    let g = pool.read_scan(id, View::Writer, &mut ring).unwrap();
                     uniform_word(&g, &format!("scan of {id:?}"));
                     tally.fetches += 1;
                 }
@@ -150,7 +151,7 @@ fn run(layer: Layer) {
     let hook = Arc::new(CountingHook::default());
     let pool = open_pool(dir.path(), layer, true, FRAMES, hook.clone());
     // Pages of a freshly grown file are zeros: every counter starts at 0.
-    pool.layer().grow(LAST_PAGE + 1).unwrap();
+    pool.grow(LAST_PAGE + 1).unwrap();
     assert!((LAST_PAGE as usize) > 2 * FRAMES, "the working set must not fit the pool");
 
     let barrier = Barrier::new(THREADS);
@@ -167,25 +168,37 @@ fn run(layer: Layer) {
     // No lost update, read back through the pool...
     for (t, tally) in tallies.iter().enumerate() {
         for i in 0..OWN_PAGES {
-            let g = pool.read(own_page(t, i)).unwrap();
+            let g = pool.read(own_page(t, i), View::Writer).unwrap();
             assert_eq!(uniform_word(&g, "own page at the end"), tally.own[i as usize]);
         }
     }
     let shared_total = |i: u64| tallies.iter().map(|t| t.shared[i as usize]).sum::<u64>();
     for i in 0..SHARED_PAGES {
-        let g = pool.read(shared_page(i)).unwrap();
+        let g = pool.read(shared_page(i), View::Writer).unwrap();
         assert_eq!(uniform_word(&g, "shared page at the end"), shared_total(i), "{layer}");
     }
 
     // ...and the counters add up. Every successful fetch counted exactly one of hit, miss,
-    // redirected read or copy-on-write (the reads just above included).
+    // redirected read, copy on write or private copy (the reads just above included).
     let c = pool.counters();
     let fetches: u64 =
         tallies.iter().map(|t| t.fetches).sum::<u64>() + THREADS as u64 * OWN_PAGES + SHARED_PAGES;
     let writes: u64 = tallies.iter().map(|t| t.writes).sum();
-    assert_eq!(c.hits + c.misses + c.redirected_reads + c.cow_copies, fetches, "{layer}: {c:?}");
+    assert_eq!(
+        c.hits + c.misses + c.redirected_reads + c.cow_copies + c.private_copies,
+        fetches,
+        "{layer}: {c:?}"
+    );
+    assert_eq!(c.version_reads, 0, "no snapshot read: {c:?}");
     let loads = c.misses + c.cow_copies;
-    assert_eq!(c.bytes_copied_in, loads * pool.page_size() as u64, "{layer}: {c:?}");
+    // A miss and a private copy read the file; a copy on write reads the file or copies the
+    // page's shared frame.
+    let ps = pool.page_size() as u64;
+    assert!(
+        c.bytes_copied_in >= (c.misses + c.private_copies) * ps
+            && c.bytes_copied_in <= (loads + c.private_copies) * ps,
+        "{layer}: {c:?}"
+    );
     // Every frame taken from a page was loaded with it; what was loaded and not evicted is
     // resident, in at most FRAMES frames.
     assert!(c.evictions <= loads && loads - c.evictions <= FRAMES as u64, "{layer}: {c:?}");
@@ -195,7 +208,7 @@ fn run(layer: Layer) {
             assert_eq!(c.misses, 0, "SE2 reads in place or from a private copy: {c:?}");
             assert!(c.redirected_reads > 0 && c.cow_copies > 0, "{c:?}");
         }
-        _ => assert_eq!((c.redirected_reads, c.cow_copies), (0, 0), "{layer}: {c:?}"),
+        _ => assert!(c.redirected_reads == 0 && c.cow_copies > 0, "{layer}: {c:?}"),
     }
 
     pool.flush_all().unwrap();
@@ -211,13 +224,13 @@ fn run(layer: Layer) {
     assert_eq!(c.bytes_copied_out, c.write_backs * pool.page_size() as u64, "{layer}: {c:?}");
 
     // The file holds the same counters, for every layer.
-    pool.layer().write_header().unwrap();
+    pool.write_header().unwrap();
     pool.sync().unwrap();
     drop(pool);
     for other in Layer::compiled() {
         let pool = open_pool(dir.path(), other, false, FRAMES, Arc::new(CountingHook::default()));
         for i in 0..SHARED_PAGES {
-            let g = pool.read(shared_page(i)).unwrap();
+            let g = pool.read(shared_page(i), View::Writer).unwrap();
             assert_eq!(
                 uniform_word(&g, "shared page reopened"),
                 shared_total(i),
@@ -226,7 +239,7 @@ fn run(layer: Layer) {
         }
         for (t, tally) in tallies.iter().enumerate() {
             for i in 0..OWN_PAGES {
-                let g = pool.read(own_page(t, i)).unwrap();
+                let g = pool.read(own_page(t, i), View::Writer).unwrap();
                 assert_eq!(uniform_word(&g, "own page reopened"), tally.own[i as usize]);
             }
         }

@@ -13,9 +13,9 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use nvpage_buffer::{BufferError, BufferPool, HookError, WriteBackHook};
+use nvpage_buffer::{BufferError, BufferPool, HookError, PageImage, View, WriteBackHook};
 use nvpage_storage::sim::{Fault, Sim, Tear};
-use nvpage_storage::{FileLayer, Layer, OpenOptions, PageId, PersistRequest, SimOp, StorageError};
+use nvpage_storage::{Layer, OpenOptions, PageFile, PageId, PersistRequest, SimOp, StorageError};
 
 use common::{data_path, fill_words, open_with, options, scratch_dir, uniform_word};
 
@@ -49,18 +49,22 @@ impl UndoHook {
 }
 
 impl WriteBackHook for UndoHook {
-    fn before_write_back(&self, layer: &dyn FileLayer, page: PageId) -> Result<(), HookError> {
+    fn before_write_back(
+        &self,
+        file: &PageFile,
+        page: PageId,
+    ) -> Result<Option<PageImage>, HookError> {
         if self.crashed.load(Ordering::SeqCst) {
             return Err("the power is out".into());
         }
-        let mut old = vec![0u8; layer.file().page_size().bytes()];
-        layer.read_page(page, &mut old)?;
+        let mut old = vec![0u8; file.page_size().bytes()];
+        file.raw().read_at(&mut old, file.offset(page))?;
         self.images.lock().unwrap().push((page, old));
         if self.calls.fetch_add(1, Ordering::SeqCst) == self.crash_at {
             self.crashed.store(true, Ordering::SeqCst);
             self.sim.fail(Fault::once(Some(SimOp::Persist), 0));
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -110,12 +114,12 @@ fn pool_with(
 fn synced_file(dir: &std::path::Path, opts: &OpenOptions, seed: u64) -> (Arc<Sim>, Vec<u8>) {
     let sim = Arc::new(Sim::attach(dir, seed));
     let pool = pool_with(dir, opts, true, Arc::new(nvpage_buffer::NoUndo));
-    pool.layer().grow(PAGES + 1).unwrap();
+    pool.grow(PAGES + 1).unwrap();
     for id in 1..=PAGES {
         fill_words(&mut pool.new_page(PageId(id)).unwrap(), id);
     }
     pool.flush_all().unwrap();
-    pool.layer().write_header().unwrap();
+    pool.write_header().unwrap();
     pool.sync().unwrap();
     drop(pool);
     let image = sim.durable_image(&data_path(dir)).unwrap();
@@ -127,7 +131,7 @@ fn crash_once(opts: &OpenOptions, tear: Tear, crash_at: u64, seed: u64) -> u64 {
     let (sim, synced) = synced_file(dir.path(), opts, seed);
     let hook = Arc::new(UndoHook::new(sim.clone(), crash_at));
     let pool = pool_with(dir.path(), opts, false, hook.clone());
-    let mode = pool.layer().file().durability().mode;
+    let mode = pool.file().durability().mode;
     let ps = pool.page_size();
     workload(&pool, &hook);
     drop(pool);
@@ -159,7 +163,7 @@ fn crash_once(opts: &OpenOptions, tear: Tear, crash_at: u64, seed: u64) -> u64 {
     std::fs::write(data_path(dir.path()), &file).unwrap();
     let pool = pool_with(dir.path(), opts, false, Arc::new(nvpage_buffer::NoUndo));
     for id in 1..=PAGES {
-        assert_eq!(uniform_word(&pool.read(PageId(id)).unwrap(), &ctx), id, "{ctx}");
+        assert_eq!(uniform_word(&pool.read(PageId(id), View::Writer).unwrap(), &ctx), id, "{ctx}");
     }
     calls
 }
@@ -193,12 +197,16 @@ struct SwitchHook {
 }
 
 impl WriteBackHook for SwitchHook {
-    fn before_write_back(&self, _layer: &dyn FileLayer, _page: PageId) -> Result<(), HookError> {
+    fn before_write_back(
+        &self,
+        _file: &PageFile,
+        _page: PageId,
+    ) -> Result<Option<PageImage>, HookError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.failing.load(Ordering::SeqCst) {
             return Err("the log is full".into());
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -230,7 +238,7 @@ fn a_failing_hook_stores_nothing_and_leaves_the_page_dirty() {
         let r = if layer == Layer::Se2 {
             pool.write(PageId(PAGES)).map(drop)
         } else {
-            pool.read(PageId(PAGES)).map(drop)
+            pool.read(PageId(PAGES), View::Writer).map(drop)
         };
         assert!(matches!(r, Err(BufferError::Hook { .. })), "{layer}: {r:?}");
         assert!(pool.flush_all().is_err());
@@ -239,19 +247,22 @@ fn a_failing_hook_stores_nothing_and_leaves_the_page_dirty() {
         assert_eq!(pool.dirty_pages(), dirty, "{layer}");
         assert_eq!(pool.counters().write_backs, 0, "{layer}");
         for id in 1..=FRAMES as u64 {
-            assert_eq!(uniform_word(&pool.read(PageId(id)).unwrap(), "kept"), 100 + id);
+            assert_eq!(
+                uniform_word(&pool.read(PageId(id), View::Writer).unwrap(), "kept"),
+                100 + id
+            );
         }
 
         // The hook recovers: the next flush succeeds and stores the pages.
         hook.failing.store(false, Ordering::SeqCst);
         pool.flush_page(PageId(1)).unwrap();
         assert!(pool.evict_page(PageId(2)).unwrap(), "{layer}");
-        assert_eq!(uniform_word(&pool.read(PageId(PAGES)).unwrap(), "miss"), PAGES);
+        assert_eq!(uniform_word(&pool.read(PageId(PAGES), View::Writer).unwrap(), "miss"), PAGES);
         pool.flush_all().unwrap();
         assert!(pool.dirty_pages().is_empty(), "{layer}");
         for id in 1..=FRAMES as u64 {
             let mut v = 0;
-            pool.layer().with_page(PageId(id), &mut |b| v = uniform_word(b, "stored")).unwrap();
+            pool.with_file_page(PageId(id), &mut |b| v = uniform_word(b, "stored")).unwrap();
             assert_eq!(v, 100 + id, "{layer}: page {id} written back");
         }
     }
@@ -264,7 +275,7 @@ fn a_failed_store_leaves_the_page_dirty() {
         let dir = scratch_dir();
         let (sim, _synced) = synced_file(dir.path(), &opts, 11);
         let pool = pool_with(dir.path(), &opts, false, Arc::new(SwitchHook::default()));
-        let mode = pool.layer().file().durability().mode;
+        let mode = pool.file().durability().mode;
         let ctx = format!("{layer} ({mode})");
         fill_words(&mut pool.write(PageId(3)).unwrap(), 33);
         if layer == Layer::Pread {
@@ -301,6 +312,6 @@ fn a_failed_store_leaves_the_page_dirty() {
         assert_eq!(pool.dirty_pages(), [PageId(3)], "{ctx}");
         assert_eq!(pool.counters().write_backs, 0, "{ctx}");
         // The frame still holds the change.
-        assert_eq!(uniform_word(&pool.read(PageId(3)).unwrap(), "kept"), 33, "{ctx}");
+        assert_eq!(uniform_word(&pool.read(PageId(3), View::Writer).unwrap(), "kept"), 33, "{ctx}");
     }
 }

@@ -98,8 +98,12 @@ impl TableMeta {
 pub struct Catalog {
     /// The next table id to hand out.
     pub next_table_id: u32,
-    /// Runs of pages freed by dropped tables.
+    /// Runs of pages freed by dropped tables, free to reuse.
     pub free: Vec<Extent>,
+    /// Runs freed by commit `k` that a live snapshot older than `k` may still read (DESIGN.md
+    /// R6): free on disk, reused only once the oldest live snapshot is at least `k`. In memory
+    /// only; a catalog read from the file has none.
+    pub pending_free: Vec<(u64, Extent)>,
     /// The tables, in creation order.
     pub tables: Vec<TableMeta>,
     /// The catalog's own pages, root first (not serialized: read off the chain when loading).
@@ -160,7 +164,9 @@ impl Catalog {
         let mut out = Vec::new();
         out.extend_from_slice(&CATALOG_VERSION.to_le_bytes());
         out.extend_from_slice(&self.next_table_id.to_le_bytes());
-        put_extents(&mut out, &self.free);
+        let free: Vec<Extent> =
+            self.free.iter().copied().chain(self.pending_free.iter().map(|&(_, e)| e)).collect();
+        put_extents(&mut out, &free);
         out.extend_from_slice(&(self.tables.len() as u32).to_le_bytes());
         for t in &self.tables {
             out.extend_from_slice(&t.id.to_le_bytes());
@@ -210,7 +216,7 @@ impl Catalog {
             let used_in_last = r.u32()?;
             tables.push(TableMeta { id, name, schema, rows, extents, used_in_last });
         }
-        let cat = Catalog { next_table_id, free, tables, chain };
+        let cat = Catalog { next_table_id, free, pending_free: Vec::new(), tables, chain };
         cat.check(page_count)?;
         Ok(cat)
     }
@@ -218,6 +224,7 @@ impl Catalog {
     /// Every extent inside the file, none overlapping, ids below the next id, names unique.
     fn check(&self, page_count: u64) -> Result<()> {
         let mut all: Vec<Extent> = self.free.clone();
+        all.extend(self.pending_free.iter().map(|&(_, e)| e));
         all.extend(self.chain.iter().skip(1).map(|&p| Extent { start: p, len: 1 }));
         for (i, t) in self.tables.iter().enumerate() {
             if t.id >= self.next_table_id
@@ -250,6 +257,15 @@ impl Catalog {
     /// The table with id `id`.
     pub fn table_mut(&mut self, id: u32) -> Option<&mut TableMeta> {
         self.tables.iter_mut().find(|t| t.id == id)
+    }
+
+    /// Makes the runs freed by commits at or below `oldest` (the oldest live snapshot, or the
+    /// last commit with no reader) free to reuse: no live snapshot reads them any more.
+    pub fn release_free(&mut self, oldest: u64) {
+        let (ready, waiting): (Vec<_>, Vec<_>) =
+            self.pending_free.drain(..).partition(|&(k, _)| k <= oldest);
+        self.pending_free = waiting;
+        self.free.extend(ready.into_iter().map(|(_, e)| e));
     }
 
     /// Takes `len` pages from the free runs, if one is long enough.
@@ -310,6 +326,7 @@ mod tests {
         let cat = Catalog {
             next_table_id: 3,
             free: vec![Extent { start: 100, len: 8 }],
+            pending_free: Vec::new(),
             tables: vec![TableMeta {
                 id: 2,
                 name: "t".into(),

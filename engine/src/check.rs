@@ -15,6 +15,7 @@ use crate::db::Database;
 use crate::error::Result;
 use crate::heap::HeapPage;
 use crate::row::RowRef;
+use crate::table::RowId;
 
 /// What [`Database::check`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,22 +62,29 @@ pub struct TableReport {
 
 impl Database {
     /// Verifies every page in use (checksum, page id), every table's pages (heap pages of that
-    /// table, rows readable, row counts matching the catalog) and reports the log's state. Waits
-    /// for the write transaction like a reader. Damage is reported in [`CheckReport::damage`];
-    /// an error is returned only when the check itself cannot proceed (I/O failure).
+    /// table, rows readable, row counts matching the catalog) and reports the log's state, as of
+    /// the last commit. It reads the files directly, so it waits for a write transaction in
+    /// progress and holds the next one off until it returns (readers run on); on the thread that
+    /// holds the write transaction it is [`Error::WriteTxnHeld`](crate::Error::WriteTxnHeld).
+    /// Damage is reported in [`CheckReport::damage`]; an error is returned only when the check
+    /// itself cannot proceed (I/O failure).
     pub fn check(&self) -> Result<CheckReport> {
-        let _rx = self.begin_read()?;
-        let file = self.layer_ref().file();
-        let raw = file.raw();
+        self.check_usable(false)?;
+        if crate::txn::holds_write(self) {
+            return Err(crate::Error::WriteTxnHeld);
+        }
+        let _writer = self.writer.lock();
+        let published = self.snapshots.current();
+        let raw = self.pool.file().raw();
         let ps = self.page_size();
-        let mut report = CheckReport { page_count: file.page_count(), ..CheckReport::default() };
+        let mut report = CheckReport { page_count: published.page_count, ..CheckReport::default() };
         {
             let log = self.log.read();
             report.log_generation = log.generation();
             report.log_used_bytes = log.tell();
             report.log_records = log.record_count();
         }
-        let cat = self.catalog.read().clone();
+        let cat = &published.catalog;
         let mut buf = vec![0u8; ps];
         let read = |id: u64, buf: &mut Vec<u8>, damage: &mut Vec<String>| -> Result<bool> {
             raw.read_at(buf, id * ps as u64)?;
@@ -117,7 +125,8 @@ impl Database {
                 };
                 for (slot, bytes) in h.rows() {
                     tr.rows_scanned += 1;
-                    if let Err(e) = RowRef::new(&t.schema, bytes) {
+                    let id = RowId { page: p.0, slot: slot as u16 };
+                    if let Err(e) = RowRef::new(&t.schema, bytes, id) {
                         report
                             .damage
                             .push(format!("table {:?}, page {}, slot {slot}: {e}", t.name, p.0));

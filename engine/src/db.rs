@@ -11,14 +11,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use nvpage_buffer::{BufferPool, Counters, MIN_FRAMES};
+use nvpage_buffer::{BufferPool, Counters, MIN_FRAMES, Snapshots, View};
 use nvpage_storage::page::MIN_PAGE_SIZE;
 use nvpage_storage::{
-    Durability, FileHeader, FileLayer, FileOptions, Layer, OpenOptions, PageId, PageSize,
-    PersistRequest, RawFile,
+    Durability, FileHeader, FileOptions, Layer, OpenOptions, PageId, PageSize, PersistRequest,
+    RawFile,
 };
 use nvpage_wal::{CreateOptions, Log, Prefill};
 use parking_lot::{Mutex, RwLock};
+
+use crate::txn::Published;
 use uuid::Uuid;
 
 use crate::catalog::{self, CATALOG_ROOT, Catalog};
@@ -41,6 +43,7 @@ pub struct Builder {
     log_prefill: Prefill,
     persistence: PersistRequest,
     max_file_bytes: u64,
+    max_version_bytes: u64,
     read_only: bool,
     create: bool,
 }
@@ -55,6 +58,7 @@ impl Default for Builder {
             log_prefill: Prefill::Allocate,
             persistence: PersistRequest::Auto,
             max_file_bytes: nvpage_storage::file::DEFAULT_MAX_FILE_BYTES,
+            max_version_bytes: DEFAULT_MAX_VERSION_BYTES,
             read_only: false,
             create: true,
         }
@@ -112,6 +116,16 @@ impl Builder {
         self
     }
 
+    /// Memory for old versions of pages kept for read transactions whose snapshot predates a
+    /// change (default 256 MiB). Past it, versions are freed oldest commit first, and a read
+    /// transaction that then needs one it lost fails with [`Error::SnapshotTooOld`]; the writer
+    /// never waits for readers. The running write transaction's own versions are not counted
+    /// (the log's size bounds them).
+    pub fn max_version_bytes(mut self, bytes: u64) -> Self {
+        self.max_version_bytes = bytes;
+        self
+    }
+
     /// Open read-only: every write transaction is [`Error::ReadOnly`].
     pub fn read_only(mut self, yes: bool) -> Self {
         self.read_only = yes;
@@ -130,13 +144,17 @@ impl Builder {
     }
 }
 
+/// The default bound on old versions' memory ([`Builder::max_version_bytes`]).
+pub const DEFAULT_MAX_VERSION_BYTES: u64 = 256 << 20;
+
 static NEXT_DB_ID: AtomicUsize = AtomicUsize::new(1);
 
 /// An open database: one data file, one log, an exclusive lock on both.
 ///
-/// `Database` is `Send + Sync`: share it between threads by reference (or in an `Arc`). Any
-/// number of [`ReadTxn`](crate::ReadTxn)s run together; a [`WriteTxn`](crate::WriteTxn) excludes
-/// them for its whole life (serializable isolation, by exclusion).
+/// `Database` is `Send + Sync`: share it between threads by reference (or in an `Arc`). One
+/// [`WriteTxn`](crate::WriteTxn) runs at a time; any number of [`ReadTxn`](crate::ReadTxn)s run
+/// beside it, each reading a snapshot: the database as of the last commit before it began
+/// (snapshot isolation; docs/design.md, "Readers beside the writer").
 #[derive(Debug)]
 pub struct Database {
     pub(crate) id: usize,
@@ -144,8 +162,11 @@ pub struct Database {
     pub(crate) pool: BufferPool,
     pub(crate) log: Arc<RwLock<Log>>,
     pub(crate) hook: Arc<UndoHook>,
-    pub(crate) gate: RwLock<()>,
-    pub(crate) catalog: RwLock<Catalog>,
+    /// Held by the write transaction for its life (and by `check`).
+    pub(crate) writer: Mutex<()>,
+    /// The commit sequence, what each commit published, and the live readers' snapshots.
+    pub(crate) snapshots: Snapshots<Published>,
+    /// Free space per table: the writer's cache, dropped on abort.
     pub(crate) fsm: Mutex<HashMap<u32, Fsm>>,
     poisoned: AtomicBool,
     read_only: bool,
@@ -223,15 +244,17 @@ impl Database {
         let log = Arc::new(RwLock::new(log));
         let hook = Arc::new(UndoHook::new(log.clone()));
         let pool = BufferPool::new(layer, frames, hook.clone())?;
+        pool.versions().set_limit(b.max_version_bytes);
         let catalog = load_catalog(&pool)?;
+        let page_count = pool.file().page_count();
         Ok(Database {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             dir: dir.into(),
             pool,
             log,
             hook,
-            gate: RwLock::new(()),
-            catalog: RwLock::new(catalog),
+            writer: Mutex::new(()),
+            snapshots: Snapshots::new(Published { catalog, page_count }),
             fsm: Mutex::new(HashMap::new()),
             poisoned: AtomicBool::new(false),
             read_only: b.read_only,
@@ -245,12 +268,12 @@ impl Database {
 
     /// The file layer in use.
     pub fn layer(&self) -> Layer {
-        self.pool.layer().layer()
+        self.pool.layer_kind()
     }
 
     /// The data file's persistence mode and medium.
     pub fn durability(&self) -> Durability {
-        self.pool.layer().file().durability()
+        self.pool.file().durability()
     }
 
     /// The log's persistence mode and medium.
@@ -263,9 +286,9 @@ impl Database {
         self.pool.page_size()
     }
 
-    /// Pages in the data file (header and catalog included).
+    /// Pages in the data file as of the last commit (header and catalog included).
     pub fn page_count(&self) -> u64 {
-        self.pool.layer().file().page_count()
+        self.snapshots.current().page_count
     }
 
     /// The buffer pool's counters (hits, misses, redirected reads, bytes copied, ...).
@@ -275,12 +298,16 @@ impl Database {
 
     /// The database's identity (in the data file's and the log's headers).
     pub fn uuid(&self) -> Uuid {
-        self.pool.layer().file().uuid()
+        self.pool.file().uuid()
     }
 
-    /// Whether an earlier failure poisoned the database.
+    /// Whether an earlier failure poisoned the database: a failure during commit, abort or
+    /// recovery, or any failed persist of the data file or the log (rule 6), even one that no
+    /// transaction has met yet.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.load(Ordering::Acquire)
+            || self.pool.file().raw().is_poisoned()
+            || self.log.read().is_poisoned()
     }
 
     pub(crate) fn poison(&self) {
@@ -297,32 +324,38 @@ impl Database {
         Ok(())
     }
 
-    pub(crate) fn layer_ref(&self) -> &dyn FileLayer {
-        self.pool.layer()
+    /// What the database holds for its readers right now: live read transactions, how far the
+    /// oldest lags, and the old versions kept for them.
+    pub fn stats(&self) -> Stats {
+        let snap = self.snapshots.stats();
+        let v = self.pool.versions().stats();
+        Stats {
+            commits: snap.commits,
+            readers: snap.readers,
+            oldest_snapshot_age: snap.oldest_age,
+            versions: v.versions,
+            version_bytes: v.bytes,
+            version_horizon: v.horizon,
+        }
     }
+}
 
-    /// Runs `f` on `table`'s catalog entry; a table dropped since the handle was made is
-    /// [`Error::UnknownTable`].
-    pub(crate) fn with_table<R>(
-        &self,
-        table: &crate::Table,
-        f: impl FnOnce(&crate::catalog::TableMeta) -> R,
-    ) -> Result<R> {
-        let cat = self.catalog.read();
-        let t = cat
-            .tables
-            .iter()
-            .find(|t| t.id == table.id)
-            .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
-        Ok(f(t))
-    }
-
-    /// Replaces the cached catalog with the one in the file (after a roll-back).
-    pub(crate) fn reload_catalog(&self) -> Result<()> {
-        *self.catalog.write() = load_catalog(&self.pool)?;
-        self.fsm.lock().clear();
-        Ok(())
-    }
+/// What [`Database::stats`] reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Commits since the database was opened.
+    pub commits: u64,
+    /// Live read transactions.
+    pub readers: u64,
+    /// How many commits the oldest live read transaction's snapshot is behind (0 with none).
+    pub oldest_snapshot_age: u64,
+    /// Old page versions kept for read transactions (and the running writer's, until it ends).
+    pub versions: u64,
+    /// Their memory, in bytes.
+    pub version_bytes: u64,
+    /// Versions of commits at or below this were freed by [`Builder::max_version_bytes`]: a
+    /// reader whose snapshot is older and needs one fails with [`Error::SnapshotTooOld`].
+    pub version_horizon: u64,
 }
 
 /// A log with no data file is a create that crashed after starting the log (the data file
@@ -430,7 +463,10 @@ fn recover(data_path: &Path, log_path: &Path, b: &Builder) -> Result<Log> {
         if b.read_only {
             return Err(Error::RecoveryNeeded);
         }
-        undo::roll_back(&mut log, &raw, page_size)?;
+        let store = |page: PageId, bytes: &[u8]| -> Result<()> {
+            Ok(raw.write_at(bytes, page.0 * page_size as u64)?)
+        };
+        undo::roll_back(&mut log, page_size, store, || Ok(raw.sync()?))?;
     }
     Ok(log)
 }
@@ -463,12 +499,12 @@ fn load_catalog(pool: &BufferPool) -> Result<Catalog> {
     let mut blob = Vec::new();
     let mut next = CATALOG_ROOT.0;
     let mut chain = Vec::new();
-    let page_count = pool.layer().file().page_count();
+    let page_count = pool.file().page_count();
     while next != 0 {
         if next >= page_count || chain.contains(&next) {
             return Err(Error::CorruptCatalog(format!("catalog chain reaches page {next}")));
         }
-        let page = pool.read(PageId(next))?;
+        let page = pool.read(PageId(next), View::Writer)?;
         let (chunk, n) = catalog::read_chunk(&page, PageId(next))?;
         blob.extend_from_slice(chunk);
         chain.push(next);

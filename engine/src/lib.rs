@@ -67,7 +67,7 @@ mod txn;
 mod undo;
 
 pub use check::{CheckReport, TableReport};
-pub use db::{Builder, DATA_FILE, Database, LOG_FILE};
+pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, Stats};
 pub use error::{Error, Result};
 pub use nvpage_buffer::Counters;
 pub use nvpage_storage as storage;

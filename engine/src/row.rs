@@ -10,6 +10,7 @@ use std::marker::PhantomData;
 
 use crate::error::{Error, Result};
 use crate::schema::{ColumnType, Schema};
+use crate::table::RowId;
 
 /// A fixed-point decimal: `units × 10^-scale`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -197,13 +198,14 @@ pub fn encode_row(schema: &Schema, values: &[Value<'_>], out: &mut Vec<u8>) -> R
 pub struct RowRef<'r> {
     schema: &'r Schema,
     bytes: &'r [u8],
+    id: RowId,
 }
 
 impl<'r> RowRef<'r> {
     /// Checks that `bytes` can be read as a row of `schema` (length, and every variable-length
-    /// value inside the row), so getters never read out of bounds.
+    /// value inside the row), so getters never read out of bounds; `id` is where it lives.
     #[inline]
-    pub fn new(schema: &'r Schema, bytes: &'r [u8]) -> Result<Self> {
+    pub fn new(schema: &'r Schema, bytes: &'r [u8], id: RowId) -> Result<Self> {
         if bytes.len() < schema.fixed_end() {
             return Err(Error::CorruptRow(format!(
                 "{} bytes, the schema needs at least {}",
@@ -227,7 +229,12 @@ impl<'r> RowRef<'r> {
                 }
             }
         }
-        Ok(Self { schema, bytes })
+        Ok(Self { schema, bytes, id })
+    }
+
+    /// Where the row lives (its page and slot), for an update or a delete of it.
+    pub fn id(&self) -> RowId {
+        self.id
     }
 
     /// The row's encoded bytes.

@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use nvpage_buffer::{PageRef, ScanRing};
+use nvpage_buffer::{PageRef, ScanRing, View};
 use nvpage_storage::PageId;
 
 use crate::db::Database;
@@ -17,7 +17,8 @@ use crate::error::Result;
 use crate::heap::HeapPage;
 use crate::row::RowRef;
 use crate::schema::Schema;
-use crate::table::Table;
+use crate::table::{RowId, Table};
+use crate::txn::{self, Ctx};
 
 /// A scan cycles through a ring of frames only when its table is larger than the pool (so it
 /// would push everything else out); a table that fits is read through the clock like any other
@@ -27,10 +28,15 @@ fn scan_ring(db: &Database, runs: &[(u64, u64)]) -> Option<ScanRing> {
     (pages > db.pool.frames() as u64).then(|| db.pool.scan_ring())
 }
 
-fn read_page<'t>(db: &'t Database, id: u64, ring: &mut Option<ScanRing>) -> Result<PageRef<'t>> {
+fn read_page<'t>(
+    db: &'t Database,
+    view: View,
+    id: u64,
+    ring: &mut Option<ScanRing>,
+) -> Result<PageRef<'t>> {
     Ok(match ring {
-        Some(r) => db.pool.read_scan(PageId(id), r)?,
-        None => db.pool.read(PageId(id))?,
+        Some(r) => db.pool.read_scan(PageId(id), view, r)?,
+        None => db.pool.read(PageId(id), view)?,
     })
 }
 
@@ -39,14 +45,11 @@ const READ_AHEAD_PAGES: u64 = 256;
 /// Pages a parallel-scan worker takes at a time.
 const CHUNK_PAGES: u64 = 32;
 
-fn runs_of(db: &Database, table: &Table) -> Result<Vec<(u64, u64)>> {
-    db.with_table(table, |t| t.runs())
-}
-
-/// A table's pages, in order, as an iterator of [`ScanPage`]s.
+/// A table's pages, in order, as an iterator of [`ScanPage`]s, as its transaction sees them.
 #[derive(Debug)]
 pub struct Scan<'t> {
     db: &'t Database,
+    view: View,
     table: Table,
     pages: Vec<(u64, u64)>,
     run: usize,
@@ -56,11 +59,12 @@ pub struct Scan<'t> {
 }
 
 impl<'t> Scan<'t> {
-    pub(crate) fn new(db: &'t Database, table: &Table) -> Result<Self> {
-        let pages = runs_of(db, table)?;
+    pub(crate) fn new(ctx: Ctx<'t>, table: &Table) -> Result<Self> {
+        let pages = ctx.meta(table)?.runs();
         let next = pages.first().map_or(0, |r| r.0);
-        let ring = scan_ring(db, &pages);
-        Ok(Self { db, table: table.clone(), pages, run: 0, next, ahead_to: 0, ring })
+        let ring = scan_ring(ctx.db, &pages);
+        let (db, view) = (ctx.db, ctx.view);
+        Ok(Self { db, view, table: table.clone(), pages, run: 0, next, ahead_to: 0, ring })
     }
 }
 
@@ -78,10 +82,10 @@ impl<'t> Iterator for Scan<'t> {
         }
         if page >= self.ahead_to || page < start {
             let n = READ_AHEAD_PAGES.min(start + len - page);
-            self.db.layer_ref().will_need(PageId(page), n);
+            self.db.pool.will_need(PageId(page), n);
             self.ahead_to = page + n;
         }
-        Some(ScanPage::read(self.db, &self.table, page, &mut self.ring))
+        Some(ScanPage::read(self.db, self.view, &self.table, page, &mut self.ring))
     }
 }
 
@@ -95,8 +99,14 @@ pub struct ScanPage<'t> {
 }
 
 impl<'t> ScanPage<'t> {
-    fn read(db: &'t Database, table: &Table, id: u64, ring: &mut Option<ScanRing>) -> Result<Self> {
-        let page = read_page(db, id, ring)?;
+    fn read(
+        db: &'t Database,
+        view: View,
+        table: &Table,
+        id: u64,
+        ring: &mut Option<ScanRing>,
+    ) -> Result<Self> {
+        let page = read_page(db, view, id, ring)?;
         HeapPage::new(&page, table.id, id)?;
         Ok(Self { page, schema: table.schema().clone(), id, table_id: table.id })
     }
@@ -111,19 +121,23 @@ impl<'t> ScanPage<'t> {
         self.page.is_redirected()
     }
 
-    /// The live rows of the page, with their slots.
-    pub fn rows(&self) -> impl Iterator<Item = Result<(u16, RowRef<'_>)>> + '_ {
+    /// The live rows of the page, in slot order; each knows its id ([`RowRef::id`]).
+    pub fn rows(&self) -> impl Iterator<Item = Result<RowRef<'_>>> + '_ {
         let h = HeapPage::new(&self.page, self.table_id, self.id).expect("checked when read");
-        h.rows()
-            .map(move |(slot, bytes)| RowRef::new(&self.schema, bytes).map(|r| (slot as u16, r)))
+        let page = self.id;
+        h.rows().map(move |(slot, bytes)| {
+            RowRef::new(&self.schema, bytes, RowId { page, slot: slot as u16 })
+        })
     }
 }
 
 /// Folds every row of `table` on `threads` workers (at least one), each starting from `init()`,
 /// then combines the workers' results. Workers take chunks of pages from a shared counter, so a
-/// slow worker does not hold the others back. The first error stops every worker.
+/// slow worker does not hold the others back. The first error stops every worker. Workers read
+/// with the calling transaction's view and act with what the calling thread holds (its
+/// transactions and latches: `txn::adopt`), since it waits for them.
 pub(crate) fn par_fold<A, I, F, C>(
-    db: &Database,
+    ctx: Ctx<'_>,
     table: &Table,
     threads: usize,
     init: I,
@@ -136,7 +150,8 @@ where
     F: Fn(A, RowRef<'_>) -> Result<A> + Sync,
     C: Fn(A, A) -> A,
 {
-    let runs = runs_of(db, table)?;
+    let (db, view) = (ctx.db, ctx.view);
+    let runs = ctx.meta(table)?.runs();
     let use_ring = scan_ring(db, &runs).is_some();
     let chunks: Vec<(u64, u64)> = runs
         .into_iter()
@@ -158,24 +173,27 @@ where
             if failed.load(Ordering::Relaxed) {
                 return Ok(acc);
             }
-            db.layer_ref().will_need(PageId(start), len);
+            db.pool.will_need(PageId(start), len);
             for id in start..start + len {
-                let page = read_page(db, id, &mut ring)?;
+                let page = read_page(db, view, id, &mut ring)?;
                 let h = HeapPage::new(&page, table.id, id)?;
                 // Rows are stored from the page's end down, so slot order walks memory
                 // backwards; the fold promises no order, and walking up lets the hardware
                 // prefetcher stream the page (a third less time per row on a cold cache).
-                let rows: Vec<&[u8]> = h.rows().map(|(_, bytes)| bytes).collect();
-                for bytes in rows.into_iter().rev() {
-                    acc = fold(acc, RowRef::new(&schema, bytes)?)?;
+                let rows: Vec<(usize, &[u8])> = h.rows().collect();
+                for (slot, bytes) in rows.into_iter().rev() {
+                    let rid = RowId { page: id, slot: slot as u16 };
+                    acc = fold(acc, RowRef::new(&schema, bytes, rid)?)?;
                 }
             }
         }
     };
+    let holdings = txn::holdings();
     let results: Vec<Result<A>> = std::thread::scope(|s| {
         let handles: Vec<_> = (1..threads)
             .map(|_| {
                 s.spawn(|| {
+                    let _acting = txn::adopt(&holdings);
                     let r = work();
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);

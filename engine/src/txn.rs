@@ -5,12 +5,13 @@
 //! | state      | entered by                    | left by                                     |
 //! |------------|-------------------------------|---------------------------------------------|
 //! | `Open`     | `Database::begin_write`       | `commit` → `Committed`; `abort`/drop, or a failed commit → `RolledBack` |
-//! | `Committed`| the log rewound (commit point)| (final)                                     |
+//! | `Committed`| the log rewound (commit point), then the commit step publishes it | (final) |
 //! | `RolledBack`| every before-image restored, synced, log rewound | (final)                  |
 //!
 //! A failure in commit, abort or a persist poisons the database (rule 6), except a transaction
 //! too large for the log, which is rolled back cleanly and reported as
-//! [`Error::TransactionTooLarge`] with the database as it was before the transaction.
+//! [`Error::TransactionTooLarge`] with the database as it was before the transaction. A panic
+//! that unwinds out of a commit or an abort poisons it too.
 //!
 //! A statement (`insert`, `update`, `delete`, `create_table`, `drop_table`) that fails part-way
 //! — an I/O error, damage, a full log — may leave half of itself behind (a page taken but not
@@ -21,13 +22,22 @@
 //! changes (a row too large, an unknown row or table, a value that does not fit the schema)
 //! leave the transaction as it was. Reads in a doomed transaction see its own changes, half
 //! included.
+//!
+//! Concurrency (docs/design.md, "Readers beside the writer"): one write transaction at a time
+//! (a lock held for its life); read transactions take a snapshot — the catalog, page count and
+//! every page as of the last commit point before they began — and never wait for the writer.
+//! The writer changes a private copy of the catalog and private copies of pages; the commit
+//! step publishes them.
 
 use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::sync::Arc;
 
-use nvpage_storage::{FileHeader, PageId};
-use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
+use nvpage_buffer::View;
+use nvpage_storage::PageId;
+use parking_lot::MutexGuard;
 
-use crate::catalog::{self, Extent, FIRST_EXTENT, MAX_EXTENT, TableMeta};
+use crate::catalog::{self, Catalog, Extent, FIRST_EXTENT, MAX_EXTENT, TableMeta};
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::heap::{self, HeapPage};
@@ -63,41 +73,119 @@ fn leave(list: &'static Held, db: usize) {
     });
 }
 
+/// Whether the calling thread holds `db`'s write transaction.
+pub(crate) fn holds_write(db: &Database) -> bool {
+    holds(&WRITING, db.id)
+}
+
+/// What a thread holds, for threads that work for it while it waits for them (a parallel
+/// scan's workers): its transactions (so `begin_read` in a worker of the write transaction is
+/// [`Error::WriteTxnHeld`], as on the writer's own thread) and its latches (so a worker
+/// re-enters a page its parent holds instead of queueing behind a write-back that waits for
+/// the parent: R8).
+#[derive(Clone, Debug)]
+pub(crate) struct Holdings {
+    reading: Vec<usize>,
+    writing: Vec<usize>,
+    latches: nvpage_buffer::Holds,
+}
+
+/// The calling thread's holdings.
+pub(crate) fn holdings() -> Holdings {
+    Holdings {
+        reading: READING.with(|l| l.borrow().clone()),
+        writing: WRITING.with(|l| l.borrow().clone()),
+        latches: nvpage_buffer::current_holds(),
+    }
+}
+
+/// Makes the calling thread act with `h` until the returned guard is dropped.
+pub(crate) fn adopt(h: &Holdings) -> Adopted {
+    let before = (READING.with(|l| l.borrow().len()), WRITING.with(|l| l.borrow().len()));
+    READING.with(|l| l.borrow_mut().extend(&h.reading));
+    WRITING.with(|l| l.borrow_mut().extend(&h.writing));
+    Adopted { before, _latches: nvpage_buffer::inherit(h.latches.clone()) }
+}
+
+/// Holdings adopted by [`adopt`], given up on drop.
+#[derive(Debug)]
+pub(crate) struct Adopted {
+    before: (usize, usize),
+    _latches: nvpage_buffer::Inherited,
+}
+
+impl Drop for Adopted {
+    fn drop(&mut self) {
+        READING.with(|l| l.borrow_mut().truncate(self.before.0));
+        WRITING.with(|l| l.borrow_mut().truncate(self.before.1));
+    }
+}
+
+/// What a commit publishes for the read transactions that begin after it.
+#[derive(Debug)]
+pub(crate) struct Published {
+    pub(crate) catalog: Catalog,
+    pub(crate) page_count: u64,
+}
+
+/// Poisons the database if dropped while a panic unwinds (a commit or an abort that did not
+/// finish): its outcome is then left to recovery at the next open.
+struct PoisonOnUnwind<'a>(&'a Database);
+
+impl Drop for PoisonOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.poison();
+        }
+    }
+}
+
 impl Database {
-    /// Starts a read transaction. Any number run at once; they wait while a write transaction
-    /// runs, and see only committed data. On a thread that holds this database's write
-    /// transaction it is [`Error::WriteTxnHeld`] (read through the write transaction).
+    /// Starts a read transaction: a snapshot of the database as of the last commit point, for
+    /// the transaction's whole life. Returns at once, whatever the write transaction is doing.
+    /// On a thread that holds this database's write transaction it is [`Error::WriteTxnHeld`]
+    /// (read through the write transaction: a snapshot's guard there could make the commit wait
+    /// for its own thread).
     pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
         self.check_usable(false)?;
         if holds(&WRITING, self.id) {
             return Err(Error::WriteTxnHeld);
         }
-        // A thread that already reads this database re-enters recursively (waiting behind a
-        // queued writer would deadlock: the writer waits for that thread's first read). Any
-        // other reader queues behind a waiting writer, so a stream of readers cannot starve it.
-        let nested = holds(&READING, self.id);
-        let gate = if nested { self.gate.read_recursive() } else { self.gate.read() };
-        self.check_usable(false)?;
+        let (seq, state) = self.snapshots.begin();
         enter(&READING, self.id);
-        Ok(ReadTxn { db: self, _gate: gate })
+        Ok(ReadTxn { db: self, seq, state, _not_send: PhantomData })
     }
 
-    /// Starts the write transaction, waiting for the one in progress and for readers to finish.
-    /// On a thread that holds a read transaction of this database it is [`Error::ReadTxnHeld`].
+    /// Starts the write transaction, waiting for the one in progress (never for readers). On a
+    /// thread that holds a read transaction of this database it is [`Error::ReadTxnHeld`] (its
+    /// guards could make this transaction's commit wait for its own thread), and on the thread
+    /// that holds the write transaction [`Error::WriteTxnHeld`].
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
         self.check_usable(true)?;
         if holds(&READING, self.id) {
             return Err(Error::ReadTxnHeld);
         }
-        let gate = self.gate.write();
+        if holds(&WRITING, self.id) {
+            return Err(Error::WriteTxnHeld);
+        }
+        let writer = self.writer.lock();
         self.check_usable(true)?;
-        let start_page_count = self.page_count();
-        self.hook.begin(start_page_count);
+        // Under the writer's lock the commit sequence holds still: only a commit raises it.
+        let published = self.snapshots.current();
+        let committed = self.snapshots.seq();
+        let start_page_count = published.page_count;
+        debug_assert_eq!(self.pool.file().page_count(), start_page_count);
+        let mut catalog = published.catalog.clone();
+        catalog.release_free(self.snapshots.oldest().unwrap_or(committed));
+        self.hook.begin(start_page_count, &catalog.chain);
+        self.pool.begin_txn(committed + 1);
         enter(&WRITING, self.id);
         Ok(WriteTxn {
             db: self,
-            _gate: gate,
+            _writer: writer,
+            pending: committed + 1,
             start_page_count,
+            catalog,
             catalog_dirty: false,
             done: false,
             buf: Vec::new(),
@@ -106,17 +194,30 @@ impl Database {
     }
 }
 
-/// A read transaction: a consistent view of the committed data. Not `Send` (it is released on
-/// the thread that took it); `Sync`, so parallel scan workers borrow it.
+/// A read transaction: the database as of the last commit point before it began (its
+/// snapshot), unchanged for its whole life whatever the writer does. Not `Send` (it is released
+/// on the thread that took it); `Sync`, so parallel scan workers borrow it.
 #[derive(Debug)]
 pub struct ReadTxn<'db> {
     db: &'db Database,
-    _gate: RwLockReadGuard<'db, ()>,
+    seq: u64,
+    state: Arc<Published>,
+    /// `Sync` but not `Send`, as a lock guard is: released on the thread that took it.
+    _not_send: PhantomData<MutexGuard<'static, ()>>,
+}
+
+impl ReadTxn<'_> {
+    /// The commit this transaction reads: how many commits the database had passed since it
+    /// was opened when the transaction began.
+    pub fn snapshot(&self) -> u64 {
+        self.seq
+    }
 }
 
 impl Drop for ReadTxn<'_> {
     fn drop(&mut self) {
         leave(&READING, self.db.id);
+        self.db.snapshots.end(self.seq, self.db.pool.versions());
     }
 }
 
@@ -125,8 +226,12 @@ impl Drop for ReadTxn<'_> {
 #[derive(Debug)]
 pub struct WriteTxn<'db> {
     db: &'db Database,
-    _gate: RwLockWriteGuard<'db, ()>,
+    _writer: MutexGuard<'db, ()>,
+    /// The commit this transaction will be (`C + 1`).
+    pending: u64,
     start_page_count: u64,
+    /// The writer's private copy, published at the commit step.
+    catalog: Catalog,
     catalog_dirty: bool,
     done: bool,
     buf: Vec<u8>,
@@ -174,51 +279,96 @@ fn may_leave_half(e: &Error) -> bool {
     )
 }
 
-/// What both kinds of transaction can read: tables, rows, scans (see `scan.rs`).
-pub trait ReadOps {
+mod sealed {
+    use nvpage_buffer::View;
+
+    use crate::catalog::{Catalog, TableMeta};
+    use crate::db::Database;
+    use crate::error::{Error, Result};
+    use crate::table::Table;
+
+    /// What a transaction reads with: its database, its view of pages, its catalog.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Ctx<'a> {
+        pub(crate) db: &'a Database,
+        pub(crate) view: View,
+        pub(crate) catalog: &'a Catalog,
+    }
+
+    impl<'a> Ctx<'a> {
+        /// `table`'s entry in this catalog; a table dropped (or not yet created) in it is
+        /// [`Error::UnknownTable`].
+        pub(crate) fn meta(&self, table: &Table) -> Result<&'a TableMeta> {
+            self.catalog
+                .tables
+                .iter()
+                .find(|t| t.id == table.id)
+                .ok_or_else(|| Error::UnknownTable(table.name().into()))
+        }
+    }
+
+    /// The transactions' private half of [`ReadOps`](super::ReadOps): only this crate's
+    /// transactions implement it.
+    pub trait Reads {
+        fn ctx(&self) -> Ctx<'_>;
+    }
+}
+
+pub(crate) use sealed::Ctx;
+
+/// What both kinds of transaction can read: tables, rows, scans (see `scan.rs`), each as the
+/// transaction sees them (a read transaction its snapshot, the write transaction its own
+/// changes).
+pub trait ReadOps: sealed::Reads {
     /// The database the transaction reads.
-    fn db(&self) -> &Database;
+    fn db(&self) -> &Database {
+        self.ctx().db
+    }
 
     /// The table named `name`.
     fn table(&self, name: &str) -> Result<Table> {
-        let cat = self.db().catalog.read();
-        cat.table(name).map(Table::from_meta).ok_or_else(|| Error::UnknownTable(name.into()))
+        let ctx = self.ctx();
+        ctx.catalog
+            .table(name)
+            .map(Table::from_meta)
+            .ok_or_else(|| Error::UnknownTable(name.into()))
     }
 
     /// Every table, in creation order.
     fn tables(&self) -> Vec<Table> {
-        self.db().catalog.read().tables.iter().map(Table::from_meta).collect()
+        self.ctx().catalog.tables.iter().map(Table::from_meta).collect()
     }
 
     /// Live rows in `table`.
     fn row_count(&self, table: &Table) -> Result<u64> {
-        self.db().with_table(table, |t| t.rows)
+        Ok(self.ctx().meta(table)?.rows)
     }
 
     /// Pages `table` uses.
     fn page_count(&self, table: &Table) -> Result<u64> {
-        self.db().with_table(table, |t| t.page_count())
+        Ok(self.ctx().meta(table)?.page_count())
     }
 
     /// The row `id` of `table`, read in place (see [`RowGuard`]).
     fn get(&self, table: &Table, id: RowId) -> Result<RowGuard<'_>> {
-        let db = self.db();
-        check_row_page(db, table, id)?;
-        let page = db.pool.read(PageId(id.page))?;
+        let ctx = self.ctx();
+        check_row_page(&ctx, table, id)?;
+        let page = ctx.db.pool.read(PageId(id.page), ctx.view)?;
         let h = HeapPage::new(&page, table.id, id.page)?;
         let (off, len) = match h.get(usize::from(id.slot)) {
             Some(r) => (r.as_ptr() as usize - page.as_ptr() as usize, r.len()),
             None => return Err(Error::UnknownRow(id)),
         };
-        Ok(RowGuard { page, schema: table.schema().clone(), off, len })
+        Ok(RowGuard { page, schema: table.schema().clone(), off, len, id })
     }
 
     /// The pages of `table`, in order; each lends its rows (see [`ScanPage`](crate::ScanPage)).
     fn scan(&self, table: &Table) -> Result<crate::Scan<'_>> {
-        crate::scan::Scan::new(self.db(), table)
+        crate::scan::Scan::new(self.ctx(), table)
     }
 
-    /// Calls `f` on every row of `table`, in page order, until it returns an error.
+    /// Calls `f` on every row of `table`, in page order, until it returns an error. Each row
+    /// knows where it lives ([`RowRef::id`](crate::RowRef::id)), for an update or delete after.
     fn for_each_row(
         &self,
         table: &Table,
@@ -227,15 +377,16 @@ pub trait ReadOps {
         for page in self.scan(table)? {
             let page = page?;
             for row in page.rows() {
-                f(row?.1)?;
+                f(row?)?;
             }
         }
         Ok(())
     }
 
-    /// Folds every row of `table` on `threads` worker threads, which borrow this transaction:
-    /// each starts from `init()` and folds its share of the pages with `fold`; the results are
-    /// combined with `combine`. This is what the TPC-H queries run on.
+    /// Folds every row of `table` on `threads` worker threads, which borrow this transaction
+    /// (its view, its catalog, and what its thread holds): each starts from `init()` and folds
+    /// its share of the pages with `fold`; the results are combined with `combine`. This is
+    /// what the TPC-H queries run on.
     fn par_fold<A, I, F, C>(
         &self,
         table: &Table,
@@ -251,15 +402,16 @@ pub trait ReadOps {
         F: Fn(A, crate::RowRef<'_>) -> Result<A> + Sync,
         C: Fn(A, A) -> A,
     {
-        crate::scan::par_fold(self.db(), table, threads, init, fold, combine)
+        crate::scan::par_fold(self.ctx(), table, threads, init, fold, combine)
     }
 }
 
+impl<T: sealed::Reads> ReadOps for T {}
+
 /// Fails unless `id`'s page belongs to `table` (so a stale or foreign id is an error, not a read
 /// of another table's page).
-fn check_row_page(db: &Database, table: &Table, id: RowId) -> Result<()> {
-    let inside =
-        db.with_table(table, |t| t.runs().iter().any(|&(s, n)| id.page >= s && id.page < s + n))?;
+fn check_row_page(ctx: &Ctx<'_>, table: &Table, id: RowId) -> Result<()> {
+    let inside = ctx.meta(table)?.runs().iter().any(|&(s, n)| id.page >= s && id.page < s + n);
     if inside { Ok(()) } else { Err(Error::UnknownRow(id)) }
 }
 
@@ -270,24 +422,25 @@ pub struct RowGuard<'t> {
     schema: Schema,
     off: usize,
     len: usize,
+    id: RowId,
 }
 
 impl RowGuard<'_> {
     /// The row's typed view.
     pub fn row(&self) -> Result<crate::RowRef<'_>> {
-        crate::RowRef::new(&self.schema, &self.page[self.off..self.off + self.len])
+        crate::RowRef::new(&self.schema, &self.page[self.off..self.off + self.len], self.id)
     }
 }
 
-impl ReadOps for ReadTxn<'_> {
-    fn db(&self) -> &Database {
-        self.db
+impl sealed::Reads for ReadTxn<'_> {
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx { db: self.db, view: View::Snapshot(self.seq), catalog: &self.state.catalog }
     }
 }
 
-impl ReadOps for WriteTxn<'_> {
-    fn db(&self) -> &Database {
-        self.db
+impl sealed::Reads for WriteTxn<'_> {
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx { db: self.db, view: View::Writer, catalog: &self.catalog }
     }
 }
 
@@ -321,7 +474,7 @@ impl WriteTxn<'_> {
         if name.is_empty() || name.len() > 255 {
             return Err(Error::InvalidSchema("a table name is 1 to 255 bytes".into()));
         }
-        let mut cat = self.db.catalog.write();
+        let cat = &mut self.catalog;
         if cat.table(name).is_some() {
             return Err(Error::TableExists(name.into()));
         }
@@ -343,23 +496,27 @@ impl WriteTxn<'_> {
         Ok(t)
     }
 
-    /// Drops table `name`; its pages go to the free list.
+    /// Drops table `name`. Its pages become free to reuse once no read transaction that can
+    /// still see the table is live (they are never reused by this transaction).
     pub fn drop_table(&mut self, name: &str) -> Result<()> {
         self.statement(|t| t.drop_table_inner(name))
     }
 
     fn drop_table_inner(&mut self, name: &str) -> Result<()> {
-        let mut cat = self.db.catalog.write();
+        let cat = &mut self.catalog;
         let i = cat
             .tables
             .iter()
             .position(|t| t.name == name)
             .ok_or_else(|| Error::UnknownTable(name.into()))?;
         let meta = cat.tables.remove(i);
+        // The writer's changes to the dropped pages need not reach the file: older snapshots
+        // read the pages' committed bytes, and nobody else reads them again.
         for p in meta.pages() {
-            self.db.pool.discard(p)?;
+            self.db.pool.discard_writer(p)?;
         }
-        cat.free.extend(meta.extents.iter().copied());
+        let pending = self.pending;
+        cat.pending_free.extend(meta.extents.iter().map(|&e| (pending, e)));
         self.db.fsm.lock().remove(&meta.id);
         self.catalog_dirty = true;
         Ok(())
@@ -429,7 +586,7 @@ impl WriteTxn<'_> {
         if !complete {
             if !*tried_last {
                 *tried_last = true;
-                let last = self.meta(table, |t| t.pages().last().map(|p| p.0))?;
+                let last = self.meta(table)?.pages().last().map(|p| p.0);
                 if last.is_some() {
                     return Ok(last);
                 }
@@ -440,10 +597,10 @@ impl WriteTxn<'_> {
     }
 
     fn build_fsm(&mut self, table: &Table) -> Result<()> {
-        let pages: Vec<PageId> = self.meta(table, |t| t.pages().collect())?;
+        let pages: Vec<PageId> = self.meta(table)?.pages().collect();
         let mut fsm = Fsm::complete();
         for p in pages {
-            let g = self.db.pool.read(p)?;
+            let g = self.db.pool.read(p, View::Writer)?;
             let h = HeapPage::new(&g, table.id, p.0)?;
             fsm.set(p.0, h.free_space(), self.db.page_size());
         }
@@ -451,13 +608,20 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
-    fn meta<R>(&self, table: &Table, f: impl FnOnce(&TableMeta) -> R) -> Result<R> {
-        self.db.with_table(table, f)
+    fn meta(&self, table: &Table) -> Result<&TableMeta> {
+        self.catalog
+            .tables
+            .iter()
+            .find(|t| t.id == table.id)
+            .ok_or_else(|| Error::UnknownTable(table.name().into()))
+    }
+
+    fn meta_mut(&mut self, table: &Table) -> Result<&mut TableMeta> {
+        self.catalog.table_mut(table.id).ok_or_else(|| Error::UnknownTable(table.name().into()))
     }
 
     fn adjust_rows(&mut self, table: &Table, delta: i64) -> Result<()> {
-        let mut cat = self.db.catalog.write();
-        let t = cat.table_mut(table.id).ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+        let t = self.meta_mut(table)?;
         t.rows = t.rows.saturating_add_signed(delta);
         self.catalog_dirty = true;
         Ok(())
@@ -467,9 +631,7 @@ impl WriteTxn<'_> {
     /// (from the free list, else by growing the file), and formats it as an empty heap page.
     fn allocate_page(&mut self, table: &Table) -> Result<u64> {
         let page = {
-            let mut cat = self.db.catalog.write();
-            let t =
-                cat.table_mut(table.id).ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+            let t = self.meta_mut(table)?;
             match t.extents.last() {
                 Some(e) if t.used_in_last < e.len => {
                     let p = e.start + u64::from(t.used_in_last);
@@ -478,15 +640,15 @@ impl WriteTxn<'_> {
                 }
                 _ => {
                     let len = (FIRST_EXTENT << t.extents.len().min(7)).min(MAX_EXTENT);
-                    let start = match cat.take_free(len) {
+                    let start = match self.catalog.take_free(len) {
                         Some(s) => s,
                         None => {
-                            let start = self.db.page_count();
-                            self.db.layer_ref().grow(start + u64::from(len))?;
+                            let start = self.db.pool.file().page_count();
+                            self.db.pool.grow(start + u64::from(len))?;
                             start
                         }
                     };
-                    let t = cat.table_mut(table.id).expect("found above");
+                    let t = self.meta_mut(table).expect("found above");
                     t.extents.push(Extent { start, len });
                     t.used_in_last = 1;
                     start
@@ -505,7 +667,7 @@ impl WriteTxn<'_> {
     }
 
     fn delete_inner(&mut self, table: &Table, id: RowId) -> Result<()> {
-        check_row_page(self.db, table, id)?;
+        check_row_page(&self.ctx_of(), table, id)?;
         let mut g = self.db.pool.write(PageId(id.page))?;
         HeapPage::new(&g, table.id, id.page)?;
         if !heap::delete(&mut g, usize::from(id.slot)) {
@@ -519,6 +681,10 @@ impl WriteTxn<'_> {
         self.adjust_rows(table, -1)
     }
 
+    fn ctx_of(&self) -> Ctx<'_> {
+        sealed::Reads::ctx(self)
+    }
+
     /// Replaces row `id`. The row keeps its id if its page has room for the new value; otherwise
     /// it moves, and the new id is returned.
     pub fn update(&mut self, table: &Table, id: RowId, values: &[Value<'_>]) -> Result<RowId> {
@@ -530,7 +696,7 @@ impl WriteTxn<'_> {
         if row.len() > max {
             return Err(Error::RowTooLarge { bytes: row.len(), max });
         }
-        check_row_page(self.db, table, id)?;
+        check_row_page(&self.ctx_of(), table, id)?;
         let mut g = self.db.pool.write(PageId(id.page))?;
         let h = HeapPage::new(&g, table.id, id.page)?;
         if h.get(usize::from(id.slot)).is_none() {
@@ -550,12 +716,17 @@ impl WriteTxn<'_> {
     }
 
     /// Commits: writes the catalog and header pages if they changed, forces every changed page
-    /// (rule 2), then rewinds the log (the commit point, rule 3). Readers are admitted only after.
+    /// (rule 2), rewinds the log (the commit point, rule 3), then publishes the new state to the
+    /// read transactions that begin after it (the commit step). Waits for no reader, except one
+    /// holding a guard on a page this commit stores into in place (SE2 reads in place), until it
+    /// lets go.
     pub fn commit(mut self) -> Result<()> {
+        let armed = PoisonOnUnwind(self.db);
         self.done = true;
         if let Some(failure) = self.failed.take() {
             // Doomed by a statement that failed part-way: roll back instead.
             self.roll_back_and_end()?;
+            drop(armed);
             return Err(failure.error());
         }
         let mut at_commit_point = false;
@@ -567,7 +738,8 @@ impl WriteTxn<'_> {
                 // the file holds the committed state; rolling back now would store before-images
                 // over pages that a durable commit point makes final (breaking rule 1 in reverse).
                 // Leave both files as they are and poison: the next open either finds the rewind
-                // (committed) or rolls the log back (absent) — atomic either way.
+                // (committed) or rolls the log back (absent) — atomic either way. Readers keep
+                // their snapshots (the commit step never ran).
                 self.db.poison();
             } else {
                 let clean = self.roll_back().is_ok();
@@ -577,6 +749,7 @@ impl WriteTxn<'_> {
             }
         }
         self.db.hook.end();
+        drop(armed);
         r
     }
 
@@ -586,44 +759,52 @@ impl WriteTxn<'_> {
         if self.catalog_dirty {
             self.write_catalog()?;
         }
-        let layer = self.db.layer_ref();
-        if layer.file().page_count() != self.start_page_count {
-            let mut g = self.db.pool.write(PageId::HEADER)?;
-            layer.file().header().encode_into(&mut g);
+        let pool = &self.db.pool;
+        if pool.file().page_count() != self.start_page_count {
+            let mut g = pool.write(PageId::HEADER)?;
+            pool.file().header().encode_into(&mut g);
         }
-        self.db.pool.flush_all()?;
-        self.db.pool.sync()?;
-        let mut log = self.db.log.write();
-        if log.tell() > 0 {
-            *at_commit_point = true;
-            log.rewind()?;
+        pool.flush_all()?;
+        pool.sync()?;
+        {
+            let mut log = self.db.log.write();
+            if log.tell() > 0 {
+                *at_commit_point = true;
+                log.rewind()?;
+            }
         }
+        // The commit step (R5): the stamps this transaction wrote become a commit number.
+        pool.end_txn();
+        let published = Published {
+            catalog: std::mem::take(&mut self.catalog),
+            page_count: pool.file().page_count(),
+        };
+        self.db.snapshots.commit(published, pool.versions());
         Ok(())
     }
 
     /// Serializes the catalog into its chain of pages, extending the chain as needed.
     fn write_catalog(&mut self) -> Result<()> {
         let cap = catalog::chunk_capacity(self.db.page_size());
-        let mut cat = self.db.catalog.write();
         let blob = loop {
-            let blob = cat.encode();
+            let blob = self.catalog.encode();
             let need = blob.len().div_ceil(cap).max(1);
-            if cat.chain.len() >= need {
+            if self.catalog.chain.len() >= need {
                 break blob;
             }
-            let page = match cat.take_free(1) {
+            let page = match self.catalog.take_free(1) {
                 Some(p) => p,
                 None => {
-                    let p = self.db.page_count();
-                    self.db.layer_ref().grow(p + 1)?;
+                    let p = self.db.pool.file().page_count();
+                    self.db.pool.grow(p + 1)?;
                     p
                 }
             };
-            cat.chain.push(page);
+            self.catalog.chain.push(page);
         };
-        for (i, &p) in cat.chain.iter().enumerate() {
+        for (i, &p) in self.catalog.chain.iter().enumerate() {
             let chunk = blob.get(i * cap..((i + 1) * cap).min(blob.len())).unwrap_or_default();
-            let next = cat.chain.get(i + 1).copied().unwrap_or(0);
+            let next = self.catalog.chain.get(i + 1).copied().unwrap_or(0);
             let mut g = self.db.pool.new_page(PageId(p))?;
             catalog::write_chunk(&mut g, chunk, next);
         }
@@ -637,34 +818,34 @@ impl WriteTxn<'_> {
         self.roll_back_and_end()
     }
 
-    /// Ends the transaction by rolling it back (abort, drop, a doomed commit); a failure
-    /// poisons the database.
+    /// Ends the transaction by rolling it back (abort, drop, a doomed commit); a failure, or a
+    /// panic unwinding out of it, poisons the database.
     fn roll_back_and_end(&mut self) -> Result<()> {
+        let armed = PoisonOnUnwind(self.db);
         self.done = true;
         let r = self.roll_back();
         if r.is_err() {
             self.db.poison();
         }
         self.db.hook.end();
+        drop(armed);
         r
     }
 
-    /// Rule 4: drop every frame, restore every before-image newest first with plain writes,
-    /// sync, rewind; then drop the cached page count, catalog and free space.
+    /// Rule 4, beside readers (docs/design.md, "Abort, in order"): drop the writer's frames,
+    /// restore every before-image newest first in place under its page latch, sync, rewind;
+    /// then give the pages the transaction stamped their old stamps and drop its versions, the
+    /// page count and the free-space maps. The published snapshot never changed.
     fn roll_back(&mut self) -> Result<()> {
         let db = self.db;
-        db.pool.discard_all()?;
-        let layer = db.layer_ref();
-        let file = layer.file();
-        let restored = undo::roll_back(&mut db.log.write(), file.raw(), db.page_size())?;
-        for p in restored {
-            file.forget_verified(p);
-        }
-        let mut prefix = vec![0u8; nvpage_storage::page::MIN_PAGE_SIZE];
-        file.raw().read_at(&mut prefix, 0)?;
-        let header = FileHeader::decode_prefix(file.raw().path(), &prefix)?;
-        file.set_page_count(header.page_count)?;
-        db.reload_catalog()
+        db.pool.discard_writer_frames()?;
+        let store =
+            |page: PageId, bytes: &[u8]| -> Result<()> { Ok(db.pool.restore_page(page, bytes)?) };
+        undo::roll_back(&mut db.log.write(), db.page_size(), store, || Ok(db.pool.sync()?))?;
+        db.pool.abort_txn()?;
+        db.pool.file().set_page_count(self.start_page_count)?;
+        db.fsm.lock().clear();
+        Ok(())
     }
 }
 

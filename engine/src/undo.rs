@@ -11,8 +11,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use nvpage_buffer::{HookError, WriteBackHook};
-use nvpage_storage::{FileLayer, PageId, RawFile};
+use nvpage_buffer::{HookError, PageImage, WriteBackHook};
+use nvpage_storage::{PageFile, PageId};
 use nvpage_wal::Log;
 use parking_lot::{Mutex, RwLock};
 
@@ -30,6 +30,9 @@ struct TxnUndo {
     start_page_count: u64,
     /// Pages whose first before-image is already in the log.
     logged: HashSet<u64>,
+    /// Pages readers never read through the pool (the header, the catalog chain as the
+    /// transaction began): their images are logged for undo but kept as no version.
+    unversioned: HashSet<u64>,
 }
 
 /// The buffer pool's write-back hook: persists a page's before-image in the log before the pool
@@ -45,11 +48,17 @@ impl UndoHook {
         Self { log, txn: Mutex::new(None) }
     }
 
-    /// A write transaction begins with `page_count` pages in the file.
-    pub fn begin(&self, page_count: u64) {
+    /// A write transaction begins with `page_count` pages in the file and the catalog in the
+    /// pages of `catalog_chain`.
+    pub fn begin(&self, page_count: u64, catalog_chain: &[u64]) {
         let mut t = self.txn.lock();
         debug_assert!(t.is_none(), "one write transaction at a time");
-        *t = Some(TxnUndo { start_page_count: page_count, logged: HashSet::new() });
+        let unversioned = std::iter::once(PageId::HEADER.0).chain(catalog_chain.iter().copied());
+        *t = Some(TxnUndo {
+            start_page_count: page_count,
+            logged: HashSet::new(),
+            unversioned: unversioned.collect(),
+        });
     }
 
     /// The write transaction ended (committed or rolled back).
@@ -59,7 +68,11 @@ impl UndoHook {
 }
 
 impl WriteBackHook for UndoHook {
-    fn before_write_back(&self, layer: &dyn FileLayer, page: PageId) -> Result<(), HookError> {
+    fn before_write_back(
+        &self,
+        file: &PageFile,
+        page: PageId,
+    ) -> Result<Option<PageImage>, HookError> {
         let mut guard = self.txn.lock();
         let Some(t) = guard.as_mut() else {
             // A dirty frame with no transaction to log to is a bug: refuse to store it.
@@ -69,20 +82,21 @@ impl WriteBackHook for UndoHook {
             ))));
         };
         if page.0 >= t.start_page_count || t.logged.contains(&page.0) {
-            return Ok(());
+            return Ok(None);
         }
-        let file = layer.file();
         let ps = file.page_size().bytes();
-        let mut record = vec![0u8; IMAGE_OFFSET + ps];
-        record[..ID_LEN].copy_from_slice(&page.0.to_le_bytes());
-        record[ID_LEN..IMAGE_OFFSET].copy_from_slice(&(ps as u32).to_le_bytes());
+        // One buffer for the record and, shared, for the version readers may need: no copy.
+        let mut record: Arc<[u8]> = std::iter::repeat_n(0u8, IMAGE_OFFSET + ps).collect();
+        let buf = Arc::get_mut(&mut record).expect("a fresh Arc has one owner");
+        buf[..ID_LEN].copy_from_slice(&page.0.to_le_bytes());
+        buf[ID_LEN..IMAGE_OFFSET].copy_from_slice(&(ps as u32).to_le_bytes());
         // The bytes as the file holds them, unverified: a page being reinitialised (a free
         // extent taken again, a page past an old crash's rolled-back growth) may hold anything,
         // and undo must restore exactly that, not refuse to log it.
-        file.raw().read_at(&mut record[IMAGE_OFFSET..], file.offset(page)).map_err(hook_error)?;
+        file.raw().read_at(&mut buf[IMAGE_OFFSET..], file.offset(page)).map_err(hook_error)?;
         self.log.read().append_record(&record).map_err(hook_error)?;
         t.logged.insert(page.0);
-        Ok(())
+        Ok((!t.unversioned.contains(&page.0)).then(|| PageImage::new(record, IMAGE_OFFSET)))
     }
 }
 
@@ -112,22 +126,28 @@ pub fn decode(payload: &[u8], page_size: usize) -> Result<Image<'_>> {
     Ok(Image { page: PageId(page), bytes: &payload[IMAGE_OFFSET..] })
 }
 
-/// Rolls the current generation back: every before-image, newest first, written with plain
-/// `pwrite`s that append nothing to the log; then the data file is synced and the log rewound.
+/// Rolls the current generation back: every before-image, newest first, handed to `store`
+/// (plain writes that append nothing to the log: `pwrite` at recovery, the pool's store in place
+/// under the page latch at abort); then `sync` makes them durable and the log is rewound.
 /// Returns the pages restored. Idempotent: a crash part-way leaves the log unchanged, and running
 /// it again writes the same images.
-pub fn roll_back(log: &mut Log, data: &RawFile, page_size: usize) -> Result<Vec<PageId>> {
+pub fn roll_back(
+    log: &mut Log,
+    page_size: usize,
+    mut store: impl FnMut(PageId, &[u8]) -> Result<()>,
+    sync: impl FnOnce() -> Result<()>,
+) -> Result<Vec<PageId>> {
     let mut restored = Vec::new();
     {
         let records = log.records_newest_first()?;
         for r in &records {
             let img = decode(r.payload, page_size)?;
-            data.write_at(img.bytes, img.page.0 * page_size as u64)?;
+            store(img.page, img.bytes)?;
             restored.push(img.page);
         }
     }
     if !restored.is_empty() {
-        data.sync()?;
+        sync()?;
     }
     if log.tell() > 0 {
         log.rewind()?;

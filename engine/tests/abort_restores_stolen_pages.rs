@@ -71,7 +71,7 @@ fn aborted_bytes_are_gone_from_frames_mapping_file_and_reopen() {
                     pages += 1;
                     in_place += usize::from(p.is_redirected());
                     for r in p.rows() {
-                        let (_, r) = r.unwrap();
+                        let r = r.unwrap();
                         assert!(!r.get(note).unwrap().contains(MARK), "{layer}: scan");
                         assert!(!String::from_utf8_lossy(r.bytes()).contains(MARK));
                     }

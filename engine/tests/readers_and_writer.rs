@@ -1,9 +1,9 @@
-//! Goal: the reader-writer gate. Readers running beside a writer never see uncommitted data (the
-//! writer breaks an invariant — the `qty` column sums to zero — inside each transaction and
-//! restores it before committing, and aborts some transactions while it is broken); a second
-//! `begin_write` on another thread returns only after the first writer committed; a parallel
-//! scan on 4 threads gives the serial scan's answer. No sleeps: threads meet at barriers and
-//! channels.
+//! Goal: readers beside one writer. Readers running beside a writer never see uncommitted data
+//! (the writer breaks an invariant — the `qty` column sums to zero — inside each transaction and
+//! restores it before committing, and aborts some transactions while it is broken, with a pool so
+//! small that pages are stolen); a second `begin_write` on another thread returns only after the
+//! first writer committed, while a `begin_read` returns at once; a parallel scan on 4 threads
+//! gives the serial scan's answer. No sleeps: threads meet at barriers and channels.
 
 mod common;
 
@@ -78,7 +78,7 @@ fn readers_never_see_uncommitted_data() {
                     for p in tx.scan(&t).unwrap() {
                         let p = p.unwrap();
                         for row in p.rows() {
-                            v.push(nvpage::RowId { page: p.page_id(), slot: row.unwrap().0 });
+                            v.push(row.unwrap().id());
                         }
                     }
                     v
@@ -132,7 +132,7 @@ fn readers_never_see_uncommitted_data() {
 }
 
 #[test]
-fn a_second_writer_waits_for_the_first_to_commit() {
+fn a_second_writer_waits_for_the_first_to_commit_and_readers_do_not() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
         let db = open(dir.path(), layer);
@@ -160,25 +160,33 @@ fn a_second_writer_waits_for_the_first_to_commit() {
             committing.store(true, Ordering::Release);
             first.commit().unwrap();
         });
-        // A read on another thread also waits for the writer, and sees only committed rows.
-        let (tx_ready, rx_ready) = mpsc::channel::<()>();
-        let done = AtomicBool::new(false);
+        // A read on another thread begins at once beside the open write transaction (which
+        // waits for it to finish before it aborts: were `begin_read` to wait for the writer,
+        // the two would wait for each other), and sees only committed rows.
+        let (to_reader, reader_go) = mpsc::channel::<()>();
+        let (to_writer, writer_go) = mpsc::channel::<u64>();
         std::thread::scope(|s| {
             let mut w = db.begin_write().unwrap();
-            s.spawn(|| {
-                tx_ready.send(()).unwrap();
-                let rx = db.begin_read().unwrap();
-                assert!(done.load(Ordering::Acquire), "{layer}: read began inside the write");
-                let t = rx.table("t").unwrap();
-                assert_eq!(rx.row_count(&t).unwrap(), 1, "{layer}: the aborted row is absent");
-            });
-            rx_ready.recv().unwrap();
             insert_row(&mut w, "t", 2, &Row { qty: 2, note: None }).unwrap();
-            done.store(true, Ordering::Release);
+            let db = &db;
+            s.spawn(move || {
+                reader_go.recv().unwrap();
+                let rx = db.begin_read().unwrap();
+                let t = rx.table("t").unwrap();
+                to_writer.send(rx.row_count(&t).unwrap()).unwrap();
+            });
+            to_reader.send(()).unwrap();
+            let seen = writer_go.recv_timeout(DEADLOCK).expect("begin_read waited for the writer");
+            assert_eq!(seen, 1, "{layer}: the reader sees the committed row only");
             drop(w);
         });
+        let rx = db.begin_read().unwrap();
+        assert_eq!(rx.row_count(&rx.table("t").unwrap()).unwrap(), 1, "{layer}: rolled back");
     }
 }
+
+/// Long enough that only a deadlock takes it: a watchdog, not a timing assertion.
+const DEADLOCK: std::time::Duration = std::time::Duration::from_secs(120);
 
 #[test]
 fn parallel_scan_matches_serial_scan() {

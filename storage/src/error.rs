@@ -172,6 +172,14 @@ pub enum StorageError {
         /// The file.
         path: PathBuf,
     },
+    /// A `pwrite` through the safe API into a file that is mapped: readers may hold references
+    /// into the mapping, which shows the write at once. Pages of a mapped file are written by
+    /// its layer (`FileLayer::write_page`, under the buffer manager's page latch).
+    #[error("{path} is mapped: write its pages through its layer, not with pwrite")]
+    MappedWrite {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 impl StorageError {

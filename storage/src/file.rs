@@ -242,11 +242,6 @@ impl RawFile {
         self.mapping.as_ref().map(Mapping::base)
     }
 
-    /// The file descriptor, for advice calls outside this type.
-    pub fn as_file(&self) -> &File {
-        &self.file
-    }
-
     /// Whether an earlier persist failure poisoned this handle.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.load(Ordering::Acquire)
@@ -284,7 +279,25 @@ impl RawFile {
 
     /// Writes all of `buf` at `offset` with `pwrite`. The bytes may reach the medium at any
     /// moment, whole or in part; they are durable only after [`Self::sync`].
+    ///
+    /// A mapped file is refused ([`StorageError::MappedWrite`]): a `pwrite` shows through a
+    /// shared mapping at once, under any `&[u8]` a reader holds into it. Its pages are written
+    /// by its layer; [`Self::write_at_mapped`] is the `unsafe` way round for code that owns
+    /// every reference into the mapping.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        if self.mapping.is_some() {
+            return Err(StorageError::MappedWrite { path: self.path.clone() });
+        }
+        // SAFETY: the file is not mapped, so no reference into a mapping of it exists.
+        unsafe { self.write_at_mapped(buf, offset) }
+    }
+
+    /// [`Self::write_at`] without the check for a mapping.
+    ///
+    /// # Safety
+    /// If the file is mapped, no reference into the mapping may overlap `offset..offset +
+    /// buf.len()` during the call (the write changes those bytes as any reader sees them).
+    pub unsafe fn write_at_mapped(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.check_writable()?;
         self.sim.check(SimOp::Write).map_err(|e| StorageError::io("pwrite", &self.path, e))?;
         #[cfg(miri)]
@@ -402,9 +415,12 @@ impl RawFile {
             (PersistMode::Dax | PersistMode::EmulatedNvm, Some(m)) => {
                 let instr = self.durability.flush.expect("cache-line modes have an instruction");
                 self.persist_step("clflush", |_| {
-                    // SAFETY: the range lies below the file's length, inside the mapping.
-                    let p = unsafe { m.base().as_ptr().add(offset as usize) };
-                    cacheline::flush(instr, p, len);
+                    // SAFETY: the range lies below the file's length, inside the mapping, which
+                    // lives as long as `self`: it stays mapped for the flush.
+                    unsafe {
+                        let p = m.base().as_ptr().add(offset as usize);
+                        cacheline::flush(instr, p, len);
+                    }
                     cacheline::fence();
                     Ok(())
                 })?;
@@ -480,17 +496,24 @@ impl RawFile {
                     at += src.len() as u64;
                 }
             }
-            _ => self.write_vectored_at(offset, srcs)?,
+            // SAFETY: the caller keeps the range to itself (a stronger promise than
+            // `write_vectored_at` asks).
+            _ => unsafe { self.write_vectored_at(offset, srcs)? },
         }
         Ok(())
     }
 
     /// Writes `srcs`, one after another, from `offset` with `pwrite`, without making them
-    /// durable: [`Self::write_at`] for gathered buffers.
-    pub fn write_vectored_at(&self, offset: u64, srcs: &[&[u8]]) -> Result<()> {
+    /// durable: [`Self::write_at_mapped`] for gathered buffers.
+    ///
+    /// # Safety
+    /// As [`Self::write_at_mapped`], for the range `offset..offset + total`, where `total` is
+    /// the sum of the slices' lengths.
+    pub unsafe fn write_vectored_at(&self, offset: u64, srcs: &[&[u8]]) -> Result<()> {
         let mut at = offset;
         for src in srcs {
-            self.write_at(src, at)?;
+            // SAFETY: forwarded from the caller; `at..at + src.len()` lies inside the range.
+            unsafe { self.write_at_mapped(src, at)? };
             at += src.len() as u64;
         }
         Ok(())
@@ -551,8 +574,13 @@ impl RawFile {
     /// where the page cache is the medium and the fence orders the write before what follows;
     /// on DAX the kernel's copy would bypass the CPU cache, but a write into an unwritten
     /// extent leaves a journal change behind that only an `fdatasync` forces.
-    pub fn write_persist_vectored(&self, offset: u64, srcs: &[&[u8]]) -> Result<()> {
-        self.write_vectored_at(offset, srcs)?;
+    ///
+    /// # Safety
+    /// As [`Self::write_at_mapped`], for the range `offset..offset + total`, where `total` is
+    /// the sum of the slices' lengths.
+    pub unsafe fn write_persist_vectored(&self, offset: u64, srcs: &[&[u8]]) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.write_vectored_at(offset, srcs)? };
         let total: u64 = srcs.iter().map(|s| s.len() as u64).sum();
         if self.durability.flush.is_none() {
             return self.persist_range(offset, total as usize);
@@ -935,7 +963,9 @@ mod tests {
             // SAFETY: as above.
             unsafe { f.store_vectored(40_000, &[b"stored ", b"vectored"]).unwrap() };
             f.persist_range(40_000, 15).unwrap();
-            f.write_at(b"written with pwrite", 5000).unwrap();
+            assert!(matches!(f.write_at(b"refused", 5000), Err(StorageError::MappedWrite { .. })));
+            // SAFETY: no reference into the mapping exists while the write runs.
+            unsafe { f.write_at_mapped(b"written with pwrite", 5000).unwrap() };
             let mut buf = [0u8; 26];
             f.read_at(&mut buf, 100).unwrap();
             assert_eq!(&buf, b"stored through the mapping", "{mode}: pread sees the store");

@@ -41,7 +41,9 @@ impl PageFile {
         header.encode_into(&mut page);
         let written = raw
             .grow_to(page_size.bytes() as u64)
-            .and_then(|()| raw.write_at(&page, 0))
+            // SAFETY: the file was created just now and nothing has been handed out of it yet:
+            // no reference into its mapping exists.
+            .and_then(|()| unsafe { raw.write_at_mapped(&page, 0) })
             .and_then(|()| raw.sync());
         if let Err(e) = written {
             // A half-made file would block a retry (`AlreadyExists`) and fail to open: remove it.

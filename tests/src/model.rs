@@ -57,10 +57,10 @@ pub fn contents(db: &Database) -> Result<Tables, String> {
         for page in rx.scan(&t).map_err(err)? {
             let page = page.map_err(err)?;
             for r in page.rows() {
-                let (slot, r) = r.map_err(err)?;
+                let r = r.map_err(err)?;
                 let k = r.get(key).map_err(err)?;
                 let row = Row {
-                    id: RowId { page: page.page_id(), slot },
+                    id: r.id(),
                     qty: r.get(qty).map_err(err)?,
                     note: r.get_opt(note).map_err(err)?.map(str::to_string),
                 };

@@ -71,8 +71,8 @@ impl Proto {
                     let p = base.add(64).cast::<AtomicU64>();
                     (*p).store(tail, Ordering::Release);
                 }
-                // SAFETY: as above; the line is inside the mapping.
-                cacheline::flush(instr, unsafe { base.add(64) }, 8);
+                // SAFETY: as above; the line is inside the mapping, mapped for the bench's life.
+                unsafe { cacheline::flush(instr, base.add(64), 8) };
                 cacheline::fence();
                 self.durable.store(tail, Ordering::Release);
             }

@@ -212,10 +212,12 @@ impl Log {
         let offset = DATA_OFFSET as u64 + start;
         let cache_lines = self.file.mode().uses_cache_lines();
         if by_kernel && cache_lines {
-            self.file.write_persist_vectored(offset, parts.as_slice())?;
+            // SAFETY: `[start, start + size)` was reserved by this call alone (the CAS in
+            // `reserve`), and no reference into the mapping reaches past `copied <= start`.
+            unsafe { self.file.write_persist_vectored(offset, parts.as_slice()) }?;
         } else if by_kernel {
-            // `msync` mode: the commit persists the range.
-            self.file.write_vectored_at(offset, parts.as_slice())?;
+            // SAFETY: as above. `msync` mode: the commit persists the range.
+            unsafe { self.file.write_vectored_at(offset, parts.as_slice()) }?;
         } else if cache_lines {
             // SAFETY: `[start, start + size)` was reserved by this call alone (the CAS in
             // `reserve`), lies below the capacity, so inside the mapped file, and no reader looks

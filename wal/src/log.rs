@@ -159,10 +159,15 @@ impl Log {
                 // Before the state word and header, all synced together below: the blocks were
                 // allocated and read as zeros, so a crash anywhere leaves what a crash in a
                 // create without this would (only the prefill's benefit may be partial).
-                write_zeros(&file, 0, header.capacity)?;
+                // SAFETY: the file was created just now; no log hands out references into it.
+                unsafe { write_zeros(&file, 0, header.capacity)? };
             }
-            file.write_at(&FRESH.encode().to_le_bytes(), STATE_OFFSET as u64)?;
-            file.write_at(&header.encode(), 0)?;
+            // SAFETY: the file was created just now, and the log that will hand out references
+            // into its mapping does not exist yet.
+            unsafe {
+                file.write_at_mapped(&FRESH.encode().to_le_bytes(), STATE_OFFSET as u64)?;
+                file.write_at_mapped(&header.encode(), 0)?;
+            }
             file.sync()
         })();
         if let Err(e) = made {
@@ -330,8 +335,10 @@ impl Log {
     }
 
     /// Writes zeros over `[from, from + len)` of the data area and makes them durable.
-    fn zero_data(&self, from: u64, len: u64) -> Result<()> {
-        write_zeros(&self.file, from, len)?;
+    fn zero_data(&mut self, from: u64, len: u64) -> Result<()> {
+        // SAFETY: `&mut self`: no record borrowed from this log is alive, and the log hands out
+        // no other reference into its mapping.
+        unsafe { write_zeros(&self.file, from, len)? };
         Ok(self.file.sync()?)
     }
 
@@ -491,12 +498,16 @@ impl Drop for Log {
 }
 
 /// Writes zeros over `[from, from + len)` of the data area with `pwrite`, not durably.
-fn write_zeros(file: &RawFile, from: u64, len: u64) -> nvpage_storage::Result<()> {
+///
+/// # Safety
+/// No reference into `file`'s mapping may overlap the range during the call.
+unsafe fn write_zeros(file: &RawFile, from: u64, len: u64) -> nvpage_storage::Result<()> {
     let zeros = vec![0u8; (1 << 20).min(len) as usize];
     let mut at = from;
     while at < from + len {
         let n = (from + len - at).min(zeros.len() as u64);
-        file.write_at(&zeros[..n as usize], DATA_OFFSET as u64 + at)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { file.write_at_mapped(&zeros[..n as usize], DATA_OFFSET as u64 + at)? };
         at += n;
     }
     Ok(())

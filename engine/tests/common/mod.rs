@@ -85,7 +85,7 @@ pub fn contents(db: &Database) -> Result<BTreeMap<String, Rows>, String> {
         for page in scan {
             let page = page.map_err(|e| format!("scan {}: {e}", t.name()))?;
             for r in page.rows() {
-                let (slot, r) = r.map_err(|e| format!("row of {}: {e}", t.name()))?;
+                let r = r.map_err(|e| format!("row of {}: {e}", t.name()))?;
                 let k = r.get(key).map_err(|e| e.to_string())?;
                 let p = r.get(price).map_err(|e| e.to_string())?;
                 if p != k * 7 {
@@ -95,8 +95,7 @@ pub fn contents(db: &Database) -> Result<BTreeMap<String, Rows>, String> {
                     qty: r.get(qty).map_err(|e| e.to_string())?,
                     note: r.get_opt(note).map_err(|e| e.to_string())?.map(str::to_string),
                 };
-                let id = RowId { page: page.page_id(), slot };
-                if rows.insert(k, (id, row)).is_some() {
+                if rows.insert(k, (r.id(), row)).is_some() {
                     return Err(format!("{}: key {k} twice", t.name()));
                 }
             }

@@ -75,30 +75,45 @@ impl MappedPages {
     /// Seals `frame` and stores it into the mapping as page `id`; persists it at once in the
     /// cache-line modes.
     pub(super) fn store(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
-        self.file.check_id(id)?;
-        self.file.check_buf(frame.len())?;
-        self.file.raw().check_writable()?;
+        self.check_store(id, frame.len())?;
         page::seal(frame, id);
-        let raw = self.file.raw();
-        {
-            let _exclusive = self.stripe(id).write();
-            if raw.mode().uses_cache_lines() {
-                // SAFETY: the file is mapped; the page lies below its length; the exclusive stripe
-                // latch keeps every other access to this page through this type out.
-                unsafe { raw.store_persist(self.file.offset(id), frame)? };
-            } else {
-                // SAFETY: as above; `frame` is the caller's buffer, not the mapping.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        frame.as_ptr(),
-                        self.ptr(id).as_ptr(),
-                        frame.len(),
-                    )
-                };
-            }
-        }
+        self.put(id, frame)?;
         self.file.mark_written(id);
         Ok(())
+    }
+
+    /// Stores `bytes` as page `id` exactly as given (undo's before-image, not resealed) and
+    /// forgets that the page was verified; persists at once in the cache-line modes.
+    pub(super) fn restore(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+        self.check_store(id, bytes.len())?;
+        self.put(id, bytes)?;
+        self.file.forget_verified(id);
+        Ok(())
+    }
+
+    fn check_store(&self, id: PageId, len: usize) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_buf(len)?;
+        self.file.raw().check_writable()
+    }
+
+    /// Copies a whole page into the mapping under the page's stripe, exclusively.
+    fn put(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+        let raw = self.file.raw();
+        let _exclusive = self.stripe(id).write();
+        if raw.mode().uses_cache_lines() {
+            // SAFETY: the file is mapped; the page lies below its length (`check_id`); the
+            // exclusive stripe latch keeps every other access to this page through this type
+            // out, and the buffer manager, the only holder of pointers from `pointer`, calls
+            // this only under its own exclusive page latch.
+            unsafe { raw.store_persist(self.file.offset(id), bytes) }
+        } else {
+            // SAFETY: as above; `bytes` is the caller's buffer, not the mapping.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr(id).as_ptr(), bytes.len())
+            };
+            Ok(())
+        }
     }
 
     /// The page's address, after verifying the page on its first use.

@@ -122,6 +122,11 @@ pub trait FileLayer: Send + Sync + fmt::Debug {
     /// durable once [`FileLayer::sync`] returns.
     fn write_page(&self, id: PageId, frame: &mut [u8]) -> Result<()>;
 
+    /// Stores `bytes` (a whole page) as page `id` exactly as given, not resealed, and forgets
+    /// that the page was verified: undo writes a before-image back as the log holds it (a page
+    /// being reinitialised may have held anything). Durable as [`FileLayer::write_page`] is.
+    fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()>;
+
     /// A pointer to page `id` in the mapping, verified on its first use, where the layer hands
     /// pages out in place (SE2); `Ok(None)` for the layers that copy.
     ///

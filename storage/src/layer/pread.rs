@@ -45,6 +45,14 @@ impl FileLayer for PreadLayer {
         Ok(())
     }
 
+    fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_buf(bytes.len())?;
+        self.file.raw().write_at(bytes, self.file.offset(id))?;
+        self.file.forget_verified(id);
+        Ok(())
+    }
+
     fn mapped_page(&self, id: PageId) -> Result<Option<NonNull<u8>>> {
         self.file.check_id(id)?;
         Ok(None)

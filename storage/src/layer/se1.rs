@@ -35,6 +35,10 @@ impl FileLayer for Se1Layer {
         self.0.store(id, frame)
     }
 
+    fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+        self.0.restore(id, bytes)
+    }
+
     fn mapped_page(&self, id: PageId) -> Result<Option<NonNull<u8>>> {
         self.0.file.check_id(id)?;
         Ok(None)

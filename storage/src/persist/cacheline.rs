@@ -88,9 +88,13 @@ fn detect_cpu() -> Option<FlushInstr> {
 /// Flushes every cache line overlapping `[addr, addr + len)` with `instr`. Does not fence.
 ///
 /// Flushing only reads the lines' addresses: it never changes the bytes, so it is safe to run
-/// while other threads read the range. The caller must keep the range mapped.
+/// while other threads read the range.
+///
+/// # Safety
+/// `[addr, addr + len)` must be mapped memory for the call's duration: a flush of an unmapped
+/// address faults like a load.
 #[cfg(target_arch = "x86_64")]
-pub fn flush(instr: FlushInstr, addr: *const u8, len: usize) {
+pub unsafe fn flush(instr: FlushInstr, addr: *const u8, len: usize) {
     if len == 0 {
         return;
     }
@@ -126,8 +130,10 @@ pub fn flush(instr: FlushInstr, addr: *const u8, len: usize) {
     }
 }
 
+/// # Safety
+/// As the x86_64 version (never called: there is no instruction to pass off x86_64).
 #[cfg(not(target_arch = "x86_64"))]
-pub fn flush(_instr: FlushInstr, _addr: *const u8, _len: usize) {
+pub unsafe fn flush(_instr: FlushInstr, _addr: *const u8, _len: usize) {
     unreachable!("FlushInstr::detect returns None off x86_64")
 }
 
@@ -172,9 +178,12 @@ pub unsafe fn copy_nontemporal(instr: FlushInstr, dst: *mut u8, src: &[u8]) {
         }
         std::ptr::copy_nonoverlapping(src.as_ptr().add(head + body), dst.add(head + body), tail);
     }
-    flush(instr, dst, head);
-    // SAFETY: `head + body <= len`, so the tail starts inside the caller's range.
-    flush(instr, unsafe { dst.add(head + body) }, tail);
+    // SAFETY: the caller's range is valid for writes, so mapped; head and tail lie inside it
+    // (`head + body + tail == len`).
+    unsafe {
+        flush(instr, dst, head);
+        flush(instr, dst.add(head + body), tail);
+    }
 }
 
 /// One 16-byte streaming store (MOVNTDQ).

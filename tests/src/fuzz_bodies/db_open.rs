@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use nvpage::storage::PageId;
 use nvpage::storage::page::{self, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
-use nvpage::{ColumnType, Database, Date, Decimal, Layer, ReadOps, RowId, Value};
+use nvpage::{ColumnType, Database, Date, Decimal, Layer, ReadOps, Value};
 
 use super::log::set_log_uuid;
 use super::page::reseal_file_header;
@@ -76,10 +76,9 @@ fn exercise(db: &Database, commit: bool) {
         for t in rx.tables() {
             let Ok(scan) = rx.scan(&t) else { continue };
             for page in scan.flatten() {
-                for (slot, row) in page.rows().flatten() {
+                for row in page.rows().flatten() {
                     read_row(&row);
-                    let id = RowId { page: page.page_id(), slot };
-                    if let Ok(g) = rx.get(&t, id) {
+                    if let Ok(g) = rx.get(&t, row.id()) {
                         let _ = g.row().map(|r| read_row(&r));
                     }
                 }

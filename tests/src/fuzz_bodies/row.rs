@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use nvpage::fuzzing;
-use nvpage::{Col, Column, ColumnType, Decimal, OwnedValue, RowRef, Schema, Value, kind};
+use nvpage::{Col, Column, ColumnType, Decimal, OwnedValue, RowId, RowRef, Schema, Value, kind};
 
 use super::Input;
 
@@ -75,12 +75,15 @@ pub(crate) fn read_row(row: &RowRef<'_>) -> Option<Vec<OwnedValue>> {
     (0..n).map(|i| row.value(i).ok()).collect()
 }
 
+/// Where the decoded rows claim to live: these rows come from no table.
+const ANYWHERE: RowId = RowId { page: 0, slot: 0 };
+
 /// A row whose every value decodes encodes again (when the values fit their columns) into a
 /// row that reads back the same values.
 fn round_trip(schema: &Schema, values: &[OwnedValue]) {
     let borrowed: Vec<Value<'_>> = values.iter().map(OwnedValue::as_value).collect();
     let Ok(bytes) = fuzzing::encode(schema, &borrowed) else { return };
-    let again = RowRef::new(schema, &bytes).expect("an encoded row reads");
+    let again = RowRef::new(schema, &bytes, ANYWHERE).expect("an encoded row reads");
     let back: Vec<OwnedValue> =
         (0..values.len()).map(|i| again.value(i).expect("an encoded value reads")).collect();
     let want: Vec<OwnedValue> = values
@@ -98,7 +101,7 @@ fn round_trip(schema: &Schema, values: &[OwnedValue]) {
 }
 
 fn rows(schema: &Schema, bytes: &[u8]) {
-    match RowRef::new(schema, bytes) {
+    match RowRef::new(schema, bytes, ANYWHERE) {
         Ok(row) => {
             if let Some(values) = read_row(&row) {
                 round_trip(schema, &values);

@@ -1,0 +1,163 @@
+//! Replacement: the clock sweep, scan rings, and taking a frame from its page. A dirty frame is
+//! written back only on the writer's thread (R7), and eviction never waits for a latch: it
+//! tries, and skips a busy page.
+
+use std::sync::atomic::Ordering;
+
+use nvpage_storage::PageId;
+
+use super::BufferPool;
+use super::write::AfterStore;
+use crate::counters::Counter;
+use crate::error::{BufferError, Result};
+use crate::frame::{NO_PAGE, Owner};
+use crate::held::{self, LatchKind};
+
+/// A small set of frames one sequential scan cycles through, so that scanning a table larger than
+/// the pool does not push everything else out (PostgreSQL's ring buffer strategy). A frame in the
+/// ring that someone dirtied leaves the ring. SE2 scans read in place and need no frames.
+#[derive(Debug, Clone)]
+pub struct ScanRing {
+    pool: usize,
+    slots: Vec<Option<usize>>,
+    next: usize,
+}
+
+impl ScanRing {
+    pub(super) fn new(pool: usize, frames: usize) -> Self {
+        ScanRing { pool, slots: vec![None; (frames / 8).clamp(1, 16)], next: 0 }
+    }
+
+    pub(super) fn belongs_to(&self, pool: usize) -> bool {
+        self.pool == pool
+    }
+}
+
+impl BufferPool {
+    /// Finds a frame for `id`: the scan ring's next frame if it is free to reuse, else the clock's
+    /// victim (written back first if dirty). Returns it claimed, empty and clean.
+    pub(super) fn claim_victim(&self, id: PageId, ring: Option<&mut ScanRing>) -> Result<usize> {
+        let Some(ring) = ring else { return self.clock_victim(id) };
+        let slot = ring.next % ring.slots.len();
+        ring.next = ring.next.wrapping_add(1);
+        if let Some(f) = ring.slots[slot] {
+            let m = &self.metas[f];
+            if !m.dirty.load(Ordering::Acquire) && m.pins.try_claim() {
+                // Dirtied since the check above, its write-back may fail: never keep the claim
+                // then, or lookups of its page would spin on the claimed frame for ever.
+                match self.evict_claimed(f) {
+                    Ok(true) => return Ok(f),
+                    Ok(false) => m.pins.release_claim(),
+                    Err(e) => {
+                        m.pins.release_claim();
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        let f = self.clock_victim(id)?;
+        ring.slots[slot] = Some(f);
+        Ok(f)
+    }
+
+    /// Clock sweep with usage counts: skips pinned frames (and, off the writer's thread, dirty
+    /// ones), decrements used ones, and claims the first unused one. Gives up with
+    /// [`BufferError::PoolExhausted`] after enough sweeps to have drained every usage count.
+    fn clock_victim(&self, id: PageId) -> Result<usize> {
+        let n = self.metas.len();
+        let writes_back = self.may_write_back();
+        for _ in 0..n * (crate::frame::MAX_USAGE as usize + 2) {
+            let f = self.hand.fetch_add(1, Ordering::Relaxed) % n;
+            let m = &self.metas[f];
+            if m.pins.pins() != 0 || m.pins.is_claimed() {
+                continue;
+            }
+            if !writes_back && m.dirty.load(Ordering::Acquire) {
+                continue;
+            }
+            let u = m.usage.load(Ordering::Relaxed);
+            if u > 0 {
+                m.usage.store(u - 1, Ordering::Relaxed);
+                continue;
+            }
+            if !m.pins.try_claim() {
+                continue;
+            }
+            match self.evict_claimed(f) {
+                Ok(true) => return Ok(f),
+                Ok(false) => m.pins.release_claim(),
+                Err(e) => {
+                    m.pins.release_claim();
+                    return Err(e);
+                }
+            }
+        }
+        Err(BufferError::PoolExhausted { page: id, frames: n })
+    }
+
+    /// Empties claimed frame `f`: writes it back if dirty (on the writer's thread only, never
+    /// waiting for the page latch) and unpublishes it. `Ok(false)`: it cannot be had now (a
+    /// reader holds its page, or this thread may not write back); try another frame.
+    pub(super) fn evict_claimed(&self, f: usize) -> Result<bool> {
+        let m = &self.metas[f];
+        let page = m.page();
+        if page == NO_PAGE {
+            return Ok(true);
+        }
+        let id = PageId(page);
+        let st = self.pages.get(page).expect("a frame's page has a state");
+        if m.dirty.load(Ordering::Acquire) {
+            if !self.may_write_back() {
+                return Ok(false);
+            }
+            let key = self.key(LatchKind::Page, page);
+            if !held::may_take(key, true) || !st.latch.try_lock_exclusive() {
+                return Ok(false);
+            }
+            held::push(key, true);
+            let r = self.store_in_place(f, id, st, AfterStore::Leaves);
+            self.unlock_page_exclusive(st, id);
+            r?;
+        } else {
+            let _ = st.entry(m.owner()).compare_exchange(
+                f as u32 + 1,
+                0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+        m.page.store(NO_PAGE, Ordering::Release);
+        m.set_owner(Owner::Shared);
+        self.counters.add(Counter::Eviction, 1);
+        Ok(true)
+    }
+
+    /// Evicts page `id`'s frames (the writer's, written back first if dirty, and the shared one)
+    /// if nobody uses them. Never waits: `Ok(false)` if the page has no frame, or a frame of it
+    /// is pinned or latched, or its page latch is held, or this thread may not write it back.
+    pub fn evict_page(&self, id: PageId) -> Result<bool> {
+        let Some(st) = self.pages.get(id.0) else { return Ok(false) };
+        let (mut found, mut all) = (false, true);
+        for owner in [Owner::Writer, Owner::Shared] {
+            let e = st.entry(owner).load(Ordering::Acquire);
+            if e == 0 {
+                continue;
+            }
+            found = true;
+            let f = (e - 1) as usize;
+            let m = &self.metas[f];
+            if !m.pins.try_claim() {
+                all = false;
+                continue;
+            }
+            if m.page() != id.0 {
+                m.pins.release_claim();
+                continue;
+            }
+            let r = self.evict_claimed(f);
+            m.pins.release_claim();
+            all &= r?;
+        }
+        Ok(found && all)
+    }
+}

@@ -1,0 +1,222 @@
+//! The read path: `view(P, s)` (docs/design.md, "Readers beside the writer").
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use nvpage_storage::{Layer, PageId};
+
+use super::evict::ScanRing;
+use super::guard::PageRef;
+use super::{BufferPool, PageState, View};
+use crate::counters::Counter;
+use crate::error::{BufferError, Result};
+use crate::frame::{NO_PAGE, Owner};
+use crate::held::{self, LatchKind};
+use crate::versions::PageImage;
+
+impl BufferPool {
+    /// A shared guard on page `id` as `view` sees it: the writer's frame (writer's view), a
+    /// shared frame at the page's current stamp, the page in place in the mapping (SE2), a frame
+    /// loaded from the file, or an old version (a snapshot the page has changed since).
+    pub fn read(&self, id: PageId, view: View) -> Result<PageRef<'_>> {
+        self.read_inner(id, view, None)
+    }
+
+    /// As [`BufferPool::read`], for one page of a large sequential scan: a miss reuses the scan's
+    /// own ring of frames instead of pushing other pages out of the pool.
+    pub fn read_scan(&self, id: PageId, view: View, ring: &mut ScanRing) -> Result<PageRef<'_>> {
+        debug_assert!(ring.belongs_to(self.id), "a scan ring belongs to the pool that made it");
+        self.read_inner(id, view, Some(ring))
+    }
+
+    fn read_inner(
+        &self,
+        id: PageId,
+        view: View,
+        mut ring: Option<&mut ScanRing>,
+    ) -> Result<PageRef<'_>> {
+        self.layer.file().check_id(id)?;
+        let st = self.page_state(id)?;
+        loop {
+            if view == View::Writer
+                && let Some(f) = self.lookup_pin(&st.writer, id, Owner::Writer)
+            {
+                if !self.latch_frame(f, id, false)? {
+                    continue;
+                }
+                let guard = PageRef::frame(self, f);
+                if self.metas[f].owner() != Owner::Writer {
+                    // Written back meanwhile: now a shared frame, checked as one below.
+                    continue;
+                }
+                self.counters.add(Counter::Hit, 1);
+                return Ok(guard);
+            }
+            if let Some(r) = self.shared_hit(id, st, view)? {
+                self.counters.add(Counter::Hit, 1);
+                return Ok(r);
+            }
+            if let Some(r) = self.read_locked(id, st, view, ring.as_deref_mut())? {
+                return Ok(r);
+            }
+        }
+    }
+
+    /// The published shared frame of `id`, pinned and latched shared, if `view` may read it:
+    /// filled at the page's current stamp, which `view` sees. Its bytes cannot change while it
+    /// is pinned, so the check needs no page latch (docs/design.md).
+    pub(super) fn shared_hit(
+        &self,
+        id: PageId,
+        st: &PageState,
+        view: View,
+    ) -> Result<Option<PageRef<'_>>> {
+        if !view.sees(st.stamp.load(Ordering::Acquire)) {
+            return Ok(None);
+        }
+        let Some(f) = self.lookup_pin(&st.shared, id, Owner::Shared) else { return Ok(None) };
+        if !self.latch_frame(f, id, false)? {
+            return Ok(None);
+        }
+        let guard = PageRef::frame(self, f);
+        let now = st.stamp.load(Ordering::Acquire);
+        let m = &self.metas[f];
+        let valid = m.owner() == Owner::Shared
+            && m.fill_stamp.load(Ordering::Acquire) == now
+            && view.sees(now);
+        Ok(valid.then_some(guard))
+    }
+
+    /// The decision under `id`'s shared page latch: an old version, SE2's page in place, or a
+    /// shared frame filled now. `None`: another thread published a frame first; look again.
+    fn read_locked(
+        &self,
+        id: PageId,
+        st: &PageState,
+        view: View,
+        ring: Option<&mut ScanRing>,
+    ) -> Result<Option<PageRef<'_>>> {
+        self.lock_page_shared(st, id)?;
+        let stamp = st.stamp.load(Ordering::Acquire);
+        if let View::Snapshot(s) = view
+            && stamp > s
+        {
+            let found = self.versions.find(id.0, s);
+            self.unlock_page_shared(st, id);
+            let image = found.map_err(|e| BufferError::SnapshotTooOld {
+                page: id,
+                snapshot: s,
+                horizon: e.horizon,
+            })?;
+            self.counters.add(Counter::VersionRead, 1);
+            return Ok(Some(PageRef::owned(self, image)));
+        }
+        if self.layer.layer() == Layer::Se2 {
+            return match self.layer.mapped_page(id) {
+                Ok(Some(ptr)) => {
+                    self.counters.add(Counter::Redirected, 1);
+                    // The guard keeps the page latch; its drop releases it.
+                    Ok(Some(PageRef::mapped(self, id, ptr)))
+                }
+                Ok(None) => unreachable!("the SE2 layer always maps"),
+                Err(e) => {
+                    self.unlock_page_shared(st, id);
+                    Err(e.into())
+                }
+            };
+        }
+        let r = self.load_shared(id, st, stamp, ring);
+        self.unlock_page_shared(st, id);
+        r
+    }
+
+    /// Fills a frame with page `id` from the file and publishes it as the page's shared frame at
+    /// `stamp`; the caller holds the page latch shared. Returns it pinned and latched shared; a
+    /// private copy when no clean frame can be had (this thread may not write back, R7); `None`
+    /// if another thread published a frame first.
+    fn load_shared(
+        &self,
+        id: PageId,
+        st: &PageState,
+        stamp: u64,
+        ring: Option<&mut ScanRing>,
+    ) -> Result<Option<PageRef<'_>>> {
+        let scan = ring.is_some();
+        let f = match self.claim_victim(id, ring) {
+            Ok(f) => f,
+            Err(BufferError::PoolExhausted { .. }) => return self.private_copy(id).map(Some),
+            Err(e) => return Err(e),
+        };
+        let m = &self.metas[f];
+        m.page.store(id.0, Ordering::Release);
+        m.set_owner(Owner::Shared);
+        m.fill_stamp.store(stamp, Ordering::Release);
+        m.dirty.store(false, Ordering::Release);
+        m.usage.store(u8::from(!scan), Ordering::Relaxed);
+        // Uncontended: a claimed frame has no pins, hence no latch holders.
+        m.latch.lock_exclusive();
+        m.pins.claim_to_pin();
+        let undo = || {
+            m.page.store(NO_PAGE, Ordering::Release);
+            // SAFETY: locked exclusive above by this thread.
+            unsafe { m.latch.unlock_exclusive() };
+            m.pins.unpin();
+        };
+        let published = f as u32 + 1;
+        if st.shared.compare_exchange(0, published, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            undo();
+            return Ok(None);
+        }
+        // SAFETY: the frame is ours alone: exclusive latch held, published only now and every
+        // lookup waits on the latch; the memory is `page_size` bytes inside the pool.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(self.frame_bytes(f).as_ptr(), self.page_size) };
+        if let Err(e) = self.layer.read_page(id, bytes) {
+            let _ = st.shared.compare_exchange(published, 0, Ordering::AcqRel, Ordering::Acquire);
+            undo();
+            return Err(e.into());
+        }
+        self.counters.add(Counter::Miss, 1);
+        self.counters.add(Counter::BytesIn, self.page_size as u64);
+        // SAFETY: this thread holds the latch exclusively.
+        unsafe { m.latch.downgrade() };
+        held::push(self.key(LatchKind::Frame, f as u64), false);
+        Ok(Some(PageRef::frame(self, f)))
+    }
+
+    /// Page `id` read from the file into memory of its own, for a reader that can have no frame.
+    fn private_copy(&self, id: PageId) -> Result<PageRef<'_>> {
+        let mut bytes: Arc<[u8]> = std::iter::repeat_n(0u8, self.page_size).collect();
+        let buf = Arc::get_mut(&mut bytes).expect("a fresh Arc has one owner");
+        self.layer.read_page(id, buf)?;
+        self.counters.add(Counter::PrivateCopy, 1);
+        self.counters.add(Counter::BytesIn, self.page_size as u64);
+        Ok(PageRef::owned(self, PageImage::new(bytes, 0)))
+    }
+
+    /// Takes `id`'s page latch shared: recursively if this thread (or the thread it works for)
+    /// holds it, else fairly, behind a waiting write-back. Waits are counted and timed.
+    pub(super) fn lock_page_shared(&self, st: &PageState, id: PageId) -> Result<()> {
+        let key = self.key(LatchKind::Page, id.0);
+        if !held::may_take(key, false) {
+            return Err(BufferError::LatchHeld { page: id });
+        }
+        if held::holds_shared(key) {
+            st.latch.lock_shared();
+        } else if !st.latch.try_lock_shared() {
+            let started = Instant::now();
+            st.latch.lock_shared_fair();
+            self.counters.add(Counter::LatchWait, 1);
+            self.counters.add(Counter::LatchWaitNs, started.elapsed().as_nanos() as u64);
+        }
+        held::push(key, false);
+        Ok(())
+    }
+
+    pub(super) fn unlock_page_shared(&self, st: &PageState, id: PageId) {
+        held::pop(self.key(LatchKind::Page, id.0), false);
+        // SAFETY: the caller took it shared (`lock_page_shared`) and releases it once.
+        unsafe { st.latch.unlock_shared() };
+    }
+}

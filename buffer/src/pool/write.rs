@@ -1,0 +1,325 @@
+//! The writer's path: private frames (copy on write in every layer), and every store into the
+//! file in place — write-back and abort's restore — under the page's exclusive latch.
+
+use std::sync::atomic::Ordering;
+
+use nvpage_storage::PageId;
+
+use super::guard::PageMut;
+use super::{BufferPool, PageState, View};
+use crate::counters::Counter;
+use crate::error::{BufferError, Result};
+use crate::frame::{NO_PAGE, Owner};
+use crate::held::{self, LatchKind};
+
+#[derive(Clone, Copy)]
+enum Fill {
+    /// The page's current bytes (the writer's view).
+    Current,
+    /// Zeros: a page being (re)initialised.
+    Zeros,
+}
+
+/// What becomes of a frame once its page is stored in place.
+#[derive(Clone, Copy)]
+pub(super) enum AfterStore {
+    /// It stays as the page's shared frame (its bytes are now the file's): the commit's flush.
+    Shared,
+    /// It leaves the page (eviction takes it for another).
+    Leaves,
+}
+
+pub(super) enum LoadError {
+    /// Another thread published the page first: look it up again.
+    Retry,
+    Failed(BufferError),
+}
+
+impl From<BufferError> for LoadError {
+    fn from(e: BufferError) -> Self {
+        LoadError::Failed(e)
+    }
+}
+
+impl BufferPool {
+    /// An exclusive guard on page `id` for changing it: the writer's private frame, made on
+    /// first use by copying the page's current bytes (copy on write, every layer: readers keep
+    /// the file's bytes until write-back). The page is dirty.
+    pub fn write(&self, id: PageId) -> Result<PageMut<'_>> {
+        self.exclusive(id, Fill::Current)
+    }
+
+    /// An exclusive guard on page `id` with its bytes zeroed and nothing read, for a page being
+    /// (re)initialised. The page is dirty.
+    pub fn new_page(&self, id: PageId) -> Result<PageMut<'_>> {
+        self.exclusive(id, Fill::Zeros)
+    }
+
+    fn exclusive(&self, id: PageId, fill: Fill) -> Result<PageMut<'_>> {
+        self.layer.file().check_id(id)?;
+        self.layer.file().raw().check_writable()?;
+        let st = self.page_state(id)?;
+        loop {
+            if let Some(f) = self.lookup_pin(&st.writer, id, Owner::Writer) {
+                if !self.latch_frame(f, id, true)? {
+                    continue;
+                }
+                let mut g = PageMut::new(self, f);
+                if self.metas[f].owner() != Owner::Writer {
+                    // Written back and handed to readers while this thread waited for it.
+                    continue;
+                }
+                match fill {
+                    Fill::Zeros => g.fill(0),
+                    Fill::Current => self.counters.add(Counter::Hit, 1),
+                }
+                return Ok(g);
+            }
+            match self.load_writer(id, st, fill) {
+                Ok(g) => return Ok(g),
+                Err(LoadError::Retry) => continue,
+                Err(LoadError::Failed(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Takes a frame, publishes it as `id`'s writer frame and fills it. Returns it pinned,
+    /// latched exclusively and dirty.
+    fn load_writer(
+        &self,
+        id: PageId,
+        st: &PageState,
+        fill: Fill,
+    ) -> Result<PageMut<'_>, LoadError> {
+        let f = self.claim_victim(id, None)?;
+        let m = &self.metas[f];
+        m.page.store(id.0, Ordering::Release);
+        m.set_owner(Owner::Writer);
+        m.usage.store(1, Ordering::Relaxed);
+        m.latch.lock_exclusive();
+        m.pins.claim_to_pin();
+        let undo = || {
+            m.page.store(NO_PAGE, Ordering::Release);
+            m.set_owner(Owner::Shared);
+            // SAFETY: locked exclusive above by this thread.
+            unsafe { m.latch.unlock_exclusive() };
+            m.pins.unpin();
+        };
+        let published = f as u32 + 1;
+        if st.writer.compare_exchange(0, published, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            undo();
+            return Err(LoadError::Retry);
+        }
+        // SAFETY: the frame is ours alone: exclusive latch held, and lookups of it wait on it.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(self.frame_bytes(f).as_ptr(), self.page_size) };
+        let filled = match fill {
+            Fill::Zeros => {
+                bytes.fill(0);
+                Ok(())
+            }
+            Fill::Current => self.copy_current(id, st, bytes),
+        };
+        if let Err(e) = filled {
+            let _ = st.writer.compare_exchange(published, 0, Ordering::AcqRel, Ordering::Acquire);
+            undo();
+            return Err(LoadError::Failed(e));
+        }
+        m.dirty.store(true, Ordering::Release);
+        held::push(self.key(LatchKind::Frame, f as u64), true);
+        Ok(PageMut::new(self, f))
+    }
+
+    /// Copies page `id` as the writer sees it (it has no frame of its own yet) into `bytes`:
+    /// from a shared frame at the current stamp, else from the file. Only the writer stores into
+    /// the file, so its bytes hold still without the page latch.
+    fn copy_current(&self, id: PageId, st: &PageState, bytes: &mut [u8]) -> Result<()> {
+        if let Some(g) = self.shared_hit(id, st, View::Writer)? {
+            bytes.copy_from_slice(&g);
+            self.counters.add(Counter::Cow, 1);
+            return Ok(());
+        }
+        self.layer.read_page(id, bytes)?;
+        self.counters.add(Counter::Cow, 1);
+        self.counters.add(Counter::BytesIn, self.page_size as u64);
+        Ok(())
+    }
+
+    /// Writes page `id` back if the writer holds it dirty, waiting for its page latch (readers
+    /// reading it in place, readers mid-decision) and then its frame. A failure leaves it dirty.
+    pub fn flush_page(&self, id: PageId) -> Result<()> {
+        let Some(st) = self.pages.get(id.0) else { return Ok(()) };
+        let Some(f) = self.lookup_pin(&st.writer, id, Owner::Writer) else { return Ok(()) };
+        // The page latch first, then the frame's: a reader holding the page latch (SE2 in place)
+        // may take the frame's next, never the other way round. The pin keeps the frame on
+        // this page meanwhile.
+        if let Err(e) = self.lock_page_exclusive(st, id) {
+            self.metas[f].pins.unpin();
+            return Err(e);
+        }
+        let r = match self.latch_frame(f, id, true) {
+            Ok(true) => {
+                let guard = PageMut::new(self, f);
+                let r = if self.metas[f].dirty.load(Ordering::Acquire) {
+                    self.store_in_place(f, id, st, AfterStore::Shared)
+                } else {
+                    Ok(())
+                };
+                drop(guard);
+                r
+            }
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
+        };
+        self.unlock_page_exclusive(st, id);
+        r
+    }
+
+    /// Writes back every page in `ids` that the writer holds dirty, in page order.
+    pub fn flush_pages(&self, ids: &[PageId]) -> Result<()> {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter().try_for_each(|id| self.flush_page(id))
+    }
+
+    /// Writes back every dirty page, in page order. Does not sync: see [`BufferPool::sync`].
+    pub fn flush_all(&self) -> Result<()> {
+        self.flush_pages(&self.dirty_pages())
+    }
+
+    /// The pages the writer holds dirty (a snapshot), in page order.
+    pub fn dirty_pages(&self) -> Vec<PageId> {
+        let mut v: Vec<PageId> = self
+            .metas
+            .iter()
+            .filter(|m| m.dirty.load(Ordering::Acquire))
+            .map(|m| m.page())
+            .filter(|&p| p != NO_PAGE)
+            .map(PageId)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Stores writer frame `f` as page `id` in place: the hook (the before-image persisted,
+    /// rule 1) and its version, the stamp, the old shared frame unpublished, the store. The
+    /// caller holds `id`'s page latch exclusively and the frame (claim or exclusive latch),
+    /// on the writer's thread.
+    pub(super) fn store_in_place(
+        &self,
+        f: usize,
+        id: PageId,
+        st: &PageState,
+        after: AfterStore,
+    ) -> Result<()> {
+        let image = self
+            .hook
+            .before_write_back(self.layer.file(), id)
+            .map_err(|source| BufferError::Hook { page: id, source })?;
+        let pending = self.pending.load(Ordering::Acquire);
+        if let Some(image) = image {
+            self.versions.insert(id.0, pending, image);
+        }
+        let old = st.stamp.swap(pending, Ordering::AcqRel);
+        if old != pending {
+            self.txn.lock().stamped.entry(id.0).or_insert(old);
+        }
+        // Readers that validated the old shared frame before the stamp changed keep its bytes,
+        // which their snapshots need; later ones find no frame and decide again.
+        st.shared.store(0, Ordering::Release);
+        // SAFETY: the caller keeps the frame's bytes to itself (claim or exclusive latch).
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(self.frame_bytes(f).as_ptr(), self.page_size) };
+        self.layer.write_page(id, bytes)?;
+        let m = &self.metas[f];
+        m.dirty.store(false, Ordering::Release);
+        self.counters.add(Counter::WriteBack, 1);
+        self.counters.add(Counter::BytesOut, self.page_size as u64);
+        let published = f as u32 + 1;
+        let _ = st.writer.compare_exchange(published, 0, Ordering::AcqRel, Ordering::Acquire);
+        if let AfterStore::Shared = after {
+            m.fill_stamp.store(pending, Ordering::Release);
+            m.set_owner(Owner::Shared);
+            st.shared.store(published, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Abort's store in place: `bytes`, page `id`'s before-image, exactly as the log holds it,
+    /// under the page's exclusive latch; then the page's shared frame is unpublished and its
+    /// stamp restored (docs/design.md, "Abort, in order"). No reader reads the file for a page
+    /// the writer stored (its stamp sent them to the version), so this waits at most for a
+    /// reader mid-decision.
+    pub fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+        let st = self.page_state(id)?;
+        self.lock_page_exclusive(st, id)?;
+        let r = self.layer.restore_page(id, bytes);
+        if r.is_ok() {
+            self.unstamp(id, st);
+        }
+        self.unlock_page_exclusive(st, id);
+        Ok(r?)
+    }
+
+    /// Unpublishes page `id`'s shared frame and gives it back the stamp it had before this
+    /// transaction; the caller holds its page latch exclusively.
+    fn unstamp(&self, id: PageId, st: &PageState) {
+        st.shared.store(0, Ordering::Release);
+        if let Some(old) = self.txn.lock().stamped.remove(&id.0) {
+            st.stamp.store(old, Ordering::Release);
+        }
+    }
+
+    /// The write transaction rolled back (its pages restored with [`Self::restore_page`]): every
+    /// page it stamped and did not restore (pages it allocated) loses its shared frame and gets
+    /// its old stamp back, then its versions are dropped. Call after
+    /// [`Self::discard_writer_frames`].
+    pub fn abort_txn(&self) -> Result<()> {
+        let pages: Vec<u64> = self.txn.lock().stamped.keys().copied().collect();
+        for p in pages {
+            let (id, st) = (PageId(p), self.page_state(PageId(p))?);
+            self.lock_page_exclusive(st, id)?;
+            self.unstamp(id, st);
+            self.unlock_page_exclusive(st, id);
+        }
+        self.versions.drop_commit(self.pending.load(Ordering::Acquire));
+        self.writer_thread.store(0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Drops page `id`'s writer frame without writing it back (the file keeps its bytes).
+    /// Fails with [`BufferError::PagePinned`] if a guard holds it.
+    pub fn discard_writer(&self, id: PageId) -> Result<()> {
+        let Some(st) = self.pages.get(id.0) else { return Ok(()) };
+        let e = st.writer.load(Ordering::Acquire);
+        if e == 0 {
+            return Ok(());
+        }
+        let f = (e - 1) as usize;
+        let m = &self.metas[f];
+        if !m.pins.try_claim() {
+            return Err(BufferError::PagePinned { page: id });
+        }
+        if m.page() == id.0 && m.owner() == Owner::Writer {
+            m.dirty.store(false, Ordering::Release);
+            let _ = st.writer.compare_exchange(e, 0, Ordering::AcqRel, Ordering::Acquire);
+            m.page.store(NO_PAGE, Ordering::Release);
+            m.set_owner(Owner::Shared);
+        }
+        m.pins.release_claim();
+        Ok(())
+    }
+
+    /// Drops every writer frame without writing anything back (abort: the file holds the truth).
+    pub fn discard_writer_frames(&self) -> Result<()> {
+        let pages: Vec<u64> = self
+            .metas
+            .iter()
+            .filter(|m| m.owner() == Owner::Writer)
+            .map(|m| m.page())
+            .filter(|&p| p != NO_PAGE)
+            .collect();
+        pages.into_iter().try_for_each(|p| self.discard_writer(PageId(p)))
+    }
+}

@@ -1,0 +1,187 @@
+//! Old versions of pages, kept in memory for readers whose snapshot predates a change (DESIGN.md
+//! R2, R4): `(page, c) → bytes`, the before-image the writer of commit `c` logged before its
+//! first in-place store of the page, which is the page as of commit `c − 1`.
+//!
+//! A version `(P, c)` is needed by readers with snapshot `s < c`. [`Versions::collect`] frees
+//! those no live reader can need, then, past the byte limit, whole commits in commit order,
+//! raising the **horizon**: every version with `c ≤ horizon` is gone, and a reader with
+//! `s < horizon` that needs one is told its snapshot is too old rather than given other bytes.
+//! The running writer's versions (`c` = the pending commit) are never collected: abort drops
+//! them ([`Versions::drop_commit`]), the commit makes them ordinary.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::sync::Mutex;
+
+/// A page's bytes held in memory: a before-image kept as a version, or a reader's private copy.
+/// Cheap to clone (an `Arc`); immutable.
+#[derive(Clone, Debug)]
+pub struct PageImage {
+    bytes: Arc<[u8]>,
+    offset: usize,
+}
+
+impl PageImage {
+    /// The page is `bytes[offset..]` (a log record's buffer, say, with the record's header
+    /// before the page: no copy is made).
+    ///
+    /// # Panics
+    /// If `offset` is past the end of `bytes` (a caller's bug, not data).
+    pub fn new(bytes: Arc<[u8]>, offset: usize) -> Self {
+        assert!(offset <= bytes.len(), "a page image's offset lies inside its buffer");
+        Self { bytes, offset }
+    }
+
+    /// The page's bytes.
+    pub fn page(&self) -> &[u8] {
+        &self.bytes[self.offset..]
+    }
+
+    /// Bytes of memory this image holds (its whole buffer).
+    pub fn held_bytes(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+}
+
+/// What [`Versions`] holds right now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VersionStats {
+    /// Versions held.
+    pub versions: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Every version of a commit at or below this was freed by the byte limit (0: none).
+    pub horizon: u64,
+}
+
+/// One commit's versions.
+#[derive(Debug, Default)]
+struct CommitVersions {
+    pages: Vec<u64>,
+    bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Each page's versions, by ascending commit.
+    pages: HashMap<u64, Vec<(u64, PageImage)>>,
+    /// Each commit's pages, to free a commit's versions together.
+    commits: BTreeMap<u64, CommitVersions>,
+    bytes: u64,
+    horizon: u64,
+    limit: u64,
+}
+
+impl Inner {
+    /// Frees every version of commit `c`.
+    fn free_commit(&mut self, c: u64) {
+        let Some(cv) = self.commits.remove(&c) else { return };
+        for page in cv.pages {
+            if let Some(v) = self.pages.get_mut(&page) {
+                v.retain(|(vc, _)| *vc != c);
+                if v.is_empty() {
+                    self.pages.remove(&page);
+                }
+            }
+        }
+        self.bytes -= cv.bytes;
+    }
+}
+
+/// The version store (see the module's notes).
+#[derive(Debug)]
+pub struct Versions {
+    inner: Mutex<Inner>,
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Self::new(u64::MAX)
+    }
+}
+
+/// A version a snapshot needs is gone: freed by the byte limit (or never kept).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooOld {
+    /// The horizon when the version was looked for.
+    pub horizon: u64,
+}
+
+impl Versions {
+    /// An empty store whose committed versions are bounded by `limit_bytes`.
+    pub fn new(limit_bytes: u64) -> Self {
+        Self { inner: Mutex::new(Inner { limit: limit_bytes, ..Inner::default() }) }
+    }
+
+    /// Sets the bound on committed versions' bytes (applied at the next [`Self::collect`]).
+    pub fn set_limit(&self, limit_bytes: u64) {
+        self.inner.lock().limit = limit_bytes;
+    }
+
+    /// Keeps `image` as the version of `page` superseded by commit `c` (the pending commit:
+    /// greater than every commit of a version already held).
+    pub fn insert(&self, page: u64, c: u64, image: PageImage) {
+        let mut g = self.inner.lock();
+        let bytes = image.held_bytes();
+        g.bytes += bytes;
+        let v = g.pages.entry(page).or_default();
+        debug_assert!(
+            v.last().is_none_or(|(last, _)| *last < c),
+            "one version per page and commit"
+        );
+        v.push((c, image));
+        let cv = g.commits.entry(c).or_default();
+        cv.pages.push(page);
+        cv.bytes += bytes;
+    }
+
+    /// `page` as of commit `s`: the version with the smallest commit above `s`.
+    pub fn find(&self, page: u64, s: u64) -> Result<PageImage, TooOld> {
+        let g = self.inner.lock();
+        let horizon = g.horizon;
+        if s < horizon {
+            return Err(TooOld { horizon });
+        }
+        let found = g.pages.get(&page).and_then(|v| v.iter().find(|(c, _)| *c > s));
+        found.map(|(_, img)| img.clone()).ok_or(TooOld { horizon })
+    }
+
+    /// Drops every version of commit `c` (an aborted transaction's).
+    pub fn drop_commit(&self, c: u64) {
+        self.inner.lock().free_commit(c);
+    }
+
+    /// Frees what no reader can need — every version of a commit at or below `needed_above`
+    /// (the oldest live snapshot, or the last commit if no reader is live) — then, while the
+    /// versions of commits at or below `committed` pass the byte limit, whole commits oldest
+    /// first, raising the horizon. The pending commit's versions (above `committed`) stay.
+    pub fn collect(&self, needed_above: u64, committed: u64) {
+        let mut g = self.inner.lock();
+        let unneeded = needed_above.min(committed);
+        while let Some((&c, _)) = g.commits.first_key_value()
+            && c <= unneeded
+        {
+            g.free_commit(c);
+        }
+        loop {
+            let committed_bytes: u64 = g.commits.range(..=committed).map(|(_, v)| v.bytes).sum();
+            if committed_bytes <= g.limit {
+                break;
+            }
+            let Some((&c, _)) = g.commits.first_key_value() else { break };
+            g.free_commit(c);
+            g.horizon = g.horizon.max(c);
+        }
+    }
+
+    /// What the store holds.
+    pub fn stats(&self) -> VersionStats {
+        let g = self.inner.lock();
+        VersionStats {
+            versions: g.pages.values().map(|v| v.len() as u64).sum(),
+            bytes: g.bytes,
+            horizon: g.horizon,
+        }
+    }
+}

@@ -36,7 +36,23 @@
 //! What it is not: there are no indexes (rows are found by scans or by their [`RowId`]), no SQL,
 //! and one writer at a time.
 //!
-//! Invariants (DESIGN.md rules 1–6):
+//! # Cargo features
+//!
+//! | feature | what it compiles in |
+//! |---------|---------------------|
+//! | `pread` | [`Layer::Pread`]: `pread`/`pwrite` between the file and the buffer pool's frames |
+//! | `se1`   | [`Layer::Se1`]: `memcpy` between a mapping of the file and the frames |
+//! | `se2`   | [`Layer::Se2`]: reads point into the mapping; a page is copied only before a change |
+//!
+//! All three are on by default. A build compiles in exactly the layers its features name, and
+//! [`Builder::layer`] defaults to the best of them ([`Layer::best_compiled`]: SE2, else SE1, else
+//! pread); asking for a layer the build left out is the typed error [`Error::Storage`] holding
+//! `StorageError::LayerNotCompiled`, never a panic. A build with none (`default-features = false`
+//! and no layer named) fails with a `compile_error!` naming the features. The on-disk format does
+//! not depend on the layer: a database written with one opens with any other.
+//!
+//! Invariants (rules 1–6 of the project's design; `docs/design.md` in the repository records how
+//! the engine keeps them):
 //! 1. No byte of a page that existed when the write transaction began is stored into the file,
 //!    its mapping or the page cache before the page's before-image is persisted in the log.
 //! 2. A transaction commits only after every page it changed is persisted in place.
@@ -48,11 +64,17 @@
 //! 6. A failure during commit, abort, recovery or any persist poisons the database until reopen.
 //!
 //! Isolation: serializable, by exclusion — the write transaction excludes readers for its whole
-//! life (DESIGN.md's first concurrency step). [`Database`] is `Send + Sync`; [`ReadTxn`] is `Sync`
-//! (parallel scan workers borrow it) but not `Send`; [`WriteTxn`] is neither moved nor shared
-//! across threads except by its parallel scans.
+//! life (the first concurrency version; `docs/design.md`, "Concurrency"). [`Database`] is
+//! `Send + Sync`; [`ReadTxn`] is `Sync` (parallel scan workers borrow it) but not `Send`;
+//! [`WriteTxn`] is neither moved nor shared across threads except by its parallel scans.
 
 #![forbid(unsafe_code)]
+
+#[cfg(not(any(feature = "pread", feature = "se1", feature = "se2")))]
+compile_error!(
+    "nvpage needs at least one file layer: enable the Cargo feature `pread`, `se1` or `se2` \
+     (with `default-features = false`, name one, e.g. `features = [\"se1\"]`)"
+);
 
 mod catalog;
 mod check;

@@ -7,10 +7,15 @@
 //! - [`header`]: the data file's header page (magic, version, page size, page count, UUID).
 //! - [`FileLayer`]: the seam the buffer manager works through, with [`Layer::Pread`],
 //!   [`Layer::Se1`] and [`Layer::Se2`] behind it, chosen at run time by [`OpenOptions`] among those
-//!   compiled in by the Cargo features `pread`, `se1`, `se2`.
+//!   compiled in by the Cargo features `pread`, `se1`, `se2` (all default).
 //! - [`persist`]: DAX, emulated NVM, `msync`, `fdatasync` — chosen per file at open.
 //! - [`RawFile`]: a locked, optionally mapped file, shared by the data file and the log.
 //! - `sim` (feature `sim`): the power-loss and fault simulator.
+//!
+//! Everything but the three layers builds without a layer feature: the log (`nvpage-wal`) uses
+//! only [`RawFile`] and persistence, so it turns no layer on and the layers stay the choice of
+//! whoever builds the engine. With no layer compiled in, [`OpenOptions`] refuses every layer with
+//! [`StorageError::LayerNotCompiled`]; the engine, `nvpage`, is what refuses to build without one.
 //!
 //! What it is not: it has no cache, no transactions and no log. It does not order writes for
 //! callers: a page handed to [`FileLayer::write_page`] may reach the medium at any moment, so
@@ -24,12 +29,6 @@
 //! - Every page read is verified (checksum and id) the first time after open.
 //! - A failed persist poisons the file until it is reopened; nothing pretends data is safe.
 
-#![cfg_attr(not(any(feature = "pread", feature = "se1", feature = "se2")), allow(unused))]
-
-#[cfg(not(any(feature = "pread", feature = "se1", feature = "se2")))]
-compile_error!(
-    "nvpage-storage needs at least one file layer: enable a Cargo feature `pread`, `se1` or `se2`"
-);
 #[cfg(not(unix))]
 compile_error!("nvpage-storage supports Unix (Linux on x86_64 is the target)");
 #[cfg(not(target_pointer_width = "64"))]

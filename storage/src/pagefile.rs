@@ -149,6 +149,7 @@ impl PageFile {
     }
 
     /// Checks a page's bytes the first time it is read after open.
+    #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
     pub(crate) fn verify_once(&self, id: PageId, bytes: &[u8]) -> Result<()> {
         if self.verified.contains(id.0) {
             return Ok(());
@@ -159,11 +160,13 @@ impl PageFile {
     }
 
     /// Whether page `id` has been verified (or written) since open.
+    #[cfg(feature = "se2")]
     pub(crate) fn is_verified(&self, id: PageId) -> bool {
         self.verified.contains(id.0)
     }
 
     /// Records that this handle wrote page `id` (sealed), so it needs no check when read.
+    #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
     pub(crate) fn mark_written(&self, id: PageId) {
         self.verified.insert(id.0);
     }

@@ -4,8 +4,6 @@
 //! The stripes make this module's safe API sound on its own. The buffer manager, which reads SE2
 //! pages in place through raw pointers, keeps its own page latches for the same purpose.
 
-#![cfg_attr(not(any(feature = "se1", feature = "se2")), allow(dead_code))]
-
 use std::ptr::NonNull;
 
 use parking_lot::RwLock;
@@ -117,6 +115,7 @@ impl MappedPages {
     }
 
     /// The page's address, after verifying the page on its first use.
+    #[cfg(feature = "se2")]
     pub(super) fn pointer(&self, id: PageId) -> Result<NonNull<u8>> {
         self.file.check_id(id)?;
         // The hot path of SE2: a page verified once is handed out without taking a latch (the
@@ -128,6 +127,7 @@ impl MappedPages {
     }
 
     /// Runs `f` on the page's bytes in the mapping under the stripe's shared latch.
+    #[cfg(feature = "se2")]
     pub(super) fn in_place(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()> {
         self.file.check_id(id)?;
         let _shared = self.stripe(id).read();

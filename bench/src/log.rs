@@ -24,15 +24,15 @@ use nvpage_wal::layout::DATA_OFFSET;
 use nvpage_wal::{CreateOptions, Framing, Log, Prefill, Uuid, WalError};
 use serde::{Deserialize, Serialize};
 
+use crate::dirs::{MediaDirs, check_dir, check_medium};
+
 /// Arguments of `nvpage-bench log`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LogArgs {
-    /// A directory on tmpfs.
-    #[arg(long, default_value = "/dev/shm")]
-    pub tmpfs_dir: PathBuf,
-    /// A directory on a disk file system (ext4 here).
-    #[arg(long, default_value = "/var/tmp")]
-    pub disk_dir: PathBuf,
+    /// Where the logs live (`--disk-dir` and `--tmpfs-dir`, this benchmark's former spelling,
+    /// are hidden aliases).
+    #[command(flatten)]
+    pub dirs: MediaDirs,
     /// Small appends per thread (at most; each row also stops after `--row-seconds`).
     #[arg(long, default_value_t = 200_000)]
     pub appends: u64,
@@ -111,7 +111,7 @@ impl Medium {
     }
 
     fn dir(self, args: &LogArgs) -> &Path {
-        if self == Medium::Disk { &args.disk_dir } else { &args.tmpfs_dir }
+        if self == Medium::Disk { &args.dirs.dir_disk } else { &args.dirs.dir_tmpfs }
     }
 
     fn persistence(self) -> PersistRequest {
@@ -155,6 +155,11 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
     }
     if media.is_empty() {
         media = Medium::ALL.to_vec();
+    }
+    for &m in &media {
+        let flag = if m == Medium::Disk { "--dir-disk" } else { "--dir-tmpfs" };
+        check_dir(m.dir(args), flag)?;
+        check_medium(m.dir(args), m != Medium::Disk, flag)?;
     }
     let mut rows = Vec::new();
     for m in media {
@@ -478,10 +483,10 @@ fn pmdk_rows_via_child(args: &LogArgs, m: Medium) -> Vec<LogRow> {
     let out = std::process::Command::new(exe)
         .env("PMEM_IS_PMEM_FORCE", force)
         .args(["log", "--pmdk-child", m.name()])
-        .arg("--tmpfs-dir")
-        .arg(&args.tmpfs_dir)
-        .arg("--disk-dir")
-        .arg(&args.disk_dir)
+        .arg("--dir-tmpfs")
+        .arg(&args.dirs.dir_tmpfs)
+        .arg("--dir-disk")
+        .arg(&args.dirs.dir_disk)
         .args(["--appends", &args.appends.to_string()])
         .args(["--row-seconds", &args.row_seconds.to_string()])
         .args(["--pools", &args.pools.to_string(), "--pool-mib", &args.pool_mib.to_string()])

@@ -15,6 +15,7 @@ use super::load::{self, TableLoad};
 use super::queries::{Query, QueryResult};
 use crate::BoxError;
 use crate::cputime::CpuTimes;
+use crate::dirs::check_medium;
 use crate::machine::Machine;
 
 /// The smallest pool, whatever the fraction: 64 pages of 8 KiB.
@@ -441,6 +442,8 @@ pub fn mem_read_bandwidth() -> f64 {
 fn run_postgres(ctx: &mut Ctx<'_>, loads: &mut Vec<LoadRecord>) -> Result<(), BoxError> {
     use super::postgres::{Server, compare};
     let cfg = ctx.cfg;
+    // Its rows are labelled "disk", whether or not nvpage ran there too.
+    check_medium(&cfg.dir_disk, false, "--dir-disk")?;
     let server = Server::start(&cfg.dir_disk, 128 << 10)?;
     let durability = format!(
         "{}: fsync on, WAL flushed at commit on disk: survives power loss",

@@ -25,6 +25,7 @@ use nvpage_wal::{CreateOptions, Framing, Log, Prefill, Uuid, WalError};
 use serde::{Deserialize, Serialize};
 
 use crate::dirs::{MediaDirs, check_dir, check_medium};
+use crate::machine::Machine;
 
 /// Arguments of `nvpage-bench log`.
 #[derive(Debug, Clone, clap::Args)]
@@ -161,6 +162,9 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
         check_dir(m.dir(args), flag)?;
         check_medium(m.dir(args), m != Medium::Disk, flag)?;
     }
+    // Read before the runs: the summary's load average is the one at the start.
+    let machine = Machine::detect();
+    println!("{}", machine.summary());
     let mut rows = Vec::new();
     for m in media {
         let scratch = tempfile::tempdir_in(m.dir(args))?;
@@ -197,8 +201,7 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
     }
     print_table(&rows);
     if let Some(path) = &args.json {
-        let machine = crate::machine::Machine::detect().summary();
-        let doc = serde_json::json!({ "machine": machine, "rows": rows });
+        let doc = serde_json::json!({ "machine": machine.summary(), "rows": rows });
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
     }
     Ok(())

@@ -343,6 +343,8 @@ impl Ctx<'_> {
 
 /// Runs the whole matrix of `cfg` and returns the report (nothing printed but progress).
 pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
+    // Read before anything runs: its load average is labelled as the one at the start.
+    let machine = Machine::detect();
     let mut notes = vec![
         "cold on disk: empty pool, mappings dropped (database closed and reopened), data file \
          evicted from the OS page cache (fsync + POSIX_FADV_DONTNEED)"
@@ -418,7 +420,7 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
     }
     let results = ctx.checker.answers();
     Ok(Report {
-        machine: Machine::detect(),
+        machine,
         config: ConfigOut { options: cfg.clone(), loads, mem_read_gb_per_s, notes },
         runs: ctx.runs,
         results,

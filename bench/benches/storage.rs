@@ -1,6 +1,7 @@
 //! Criterion benches of the file layers (issue 2): read a page, write a page back, and write a
-//! page back durably, per layer, on a disk directory (the system temp dir) and on tmpfs
-//! (`/dev/shm`, emulated NVM for the mapped layers), over a small file of random pages.
+//! page back durably, per layer, on a disk directory (`/var/tmp`, the benchmarks' one default:
+//! see `nvpage_bench::dirs`) and on tmpfs (`/dev/shm`, emulated NVM for the mapped layers), over
+//! a small file of random pages.
 //!
 //! Every benchmark id names the layer, the medium and the persistence mode, e.g.
 //! `write_page/se1/tmpfs/emulated-nvm`. The sequential-pass comparison with memory bandwidth is
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use nvpage::storage::{FileLayer, Layer, PageSize};
+use nvpage_bench::dirs::{DEFAULT_DIR_DISK, DEFAULT_DIR_TMPFS};
 use nvpage_bench::storage::MediumKind;
 use nvpage_bench::storage::fixture::{Scratch, build, fill_page};
 use nvpage_bench::storage::random::{PageIds, read_one};
@@ -21,8 +23,8 @@ use nvpage_bench::storage::seq;
 const FILE_BYTES: u64 = 16 << 20;
 
 fn media() -> Vec<(MediumKind, PathBuf)> {
-    let mut m = vec![(MediumKind::Disk, std::env::temp_dir())];
-    let shm = Path::new("/dev/shm");
+    let mut m = vec![(MediumKind::Disk, PathBuf::from(DEFAULT_DIR_DISK))];
+    let shm = Path::new(DEFAULT_DIR_TMPFS);
     if shm.is_dir() {
         m.push((MediumKind::Tmpfs, shm.to_path_buf()));
     }

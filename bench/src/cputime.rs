@@ -4,7 +4,8 @@
 //! same two counters (fields 14 `utime` and 15 `stime`) in clock ticks of `USER_HZ`, which Linux
 //! fixes at 100 for everything it exports in `/proc`. Resolution is therefore 10 ms, and the split
 //! between user and system time is sampled per tick by the kernel: a measured interval should last
-//! a few hundred milliseconds, and shares are best pooled over several runs.
+//! a few hundred milliseconds, and shares are best pooled over several runs. The same parsers
+//! read other processes' `/proc/<pid>/stat` (PostgreSQL's backends and postmaster).
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -35,6 +36,14 @@ impl CpuTimes {
         CpuTimes {
             user_ticks: self.user_ticks.saturating_sub(earlier.user_ticks),
             sys_ticks: self.sys_ticks.saturating_sub(earlier.sys_ticks),
+        }
+    }
+
+    /// The sum of two CPU times (of two processes, say).
+    pub fn plus(self, other: CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user_ticks: self.user_ticks + other.user_ticks,
+            sys_ticks: self.sys_ticks + other.sys_ticks,
         }
     }
 
@@ -83,6 +92,17 @@ pub fn parse_stat(stat: &str) -> Option<CpuTimes> {
     Some(CpuTimes { user_ticks, sys_ticks })
 }
 
+/// Parses the CPU time of the reaped children from the contents of `/proc/<pid>/stat`: fields
+/// 16 `cutime` and 17 `cstime`, which the kernel adds each child's whole CPU time (and that of
+/// the children it reaped in turn) to at the moment the process reaps it, never before.
+pub fn parse_stat_reaped(stat: &str) -> Option<CpuTimes> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace().skip(13);
+    let user_ticks = fields.next()?.parse().ok()?;
+    let sys_ticks = fields.next()?.parse().ok()?;
+    Some(CpuTimes { user_ticks, sys_ticks })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +112,9 @@ mod tests {
         let stat = "4242 (my (odd) cmd) R 1 4242 4242 0 -1 4194304 1234 0 5 0 \
                     731 42 0 0 20 0 1 0 12345 1000000 250 18446744073709551615";
         assert_eq!(parse_stat(stat), Some(CpuTimes { user_ticks: 731, sys_ticks: 42 }));
+        assert_eq!(parse_stat_reaped(stat), Some(CpuTimes { user_ticks: 0, sys_ticks: 0 }));
+        let stat = "7 (postgres) S 1 7 7 0 -1 4194560 99 0 0 0 5 3 1200 340 20 0 1 0 56254";
+        assert_eq!(parse_stat_reaped(stat), Some(CpuTimes { user_ticks: 1200, sys_ticks: 340 }));
     }
 
     #[test]

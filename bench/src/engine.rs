@@ -20,6 +20,7 @@ use nvpage::{Column, ColumnType, Database, Layer, PersistRequest, ReadOps, Schem
 use serde::Serialize;
 
 use crate::BoxError;
+use crate::dirs::{MediaDirs, check_dir};
 use crate::machine::Machine;
 use crate::stats::summarize;
 
@@ -32,12 +33,9 @@ pub struct EngineArgs {
     /// Media, comma-separated: `disk`, `tmpfs` (emulated NVM: cache-line persistence forced).
     #[arg(long, value_delimiter = ',', default_value = "disk,tmpfs")]
     pub media: Vec<String>,
-    /// Directory for the disk databases (must not be tmpfs) [default: the working directory].
-    #[arg(long)]
-    pub dir_disk: Option<PathBuf>,
-    /// Directory for the tmpfs databases.
-    #[arg(long, default_value = "/dev/shm")]
-    pub dir_tmpfs: PathBuf,
+    /// Where the databases live.
+    #[command(flatten)]
+    pub dirs: MediaDirs,
     /// Single-row transactions per run (on disk each costs a device flush or two).
     #[arg(long, default_value_t = 200)]
     pub commits: usize,
@@ -83,12 +81,24 @@ fn open(
     log_bytes: u64,
 ) -> Result<Database, BoxError> {
     let persistence = if tmpfs { PersistRequest::CacheLine } else { PersistRequest::Auto };
-    Ok(Database::builder()
+    let db = Database::builder()
         .layer(layer)
         .persistence(persistence)
         .pool_bytes(pool_bytes)
         .log_bytes(log_bytes)
-        .open(dir)?)
+        .open(dir)?;
+    // A figure labelled "disk" must not come from memory.
+    let medium = db.durability().medium;
+    if medium.is_memory() != tmpfs {
+        let (want, flag) = if tmpfs { ("tmpfs", "--dir-tmpfs") } else { ("disk", "--dir-disk") };
+        return Err(format!(
+            "{} is on {}, not on {want}: choose another directory with {flag}",
+            dir.display(),
+            medium.name()
+        )
+        .into());
+    }
+    Ok(db)
 }
 
 fn insert_row(
@@ -181,8 +191,10 @@ fn recovery(dir: &Path, layer: Layer, tmpfs: bool, mib: u64) -> Result<f64, BoxE
 
 fn medium_dir(args: &EngineArgs, medium: &str) -> Result<PathBuf, BoxError> {
     match medium {
-        "disk" => Ok(args.dir_disk.clone().unwrap_or(std::env::current_dir()?)),
-        "tmpfs" => Ok(args.dir_tmpfs.clone()),
+        "disk" => check_dir(&args.dirs.dir_disk, "--dir-disk").map(|()| args.dirs.dir_disk.clone()),
+        "tmpfs" => {
+            check_dir(&args.dirs.dir_tmpfs, "--dir-tmpfs").map(|()| args.dirs.dir_tmpfs.clone())
+        }
         m => Err(format!("unknown medium {m:?}: expected disk or tmpfs").into()),
     }
 }

@@ -6,14 +6,16 @@
 //! - [`storage`]: the file layers against each other and against the machine (issue 2).
 //! - [`tpch`]: the TPC-H query-time comparison across layers, media, pool sizes, cold and warm
 //!   (issue 6).
-//! - [`cputime`], [`machine`], [`memory`], [`report`], [`stats`]: what every benchmark shares —
-//!   CPU time, machine facts, memory baselines, tables and JSON, medians.
+//! - [`cputime`], [`dirs`], [`machine`], [`memory`], [`report`], [`stats`]: what every benchmark
+//!   shares — CPU time, the disk and tmpfs directories, machine facts, memory baselines, tables
+//!   and JSON, medians.
 //!
 //! What it is not: a test suite. Nothing here asserts on a time.
 
 #![forbid(unsafe_code)]
 
 pub mod cputime;
+pub mod dirs;
 pub mod engine;
 pub mod log;
 pub mod machine;

@@ -24,15 +24,16 @@ use nvpage_wal::layout::DATA_OFFSET;
 use nvpage_wal::{CreateOptions, Framing, Log, Prefill, Uuid, WalError};
 use serde::{Deserialize, Serialize};
 
+use crate::dirs::{MediaDirs, check_dir, check_medium};
+use crate::machine::Machine;
+
 /// Arguments of `nvpage-bench log`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LogArgs {
-    /// A directory on tmpfs.
-    #[arg(long, default_value = "/dev/shm")]
-    pub tmpfs_dir: PathBuf,
-    /// A directory on a disk file system (ext4 here).
-    #[arg(long, default_value = "/var/tmp")]
-    pub disk_dir: PathBuf,
+    /// Where the logs live (`--disk-dir` and `--tmpfs-dir`, this benchmark's former spelling,
+    /// are hidden aliases).
+    #[command(flatten)]
+    pub dirs: MediaDirs,
     /// Small appends per thread (at most; each row also stops after `--row-seconds`).
     #[arg(long, default_value_t = 200_000)]
     pub appends: u64,
@@ -111,7 +112,7 @@ impl Medium {
     }
 
     fn dir(self, args: &LogArgs) -> &Path {
-        if self == Medium::Disk { &args.disk_dir } else { &args.tmpfs_dir }
+        if self == Medium::Disk { &args.dirs.dir_disk } else { &args.dirs.dir_tmpfs }
     }
 
     fn persistence(self) -> PersistRequest {
@@ -156,6 +157,14 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
     if media.is_empty() {
         media = Medium::ALL.to_vec();
     }
+    for &m in &media {
+        let flag = if m == Medium::Disk { "--dir-disk" } else { "--dir-tmpfs" };
+        check_dir(m.dir(args), flag)?;
+        check_medium(m.dir(args), m != Medium::Disk, flag)?;
+    }
+    // Read before the runs: the summary's load average is the one at the start.
+    let machine = Machine::detect();
+    println!("{}", machine.summary());
     let mut rows = Vec::new();
     for m in media {
         let scratch = tempfile::tempdir_in(m.dir(args))?;
@@ -192,8 +201,7 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
     }
     print_table(&rows);
     if let Some(path) = &args.json {
-        let machine = crate::machine::Machine::detect().summary();
-        let doc = serde_json::json!({ "machine": machine, "rows": rows });
+        let doc = serde_json::json!({ "machine": machine.summary(), "rows": rows });
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
     }
     Ok(())
@@ -478,10 +486,10 @@ fn pmdk_rows_via_child(args: &LogArgs, m: Medium) -> Vec<LogRow> {
     let out = std::process::Command::new(exe)
         .env("PMEM_IS_PMEM_FORCE", force)
         .args(["log", "--pmdk-child", m.name()])
-        .arg("--tmpfs-dir")
-        .arg(&args.tmpfs_dir)
-        .arg("--disk-dir")
-        .arg(&args.disk_dir)
+        .arg("--dir-tmpfs")
+        .arg(&args.dirs.dir_tmpfs)
+        .arg("--dir-disk")
+        .arg(&args.dirs.dir_disk)
         .args(["--appends", &args.appends.to_string()])
         .args(["--row-seconds", &args.row_seconds.to_string()])
         .args(["--pools", &args.pools.to_string(), "--pool-mib", &args.pool_mib.to_string()])

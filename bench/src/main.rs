@@ -50,3 +50,37 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use nvpage_bench::dirs::MediaDirs;
+
+    use super::*;
+
+    fn dirs(argv: &[&str]) -> MediaDirs {
+        let cli = Cli::try_parse_from(std::iter::once("nvpage-bench").chain(argv.iter().copied()))
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        match cli.command {
+            Command::Storage(a) => a.dirs,
+            Command::Log(a) => a.dirs,
+            Command::Tpch(a) => a.dirs,
+            Command::Engine(a) => a.dirs,
+        }
+    }
+
+    #[test]
+    fn every_benchmark_takes_the_same_directory_options_with_the_same_defaults() {
+        for sub in ["storage", "log", "tpch", "engine"] {
+            let d = dirs(&[sub]);
+            assert_eq!(d.dir_disk, Path::new("/var/tmp"), "{sub}");
+            assert_eq!(d.dir_tmpfs, Path::new("/dev/shm"), "{sub}");
+            let d = dirs(&[sub, "--dir-disk", "/d", "--dir-tmpfs", "/t"]);
+            assert_eq!(
+                (d.dir_disk.as_path(), d.dir_tmpfs.as_path()),
+                (Path::new("/d"), Path::new("/t"))
+            );
+        }
+    }
+}

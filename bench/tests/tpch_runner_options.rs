@@ -27,6 +27,9 @@ fn defaults_are_the_documented_matrix() {
     assert_eq!(cfg.layers, nvpage::Layer::compiled());
     assert!(cfg.cold && cfg.warm);
     assert_eq!(cfg.threads, std::thread::available_parallelism().unwrap().get());
+    // On a disk wherever the command is run (see `nvpage_bench::dirs`), and the usual tmpfs.
+    assert_eq!(cfg.dir_disk, std::path::Path::new("/var/tmp"));
+    assert_eq!(cfg.dir_tmpfs, std::path::Path::new("/dev/shm"));
 }
 
 #[test]
@@ -86,7 +89,7 @@ fn bad_values_are_clear_errors() {
 fn a_missing_directory_is_an_error_naming_it() {
     let a = parse(&["--media", "disk", "--dir-disk", "/no/such/dir/nvpage"]).unwrap();
     let err = Config::from_args(&a).unwrap_err().to_string();
-    assert!(err.contains("/no/such/dir/nvpage"), "{err}");
+    assert!(err.contains("/no/such/dir/nvpage") && err.contains("--dir-disk"), "{err}");
     // The tmpfs directory is only checked when tmpfs is asked for.
     let a = parse(&["--media", "disk", "--dir-tmpfs", "/no/such/dir"]).unwrap();
     assert!(Config::from_args(&a).is_ok());

@@ -6,6 +6,8 @@ use clap::ValueEnum;
 use nvpage::storage::{Layer, PageSize};
 use serde::Serialize;
 
+use crate::dirs::MediaDirs;
+
 /// Where a file under test lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,12 +44,10 @@ pub enum Prefault {
 /// Options of `nvpage-bench storage`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct StorageArgs {
-    /// Directory on a real disk for the disk runs [default: the system temp dir, else ./target]
-    #[arg(long, value_name = "PATH")]
-    pub dir_disk: Option<PathBuf>,
-    /// Directory on tmpfs for the tmpfs (emulated NVM) runs; skipped with a note if missing
-    #[arg(long, value_name = "PATH", default_value = "/dev/shm")]
-    pub dir_tmpfs: PathBuf,
+    /// Where the files under test live (a missing tmpfs directory skips the tmpfs runs, with a
+    /// note).
+    #[command(flatten)]
+    pub dirs: MediaDirs,
     /// Size of the file for the sequential passes, in MiB
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub size_mib: u64,
@@ -102,8 +102,8 @@ fn names(layers: &[Layer]) -> String {
 /// Validated options.
 #[derive(Clone, Debug, Serialize)]
 pub struct Config {
-    /// Directory for the disk runs, if asked for (`None`: pick the default).
-    pub dir_disk: Option<PathBuf>,
+    /// Directory for the disk runs.
+    pub dir_disk: PathBuf,
     /// Directory for the tmpfs runs.
     pub dir_tmpfs: PathBuf,
     /// Bytes of the sequential file (whole pages).
@@ -175,8 +175,8 @@ impl Config {
             return Err("--media names no medium: expected disk, tmpfs or both".into());
         }
         Ok(Self {
-            dir_disk: a.dir_disk.clone(),
-            dir_tmpfs: a.dir_tmpfs.clone(),
+            dir_disk: a.dirs.dir_disk.clone(),
+            dir_tmpfs: a.dirs.dir_tmpfs.clone(),
             seq_bytes: whole(a.size_mib, "--size-mib")?,
             random_bytes: whole(a.random_mib, "--random-mib")?,
             page_size,

@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use nvpage::storage::{Layer, Medium, OpenOptions, PageId, PageSize, PersistRequest};
+use nvpage::storage::{Layer, OpenOptions, PageId, PageSize, PersistRequest};
 use tempfile::TempDir;
 
 use super::args::MediumKind;
 use crate::BoxError;
+use crate::dirs::check_medium;
 use crate::memory::sum_words;
 
 /// A directory of test files on one medium, removed when dropped.
@@ -23,24 +24,9 @@ impl Scratch {
     /// Creates a scratch directory inside `parent` and checks, with a probe page file, that it
     /// lies on the medium asked for: a disk directory must not be memory, a tmpfs one must be.
     pub fn new(kind: MediumKind, parent: &Path) -> Result<Self, BoxError> {
+        let flag = format!("--dir-{}", kind.name());
+        check_medium(parent, kind == MediumKind::Tmpfs, &flag)?;
         let dir = tempfile::Builder::new().prefix("nvpage-bench-").tempdir_in(parent)?;
-        let probe = dir.path().join("probe");
-        let found = OpenOptions::new(first_layer()).create(&probe)?.file().durability().medium;
-        std::fs::remove_file(&probe)?;
-        let ok = match kind {
-            MediumKind::Disk => found == Medium::Disk,
-            MediumKind::Tmpfs => found.is_memory(),
-        };
-        if !ok {
-            return Err(format!(
-                "{} is on {}, not on {}: choose another directory with --dir-{}",
-                parent.display(),
-                found.name(),
-                kind.name(),
-                kind.name()
-            )
-            .into());
-        }
         Ok(Self { kind, dir })
     }
 

@@ -21,6 +21,7 @@ pub use self::args::{Config, MediumKind, Prefault, StorageArgs};
 use self::fixture::Scratch;
 use crate::BoxError;
 use crate::cputime::{CpuTimes, timed};
+use crate::dirs::check_dir;
 use crate::machine::Machine;
 use crate::memory::MemBuffers;
 use crate::report::{MEM_READ, Report, Sample, Subject, Unit, summarize_rows, table};
@@ -121,24 +122,10 @@ fn prepare(cfg: &Config, notes: &mut Vec<String>) -> Result<Vec<Site>, BoxError>
     Ok(sites)
 }
 
-/// The disk directory: the one given, else the system temp dir, else `./target`, whichever is
-/// first on a real disk.
+/// The disk directory (`--dir-disk`, by default `/var/tmp`), checked to be on a disk.
 fn disk_scratch(cfg: &Config) -> Result<Scratch, BoxError> {
-    if let Some(dir) = &cfg.dir_disk {
-        return Scratch::new(MediumKind::Disk, dir);
-    }
-    let target = PathBuf::from("target");
-    let mut errors = Vec::new();
-    for dir in [std::env::temp_dir(), target] {
-        if std::fs::create_dir_all(&dir).is_err() {
-            continue;
-        }
-        match Scratch::new(MediumKind::Disk, &dir) {
-            Ok(s) => return Ok(s),
-            Err(e) => errors.push(e.to_string()),
-        }
-    }
-    Err(format!("no default directory is on a disk ({}); use --dir-disk", errors.join("; ")).into())
+    check_dir(&cfg.dir_disk, "--dir-disk")?;
+    Scratch::new(MediumKind::Disk, &cfg.dir_disk)
 }
 
 struct Bench<'a> {

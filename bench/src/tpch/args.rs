@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::queries::Query;
 use crate::BoxError;
+use crate::dirs::{MediaDirs, check_dir};
 
 /// Where a database lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum, Serialize)]
@@ -43,12 +44,9 @@ pub struct TpchArgs {
     /// Media, comma-separated: disk, tmpfs (emulated NVM)
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "disk,tmpfs")]
     pub media: Vec<Medium>,
-    /// Directory for the disk databases (must not be tmpfs) [default: the working directory]
-    #[arg(long, value_name = "PATH")]
-    pub dir_disk: Option<PathBuf>,
-    /// Directory for the tmpfs databases (must be tmpfs or ramfs)
-    #[arg(long, value_name = "PATH", default_value = "/dev/shm")]
-    pub dir_tmpfs: PathBuf,
+    /// Where the databases (and `--with-postgres`'s server, on the disk) live.
+    #[command(flatten)]
+    pub dirs: MediaDirs,
     /// Buffer pool sizes as fractions of the data file, comma-separated (each in (0, 4])
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "1.0,0.1",
           value_parser = parse_fraction)]
@@ -75,7 +73,8 @@ pub struct TpchArgs {
     /// Draw the query times as an SVG chart to PATH
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
-    /// Also run PostgreSQL (a throwaway server as an unprivileged user) on the same data
+    /// Also run PostgreSQL on the same data (a throwaway server in --dir-disk, as an
+    /// unprivileged user)
     #[arg(long)]
     pub with_postgres: bool,
     /// No progress bars
@@ -180,16 +179,13 @@ impl Config {
         }
         let queries =
             if args.queries.is_empty() { Query::ALL.to_vec() } else { dedup(&args.queries) };
-        let dir_disk = match &args.dir_disk {
-            Some(d) => d.clone(),
-            None => std::env::current_dir()?,
-        };
-        for (m, d) in [(Medium::Disk, &dir_disk), (Medium::Tmpfs, &args.dir_tmpfs)] {
-            if media.contains(&m) && !d.is_dir() {
-                return Err(
-                    format!("the {} directory {} does not exist", m.name(), d.display()).into()
-                );
-            }
+        let MediaDirs { dir_disk, dir_tmpfs } = args.dirs.clone();
+        // PostgreSQL's server lives in the disk directory whatever the media.
+        if media.contains(&Medium::Disk) || args.with_postgres {
+            check_dir(&dir_disk, "--dir-disk")?;
+        }
+        if media.contains(&Medium::Tmpfs) {
+            check_dir(&dir_tmpfs, "--dir-tmpfs")?;
         }
         let threads = match args.threads {
             Some(n) => n as usize,
@@ -204,7 +200,7 @@ impl Config {
             layers,
             media,
             dir_disk,
-            dir_tmpfs: args.dir_tmpfs.clone(),
+            dir_tmpfs,
             pool_fractions,
             runs: args.runs,
             threads,

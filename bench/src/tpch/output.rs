@@ -152,8 +152,8 @@ pub fn load_table(loads: &[LoadRecord]) -> Table {
             right(l.rows.to_string()),
             right(format!("{:.2}", l.seconds)),
             right(format!("{:.0}", l.rows_per_s)),
-            right(format!("{:.2}", l.user_ms / 1e3)),
-            right(format!("{:.2}", l.sys_ms / 1e3)),
+            right(l.user_ms.map_or("-".into(), |v| format!("{:.2}", v / 1e3))),
+            right(l.sys_ms.map_or("-".into(), |v| format!("{:.2}", v / 1e3))),
             right(format!("{:.1}", l.data_bytes as f64 / (1 << 20) as f64)),
             Cell::new(&l.durability),
         ]);
@@ -179,6 +179,8 @@ pub fn query_table(lines: &[Line]) -> Table {
         "copied MiB",
     ]);
     for l in lines {
+        // PostgreSQL's pages are not counted: a dash, not a zero.
+        let counted = |v: String| if l.layer.starts_with("postgres") { "-".into() } else { v };
         t.add_row(vec![
             Cell::new(medium_label(&l.medium)),
             right(format!("{}", l.pool_fraction)),
@@ -190,9 +192,9 @@ pub fn query_table(lines: &[Line]) -> Table {
             right(format!("{:.0}", l.user_ms)),
             right(format!("{:.0}", l.sys_ms)),
             right(l.sys_share.map_or("-".into(), |s| format!("{:.1}%", s * 100.0))),
-            right(format!("{:.0}", l.pages_read)),
-            right(format!("{:.0}", l.redirected)),
-            right(format!("{:.1}", l.bytes_copied / (1 << 20) as f64)),
+            right(counted(format!("{:.0}", l.pages_read))),
+            right(counted(format!("{:.0}", l.redirected))),
+            right(counted(format!("{:.1}", l.bytes_copied / (1 << 20) as f64))),
         ]);
     }
     t

@@ -8,12 +8,30 @@
 //! restarted, its files evicted from the OS cache) and warm, with `shared_buffers` set to the
 //! same fraction of the data as nvpage's pool. Its answers must equal ours (after rounding its
 //! longer averages and ratios to our places, and trimming `char(n)` padding).
+//!
+//! What is measured, and how ([`Server::run_measured`]):
+//! - **Wall time** is the server's own: the duration PostgreSQL logs for the statement
+//!   (`log_min_duration_statement = 0`), from the arrival of the query to the end of its
+//!   execution — parse, plan, execution, commit — without the client's round trip. It is read
+//!   from the server's log, written after the clock stops, so measuring changes neither the plan
+//!   nor the work (as `EXPLAIN ANALYZE`'s per-node timing would).
+//! - **CPU time** is the backend's and its parallel workers'. Inside the query's own session,
+//!   just before and just after the query, one statement reads the backend's `/proc/self/stat`
+//!   (its own user and system time) and the postmaster's `/proc/<pid>/stat` (its own time, which
+//!   covers starting workers, and its reaped children's). A parallel query returns only after
+//!   the postmaster has reaped its workers (`WaitForParallelWorkersToExit`), so the children's
+//!   share grows by exactly this query's workers, provided no other child of the postmaster ends
+//!   in between: autovacuum is off (the load ends with `VACUUM ANALYZE`, so it would have nothing
+//!   to do), and each session's backend is waited for until reaped before the next one starts.
+//!   The background writer, WAL writer and checkpointer are not counted; a read-only query gives
+//!   them next to nothing to do.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use tpchgen::generators::{
     CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
@@ -24,8 +42,15 @@ use super::pg_sql;
 use super::queries::{Query, QueryResult};
 use super::schema::TABLES;
 use crate::BoxError;
+use crate::cputime::{CpuTimes, parse_stat, parse_stat_reaped};
 
 const PORT: u16 = 5433;
+
+/// The first value of the rows [`Server::run_measured`]'s probes print.
+const PROBE_TAG: &str = "nvpage-bench-cpu";
+
+/// How long a backend may take to be reaped after its client left before we give up.
+const REAP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The directory of the newest installed PostgreSQL's binaries.
 pub fn find_bin() -> Result<PathBuf, BoxError> {
@@ -121,14 +146,17 @@ impl Server {
     }
 
     fn start_server(&self, shared_buffers_kb: u64) -> Result<(), BoxError> {
+        // Every statement's duration goes to the log, each line led by the backend's pid; no
+        // autovacuum worker may come and go during a query (see the module's comment).
         let opts = format!(
-            "-k {} -p {PORT} -c listen_addresses='' -c shared_buffers={}kB",
+            "-k {} -p {PORT} -c listen_addresses='' -c shared_buffers={}kB \
+             -c log_min_duration_statement=0 -c log_line_prefix='%p ' -c autovacuum=off",
             self.dir.path().display(),
             shared_buffers_kb.max(128)
         );
         let mut c = self.cmd("pg_ctl");
         c.arg("-D").arg(self.data()).args(["-w", "-o", &opts, "-l"]);
-        c.arg(self.dir.path().join("server.log")).arg("start");
+        c.arg(self.log_path()).arg("start");
         run(&mut c, "pg_ctl start")?;
         Ok(())
     }
@@ -184,19 +212,21 @@ impl Server {
         run(&mut c, "psql")
     }
 
-    /// The postmaster's CPU time and its reaped children's (backends and parallel workers), in
-    /// clock ticks: (user, system).
-    pub fn cpu_ticks(&self) -> Option<(u64, u64)> {
-        let pid = std::fs::read_to_string(self.data().join("postmaster.pid")).ok()?;
-        let pid = pid.lines().next()?.trim().to_string();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let f: Vec<u64> =
-            rest.split_ascii_whitespace().skip(11).take(4).filter_map(|x| x.parse().ok()).collect();
-        (f.len() == 4).then(|| (f[0] + f[2], f[1] + f[3]))
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
     }
 
-    /// Generates the tables as `|`-separated text and loads them with `\copy`, then `ANALYZE`.
+    /// The running postmaster's pid, from the first line of `postmaster.pid`.
+    fn postmaster_pid(&self) -> Result<u32, BoxError> {
+        let path = self.data().join("postmaster.pid");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let pid = text.lines().next().and_then(|l| l.trim().parse().ok());
+        pid.ok_or_else(|| format!("{}: no pid on its first line", path.display()).into())
+    }
+
+    /// Generates the tables as `|`-separated text and loads them with `\copy`, then
+    /// `VACUUM ANALYZE`.
     /// Returns the rows loaded and the database's size in bytes.
     pub fn load(&self, sf: f64) -> Result<(u64, u64), BoxError> {
         self.psql_file(pg_sql::SCHEMA)?;
@@ -209,33 +239,144 @@ impl Server {
             self.psql_file(&script)?;
             std::fs::remove_file(&path)?;
         }
-        self.psql("analyze")?;
+        // What autovacuum, which is off, would have done: hint bits set and statistics taken
+        // now, not by the first queries.
+        self.psql("vacuum analyze")?;
         let size = self.psql("select pg_database_size('postgres')")?.trim().parse().unwrap_or(0);
         Ok((rows, size))
     }
 
-    /// Runs query `q` with at most `workers` parallel workers per gather; returns its rows and
-    /// the server's own execution time (psql's `\timing`).
-    pub fn query(
-        &self,
-        q: Query,
-        workers: Option<u32>,
-    ) -> Result<(Vec<Vec<String>>, f64), BoxError> {
+    /// Runs query `q` with at most `workers` parallel workers per gather, measured as
+    /// [`Server::run_measured`] says.
+    pub fn query(&self, q: Query, workers: Option<u32>) -> Result<PgRun, BoxError> {
+        self.run_measured(pg_sql::query(q), workers)
+    }
+
+    /// Runs one statement `sql` (no trailing `;`) in a session of its own, with at most
+    /// `workers` parallel workers per gather (PostgreSQL's default if `None`); returns its rows,
+    /// the server's duration for it and the CPU time the backend and its parallel workers spent
+    /// on it. The module's comment says why each figure is exact. Returns once the session's
+    /// backend has been reaped, so that its end is no part of the next query's figures.
+    pub fn run_measured(&self, sql: &str, workers: Option<u32>) -> Result<PgRun, BoxError> {
+        let pm = self.postmaster_pid()?;
         let set = workers
             .map_or(String::new(), |w| format!("set max_parallel_workers_per_gather = {w};\n"));
-        let script = format!("{set}\\timing on\n{};\n", pg_sql::query(q));
+        let probe = format!(
+            "select '{PROBE_TAG}', pg_backend_pid(), \
+             rtrim(pg_read_file('/proc/self/stat'), E'\\n'), \
+             rtrim(pg_read_file('/proc/{pm}/stat'), E'\\n');\n"
+        );
+        let script = format!("{set}{probe}{sql};\n{probe}");
+        let log_path = self.log_path();
+        let log_start = std::fs::metadata(&log_path)?.len();
         let out = self.psql_file(&script)?;
-        let mut rows = Vec::new();
-        let mut ms = None;
-        for line in out.lines() {
-            if let Some(t) = line.strip_prefix("Time: ") {
-                ms = t.split_whitespace().next().and_then(|v| v.parse::<f64>().ok());
-            } else if !line.is_empty() {
-                rows.push(line.split('|').map(str::to_string).collect());
-            }
+        let lines: Vec<&str> = out.lines().collect();
+        let (before, after, rows) = match lines.as_slice() {
+            [first, rows @ .., last] => (Probe::parse(first)?, Probe::parse(last)?, rows),
+            _ => return Err(format!("psql printed less than the two probes: {out:?}").into()),
+        };
+        if before.backend_pid != after.backend_pid {
+            return Err("the two probes ran in different backends".into());
         }
-        Ok((rows, ms.ok_or("psql printed no time")?))
+        wait_reaped(before.backend_pid)?;
+        let mut log = String::new();
+        let mut f = std::fs::File::open(&log_path)?;
+        f.seek(SeekFrom::Start(log_start))?;
+        f.read_to_string(&mut log)?;
+        let server_ms = logged_duration(&log, before.backend_pid, sql).ok_or_else(|| {
+            format!(
+                "{}: no duration logged for the query of backend {}",
+                log_path.display(),
+                before.backend_pid
+            )
+        })?;
+        Ok(PgRun {
+            rows: rows.iter().map(|l| l.split('|').map(str::to_string).collect()).collect(),
+            server_ms,
+            backend_cpu: after.backend.since(before.backend),
+            workers_cpu: after.postmaster.since(before.postmaster),
+        })
     }
+}
+
+/// One statement run by [`Server::run_measured`].
+#[derive(Clone, Debug)]
+pub struct PgRun {
+    /// The rows, each value as psql prints it unaligned (a SQL `NULL` is empty).
+    pub rows: Vec<Vec<String>>,
+    /// The statement's duration as the server logs it (`log_min_duration_statement`): from the
+    /// arrival of the query to the end of its execution, parse and plan included, the client's
+    /// round trip not.
+    pub server_ms: f64,
+    /// CPU time of the backend that ran the statement, over the statement.
+    pub backend_cpu: CpuTimes,
+    /// CPU time of the statement's parallel workers (the postmaster's children reaped during
+    /// it) and of the postmaster starting them.
+    pub workers_cpu: CpuTimes,
+}
+
+impl PgRun {
+    /// All the CPU time the statement took: its backend's and its workers'.
+    pub fn cpu(&self) -> CpuTimes {
+        self.backend_cpu.plus(self.workers_cpu)
+    }
+}
+
+/// What one probe of [`Server::run_measured`] read: a line `tag|pid|backend stat|postmaster
+/// stat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Probe {
+    backend_pid: u32,
+    /// The backend's own CPU time.
+    backend: CpuTimes,
+    /// The postmaster's own CPU time plus that of the children it has reaped.
+    postmaster: CpuTimes,
+}
+
+impl Probe {
+    fn parse(line: &str) -> Result<Probe, BoxError> {
+        let bad = || format!("not a probe line from psql: {line:?}");
+        let mut f = line.splitn(4, '|');
+        if f.next() != Some(PROBE_TAG) {
+            return Err(bad().into());
+        }
+        let backend_pid = f.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let backend = f.next().and_then(parse_stat).ok_or_else(bad)?;
+        let pm = f.next().ok_or_else(bad)?;
+        let own = parse_stat(pm).ok_or_else(bad)?;
+        let reaped = parse_stat_reaped(pm).ok_or_else(bad)?;
+        Ok(Probe { backend_pid, backend, postmaster: own.plus(reaped) })
+    }
+}
+
+/// Waits until process `pid` has been reaped by its parent (a zombie keeps its `/proc` entry;
+/// a reaped process has none).
+fn wait_reaped(pid: u32) -> Result<(), BoxError> {
+    let path = PathBuf::from(format!("/proc/{pid}"));
+    let t0 = Instant::now();
+    while path.exists() {
+        if t0.elapsed() > REAP_TIMEOUT {
+            return Err(format!(
+                "PostgreSQL's backend {pid} was not reaped {} s after its client left",
+                REAP_TIMEOUT.as_secs()
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+/// The duration, in ms, that backend `pid` logged last for a statement starting with `sql`'s
+/// first line, in a server log whose lines start with the pid (`log_line_prefix = '%p '`).
+fn logged_duration(log: &str, pid: u32, sql: &str) -> Option<f64> {
+    let prefix = format!("{pid} LOG:  duration: ");
+    let first = sql.lines().next()?.trim();
+    log.lines()
+        .filter_map(|l| l.strip_prefix(&prefix)?.split_once(" ms  statement: "))
+        .filter(|(_, statement)| statement.starts_with(first))
+        .filter_map(|(ms, _)| ms.parse().ok())
+        .next_back()
 }
 
 impl Drop for Server {
@@ -341,5 +482,33 @@ mod tests {
         assert!(same_value("BUILDING", "BUILDING  "));
         assert!(same_value("0.0000", ""));
         assert!(!same_value("1.00", "1.01"));
+    }
+
+    #[test]
+    fn the_query_duration_is_found_among_the_logged_statements() {
+        let sql = "select l_returnflag, l_linestatus\nfrom lineitem";
+        let log = "41 LOG:  duration: 0.104 ms  statement: set max_parallel_workers_per_gather = 0;
+41 LOG:  duration: 2.050 ms  statement: select 'nvpage-bench-cpu', pg_backend_pid();
+42 LOG:  duration: 9.500 ms  statement: select l_returnflag, l_linestatus
+\tfrom lineitem;
+41 LOG:  duration: 12.345 ms  statement: select l_returnflag, l_linestatus
+\tfrom lineitem;
+41 LOG:  duration: 0.039 ms  statement: select 'nvpage-bench-cpu', pg_backend_pid();
+";
+        assert_eq!(logged_duration(log, 41, sql), Some(12.345));
+        assert_eq!(logged_duration(log, 42, sql), Some(9.5));
+        assert_eq!(logged_duration(log, 43, sql), None);
+    }
+
+    #[test]
+    fn a_probe_adds_the_postmasters_own_and_reaped_cpu() {
+        let backend = "77 (postgres) R 7 77 77 0 -1 4194368 1026 0 0 0 31 4 0 0 20 0 1 0 5";
+        let pm = "7 (postgres) S 1 7 7 0 -1 4194560 99 0 0 0 2 1 500 60 20 0 1 0 3";
+        let p = Probe::parse(&format!("{PROBE_TAG}|77|{backend}|{pm}")).unwrap();
+        assert_eq!(p.backend_pid, 77);
+        assert_eq!(p.backend, CpuTimes { user_ticks: 31, sys_ticks: 4 });
+        assert_eq!(p.postmaster, CpuTimes { user_ticks: 502, sys_ticks: 61 });
+        assert!(Probe::parse("1|2|3").is_err());
+        assert!(Probe::parse(&format!("{PROBE_TAG}|77|{backend}|")).is_err());
     }
 }

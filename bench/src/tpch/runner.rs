@@ -15,6 +15,7 @@ use super::load::{self, TableLoad};
 use super::queries::{Query, QueryResult};
 use crate::BoxError;
 use crate::cputime::CpuTimes;
+use crate::dirs::check_medium;
 use crate::machine::Machine;
 
 /// The smallest pool, whatever the fraction: 64 pages of 8 KiB.
@@ -37,17 +38,21 @@ pub struct RunRecord {
     pub cold: bool,
     /// The run, from 0.
     pub run: u32,
-    /// Wall time of the query.
+    /// Wall time of the query: for nvpage measured in the process around the query; for
+    /// PostgreSQL the duration its server logs for the statement (from the query's arrival to
+    /// the end of its execution, parse and plan included, the client's round trip not).
     pub wall_ms: f64,
-    /// User CPU time of the process over the query (10 ms resolution).
+    /// User CPU time over the query (10 ms resolution): for nvpage the whole process's; for
+    /// PostgreSQL the backend's and its parallel workers'.
     pub user_ms: f64,
-    /// System CPU time of the process over the query (10 ms resolution).
+    /// System CPU time over the query, as `user_ms`.
     pub sys_ms: f64,
-    /// Pages read from the file: pool misses, copy-on-write copies and redirected reads.
+    /// Pages read from the file: pool misses, copy-on-write copies and redirected reads (0 for
+    /// PostgreSQL, which is not counted).
     pub pages_read: u64,
-    /// Bytes copied between the file (or its mapping) and frames.
+    /// Bytes copied between the file (or its mapping) and frames (0 for PostgreSQL).
     pub bytes_copied: u64,
-    /// Pages served in place from the mapping (SE2), no copy.
+    /// Pages served in place from the mapping (SE2), no copy (0 for PostgreSQL).
     pub redirected_reads: u64,
 }
 
@@ -77,10 +82,11 @@ pub struct LoadRecord {
     pub seconds: f64,
     /// Rows per second.
     pub rows_per_s: f64,
-    /// User CPU time.
-    pub user_ms: f64,
-    /// System CPU time.
-    pub sys_ms: f64,
+    /// User CPU time of the process (`None` for PostgreSQL's load, whose CPU is spread over
+    /// psql, backends and the server's background processes and is not measured).
+    pub user_ms: Option<f64>,
+    /// System CPU time, as `user_ms`.
+    pub sys_ms: Option<f64>,
     /// Size of the data file.
     pub data_bytes: u64,
     /// Rows per table.
@@ -225,8 +231,8 @@ pub fn load_database(
         rows,
         seconds,
         rows_per_s: rows as f64 / seconds.max(1e-9),
-        user_ms: cpu.user_ms(),
-        sys_ms: cpu.sys_ms(),
+        user_ms: Some(cpu.user_ms()),
+        sys_ms: Some(cpu.sys_ms()),
         data_bytes,
         tables: tables.iter().map(|t| (t.table.to_string(), t.rows)).collect(),
         table_bytes,
@@ -342,6 +348,8 @@ impl Ctx<'_> {
 
 /// Runs the whole matrix of `cfg` and returns the report (nothing printed but progress).
 pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
+    // Read before anything runs: its load average is labelled as the one at the start.
+    let machine = Machine::detect();
     let mut notes = vec![
         "cold on disk: empty pool, mappings dropped (database closed and reopened), data file \
          evicted from the OS page cache (fsync + POSIX_FADV_DONTNEED)"
@@ -349,7 +357,7 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
         "warm: a warm-up run, then the measured runs, without reopening".to_string(),
         "pages_read = pool misses + copy-on-write copies + redirected reads (SE2, no copy)"
             .to_string(),
-        "user/sys CPU are the whole process's, in 10 ms ticks".to_string(),
+        "user/sys CPU of nvpage's runs are the whole process's, in 10 ms ticks".to_string(),
     ];
     if cfg.media.contains(&Medium::Tmpfs) {
         notes.push(
@@ -407,17 +415,20 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
     if cfg.with_postgres {
         run_postgres(&mut ctx, &mut loads)?;
         notes.push(
-            "postgres: a throwaway PostgreSQL server on the disk directory (Unix socket only), \
-             shared_buffers = pool fraction × its database size; postgres-1w runs with \
-             max_parallel_workers_per_gather = 0, postgres with the default (2); cold = server \
-             restarted and its files evicted from the OS cache; wall time is psql's \\timing; \
-             CPU is the postmaster's reaped children (approximate); no page counters"
+            "postgres: a throwaway PostgreSQL server on the disk directory (Unix socket only, \
+             autovacuum off after VACUUM ANALYZE at load), shared_buffers = pool fraction × its \
+             database size; postgres-1w runs with max_parallel_workers_per_gather = 0, postgres \
+             with the default (2); cold = server restarted and its files evicted from the OS \
+             cache; wall time is the server's own duration for the statement \
+             (log_min_duration_statement: parse, plan and execution, no client round trip); \
+             CPU is the backend's and its parallel workers', read in the query's session just \
+             before and after it; no page counters (shown as -), load CPU not measured"
                 .to_string(),
         );
     }
     let results = ctx.checker.answers();
     Ok(Report {
-        machine: Machine::detect(),
+        machine,
         config: ConfigOut { options: cfg.clone(), loads, mem_read_gb_per_s, notes },
         runs: ctx.runs,
         results,
@@ -441,6 +452,8 @@ pub fn mem_read_bandwidth() -> f64 {
 fn run_postgres(ctx: &mut Ctx<'_>, loads: &mut Vec<LoadRecord>) -> Result<(), BoxError> {
     use super::postgres::{Server, compare};
     let cfg = ctx.cfg;
+    // Its rows are labelled "disk", whether or not nvpage ran there too.
+    check_medium(&cfg.dir_disk, false, "--dir-disk")?;
     let server = Server::start(&cfg.dir_disk, 128 << 10)?;
     let durability = format!(
         "{}: fsync on, WAL flushed at commit on disk: survives power loss",
@@ -456,8 +469,8 @@ fn run_postgres(ctx: &mut Ctx<'_>, loads: &mut Vec<LoadRecord>) -> Result<(), Bo
         rows,
         seconds,
         rows_per_s: rows as f64 / seconds.max(1e-9),
-        user_ms: 0.0,
-        sys_ms: 0.0,
+        user_ms: None,
+        sys_ms: None,
         data_bytes: size,
         tables: BTreeMap::new(),
         table_bytes: BTreeMap::new(),
@@ -471,17 +484,15 @@ fn run_postgres(ctx: &mut Ctx<'_>, loads: &mut Vec<LoadRecord>) -> Result<(), Bo
                         server.restart(kb)?;
                         server.evict()?;
                     }
-                    let cpu0 = server.cpu_ticks();
-                    let (rows, ms) = server.query(q, workers)?;
-                    let cpu = server.cpu_ticks().zip(cpu0).map(|(a, b)| (a.0 - b.0, a.1 - b.1));
+                    let pg = server.query(q, workers)?;
                     let ours = ctx.checker.get(q).ok_or("PostgreSQL ran before nvpage")?;
-                    if let Some(d) = compare(ours, &rows) {
+                    if let Some(d) = compare(ours, &pg.rows) {
                         return Err(
                             format!("{q}: PostgreSQL's answer differs from ours: {d}").into()
                         );
                     }
                     if measured {
-                        let (u, s) = cpu.unwrap_or((0, 0));
+                        let cpu = pg.cpu();
                         ctx.runs.push(RunRecord {
                             query: q.name(),
                             layer: layer.into(),
@@ -490,9 +501,9 @@ fn run_postgres(ctx: &mut Ctx<'_>, loads: &mut Vec<LoadRecord>) -> Result<(), Bo
                             pool_fraction: fraction,
                             cold,
                             run,
-                            wall_ms: ms,
-                            user_ms: u as f64 * 10.0,
-                            sys_ms: s as f64 * 10.0,
+                            wall_ms: pg.server_ms,
+                            user_ms: cpu.user_ms(),
+                            sys_ms: cpu.sys_ms(),
                             pages_read: 0,
                             bytes_copied: 0,
                             redirected_reads: 0,

@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use nvpage::storage::{FileLayer, Layer, PageSize};
 use nvpage_bench::dirs::{DEFAULT_DIR_DISK, DEFAULT_DIR_TMPFS};
 use nvpage_bench::storage::MediumKind;
 use nvpage_bench::storage::fixture::{Scratch, build, fill_page};
 use nvpage_bench::storage::random::{PageIds, read_one};
 use nvpage_bench::storage::seq;
+use nvpage_storage::{FileLayer, Layer, PageSize};
 
 /// Size of the file under test: small, so every page stays in the page cache.
 const FILE_BYTES: u64 = 16 << 20;

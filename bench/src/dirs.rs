@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use nvpage::storage::{Layer, Medium, OpenOptions};
+use nvpage_storage::{Layer, Medium, OpenOptions};
 
 use crate::BoxError;
 

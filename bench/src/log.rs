@@ -292,7 +292,7 @@ fn seed_floor(args: &LogArgs, m: Medium, dir: &Path) -> std::io::Result<LogRow> 
     let (appends, wall) = time_fresh_pools(args, dir, "floor", |path| -> std::io::Result<u64> {
         let f = OpenOptions::new().create_new(true).read(true).write(true).open(path)?;
         // What `Log::create` reserves its file with.
-        nvpage::storage::file::allocate(&f, 0, pool)?;
+        nvpage_storage::file::allocate(&f, 0, pool)?;
         for j in 0..per_pool {
             f.write_all_at(&chunk, data_offset + j * SEED_APPEND)?;
         }

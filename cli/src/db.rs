@@ -72,11 +72,7 @@ pub fn info(path: &Path, out: &mut dyn Write) -> Result<(), Failure> {
     let db = open(path)?;
     let w = |out: &mut dyn Write| -> io::Result<()> {
         writeln!(out, "database:    {}", path.display())?;
-        writeln!(
-            out,
-            "format:      nvpage data file v{}",
-            nvpage::storage::header::FORMAT_VERSION
-        )?;
+        writeln!(out, "format:      nvpage data file v{}", nvpage_storage::header::FORMAT_VERSION)?;
         writeln!(out, "uuid:        {}", db.uuid())?;
         writeln!(out, "page size:   {} bytes", db.page_size())?;
         writeln!(out, "page count:  {}", db.page_count())?;

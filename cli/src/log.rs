@@ -45,7 +45,7 @@ fn open(path: &Path) -> Result<Log, WalError> {
 }
 
 fn io_err(path: &Path) -> impl Fn(io::Error) -> WalError + '_ {
-    move |e| nvpage_wal::WalError::Storage(nvpage::storage::StorageError::io("write", path, e))
+    move |e| nvpage_wal::WalError::Storage(nvpage_storage::StorageError::io("write", path, e))
 }
 
 fn info(path: &Path, out: &mut dyn Write) -> Result<(), WalError> {

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use nvpage::storage::{Layer, OpenOptions};
+use nvpage_storage::{Layer, OpenOptions};
 
 #[derive(Parser)]
 #[command(name = "nvpage", version, about = "Inspect nvpage data files and logs")]

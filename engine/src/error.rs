@@ -54,6 +54,20 @@ pub enum Error {
     /// would wait for itself): read through the write transaction instead.
     #[error("this thread holds the write transaction: begin_read would wait for itself")]
     WriteTxnHeld,
+    /// A read transaction needs an old version of `page` (the page changed after its snapshot)
+    /// that [`Builder::max_version_bytes`](crate::Builder::max_version_bytes) made the database
+    /// free: begin a new read transaction. Never a read of newer bytes instead.
+    #[error(
+        "the read transaction's snapshot {snapshot} is too old: page {page} changed since, and the versions of commits up to {horizon} were freed (Builder::max_version_bytes)"
+    )]
+    SnapshotTooOld {
+        /// The page read.
+        page: u64,
+        /// The transaction's snapshot ([`ReadTxn::snapshot`](crate::ReadTxn::snapshot)).
+        snapshot: u64,
+        /// Versions of commits at or below this are gone.
+        horizon: u64,
+    },
     /// The transaction's before-images do not fit the log; it was rolled back.
     #[error("the transaction is too large for the log ({needed} bytes needed, {available} free)")]
     TransactionTooLarge {
@@ -161,6 +175,9 @@ impl From<BufferError> for Error {
     fn from(e: BufferError) -> Self {
         match e {
             BufferError::Storage(s) => Error::Storage(s),
+            BufferError::SnapshotTooOld { page, snapshot, horizon } => {
+                Error::SnapshotTooOld { page: page.0, snapshot, horizon }
+            }
             BufferError::Hook { source, .. } => match source.downcast::<Error>() {
                 Ok(inner) => *inner,
                 Err(other) => Error::Buffer(BufferError::Hook {

@@ -34,7 +34,7 @@
 //! ```
 //!
 //! What it is not: there are no indexes (rows are found by scans or by their [`RowId`]), no SQL,
-//! and one writer at a time.
+//! and one writer at a time (readers run beside it).
 //!
 //! # Cargo features
 //!
@@ -47,7 +47,7 @@
 //! All three are on by default. A build compiles in exactly the layers its features name, and
 //! [`Builder::layer`] defaults to the best of them ([`Layer::best_compiled`]: SE2, else SE1, else
 //! pread); asking for a layer the build left out is the typed error [`Error::Storage`] holding
-//! `StorageError::LayerNotCompiled`, never a panic. A build with none (`default-features = false`
+//! [`StorageError::LayerNotCompiled`], never a panic. A build with none (`default-features = false`
 //! and no layer named) fails with a `compile_error!` naming the features. The on-disk format does
 //! not depend on the layer: a database written with one opens with any other.
 //!
@@ -56,17 +56,22 @@
 //! 1. No byte of a page that existed when the write transaction began is stored into the file,
 //!    its mapping or the page cache before the page's before-image is persisted in the log.
 //! 2. A transaction commits only after every page it changed is persisted in place.
-//! 3. The commit point is one persisted 8-byte rewind of the log; readers are admitted after it.
+//! 3. The commit point is one persisted 8-byte rewind of the log; only read transactions that
+//!    begin after it see the commit.
 //! 4. Abort and recovery are one routine: before-images applied newest first with plain writes,
 //!    synced, log rewound; every cached copy of a restored page dropped.
 //! 5. Recovery runs first at open, from the log alone, before the data file is mapped or any
 //!    checksum is checked; it is idempotent.
 //! 6. A failure during commit, abort, recovery or any persist poisons the database until reopen.
 //!
-//! Isolation: serializable, by exclusion — the write transaction excludes readers for its whole
-//! life (the first concurrency version; `docs/design.md`, "Concurrency"). [`Database`] is
-//! `Send + Sync`; [`ReadTxn`] is `Sync` (parallel scan workers borrow it) but not `Send`;
-//! [`WriteTxn`] is neither moved nor shared across threads except by its parallel scans.
+//! Isolation: one write transaction at a time; a read transaction reads a snapshot — the
+//! database as of the last commit point before it began, for its whole life — and never waits
+//! for the writer (snapshot isolation; `docs/design.md`, "Readers beside the writer"). Old page
+//! versions a snapshot needs are kept in memory, bounded by [`Builder::max_version_bytes`]; a
+//! snapshot that outlives the bound fails with [`Error::SnapshotTooOld`] when it needs a version
+//! it lost, never reading newer bytes. [`Database`] is `Send + Sync`; [`ReadTxn`] is `Sync`
+//! (parallel scan workers borrow it) but not `Send`; [`WriteTxn`] is neither moved nor shared
+//! across threads except by its parallel scans.
 
 #![forbid(unsafe_code)]
 
@@ -91,10 +96,13 @@ mod undo;
 pub use check::{CheckReport, TableReport};
 pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, Stats};
 pub use error::{Error, Result};
-pub use nvpage_buffer::Counters;
-pub use nvpage_storage as storage;
-pub use nvpage_storage::{Durability, Layer, PersistMode, PersistRequest};
-pub use nvpage_wal::Prefill;
+// The types the API names, and no more: every safe function reachable from `nvpage` is part of
+// its soundness argument (the storage and buffer crates are for tools and tests to depend on).
+pub use nvpage_buffer::{BufferError, Counters};
+pub use nvpage_storage::{
+    Durability, Layer, Medium, PageId, PersistMode, PersistRequest, StorageError,
+};
+pub use nvpage_wal::{Prefill, WalError};
 pub use row::{Col, Date, Decimal, Kind, OwnedValue, RowRef, Value, format_scaled, kind};
 pub use scan::{Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};

@@ -9,10 +9,10 @@ mod common;
 use std::path::Path;
 
 use common::{Row, compare, contents, insert_row, schema, values};
-use nvpage::storage::StorageError;
 use nvpage::{
     Column, ColumnType, Database, Date, Decimal, Error, Layer, ReadOps, RowId, Schema, Value, kind,
 };
+use nvpage_storage::StorageError;
 
 fn open(path: &Path, layer: Layer) -> nvpage::Result<Database> {
     Database::builder().layer(layer).pool_bytes(64 << 10).log_bytes(1 << 20).open(path)

@@ -7,8 +7,8 @@
 
 use std::sync::Barrier;
 
-use nvpage::storage::StorageError;
 use nvpage::{Database, Error};
+use nvpage_storage::StorageError;
 
 #[test]
 fn two_first_opens_at_once_leave_one_database() {

@@ -26,9 +26,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use common::{End, Model, compare, random_txn, rng};
-use nvpage::storage::SimOp;
-use nvpage::storage::sim::{Fault, FaultMode, Sim, Tear};
 use nvpage::{Database, Layer, PersistRequest};
+use nvpage_storage::SimOp;
+use nvpage_storage::sim::{Fault, FaultMode, Sim, Tear};
 use rand::Rng;
 
 /// Crash points of a group on disk (each costs a few fsyncs).
@@ -238,7 +238,7 @@ fn measure(layer: Layer, medium: Medium, seed: u64) -> (u64, u64) {
     assert!(e.maybe.is_none());
     drop(db);
     let c = sim.counts();
-    let ops = |c: nvpage::storage::sim::OpCounts| c.reads + c.writes + c.grows + c.persists;
+    let ops = |c: nvpage_storage::sim::OpCounts| c.reads + c.writes + c.grows + c.persists;
     (c.persists - before.persists, ops(c) - ops(before))
 }
 

@@ -234,7 +234,7 @@ fn a_database_with_a_zero_filled_log_commits_aborts_and_reopens() {
     let log = path.join(nvpage::LOG_FILE);
     assert_eq!(std::fs::metadata(&log).unwrap().len(), 1 << 20, "the log has the size asked for");
     // Zero-filled: no block of it is left unwritten (where the file system reports extents).
-    let unwritten = nvpage::storage::file::unwritten_bytes(&log).unwrap();
+    let unwritten = nvpage_storage::file::unwritten_bytes(&log).unwrap();
     assert!(matches!(unwritten, None | Some(0)), "{unwritten:?} bytes of the log unwritten");
     assert_eq!(summary(&open()), committed, "after reopen");
 }

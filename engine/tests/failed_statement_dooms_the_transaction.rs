@@ -10,9 +10,9 @@ mod common;
 use std::path::Path;
 
 use common::{Row, commit_table, compare, contents, insert_row, schema, values};
-use nvpage::storage::SimOp;
-use nvpage::storage::sim::{Fault, Sim};
 use nvpage::{Database, Error, Layer, ReadOps, Value};
+use nvpage_storage::SimOp;
+use nvpage_storage::sim::{Fault, Sim};
 
 fn row(k: i64) -> Row {
     Row { qty: k as i32, note: Some(format!("{k:>200}")) }

@@ -12,9 +12,9 @@ use std::path::Path;
 use std::collections::BTreeMap;
 
 use common::{Row, Rows, commit_table, compare, contents, insert_row};
-use nvpage::storage::sim::{Fault, FaultMode, Sim, Tear};
-use nvpage::storage::{SimOp, StorageError};
 use nvpage::{Database, Error, Layer};
+use nvpage_storage::sim::{Fault, FaultMode, Sim, Tear};
+use nvpage_storage::{SimOp, StorageError};
 
 /// A database's contents as `common::contents` reads them.
 type Contents = BTreeMap<String, Rows>;

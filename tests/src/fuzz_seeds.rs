@@ -4,8 +4,8 @@
 //! `cargo test -p nvpage-tests --test fuzz_corpus_replay -- --ignored write_seed_corpus`.
 
 use nvpage::fuzzing;
-use nvpage::storage::PageId;
 use nvpage::{Date, Decimal, Layer, Value};
+use nvpage_storage::PageId;
 use nvpage_wal::layout::DATA_OFFSET;
 use nvpage_wal::{CreateOptions, Framing, Log, Uuid};
 

@@ -6,7 +6,7 @@
 //! rewrites the one file in place; this makes any number of survivors of the same point, which
 //! is what lets the soak count a million crash states without rerunning the workload.
 
-use nvpage::storage::sim::Tear;
+use nvpage_storage::sim::Tear;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

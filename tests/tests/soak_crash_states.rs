@@ -20,9 +20,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use nvpage::storage::sim::{Fault, FaultMode, Sim, Tear};
-use nvpage::storage::{SimOp, StorageError};
 use nvpage::{Database, Error, Layer, PersistRequest, ReadOps, RowId, WriteTxn};
+use nvpage_storage::sim::{Fault, FaultMode, Sim, Tear};
+use nvpage_storage::{SimOp, StorageError};
 use nvpage_tests::model::{Row, Tables, contents, log_generation, schema};
 use nvpage_tests::survivor::survivor;
 use rand::rngs::StdRng;

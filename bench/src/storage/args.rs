@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::ValueEnum;
-use nvpage::storage::{Layer, PageSize};
+use nvpage_storage::{Layer, PageSize};
 use serde::Serialize;
 
 use crate::dirs::MediaDirs;

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use nvpage::storage::{Layer, OpenOptions, PageId, PageSize, PersistRequest};
+use nvpage_storage::{Layer, OpenOptions, PageId, PageSize, PersistRequest};
 use tempfile::TempDir;
 
 use super::args::MediumKind;

@@ -14,8 +14,8 @@ pub mod seq;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nvpage::storage::file::evict_os_cache;
-use nvpage::storage::{Durability, FileLayer, Layer};
+use nvpage_storage::file::evict_os_cache;
+use nvpage_storage::{Durability, FileLayer, Layer};
 
 pub use self::args::{Config, MediumKind, Prefault, StorageArgs};
 use self::fixture::Scratch;

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use nvpage::storage::{FileLayer, Layer, PageId, Result};
+use nvpage_storage::{FileLayer, Layer, PageId, Result};
 
 use super::fixture::fill_page;
 use crate::memory::sum_words;

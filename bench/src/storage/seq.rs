@@ -13,7 +13,7 @@
 //! pass's CPU time here (the storage layer now skips windows it populated). By default only the
 //! first pass after open advises ([`Prefault::FirstPass`](super::args::Prefault)).
 
-use nvpage::storage::{FileLayer, Layer, PageId, Result};
+use nvpage_storage::{FileLayer, Layer, PageId, Result};
 
 use crate::memory::sum_words;
 

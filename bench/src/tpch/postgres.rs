@@ -183,7 +183,7 @@ impl Server {
                 if ty.is_dir() {
                     walk(&e.path())?;
                 } else if ty.is_file() {
-                    let _ = nvpage::storage::file::evict_os_cache(&e.path());
+                    let _ = nvpage_storage::file::evict_os_cache(&e.path());
                 }
             }
             Ok(())

@@ -554,7 +554,7 @@ fn run_pool(
             for &q in &cfg.queries {
                 ctx.progress.set_message(format!("pool {fraction} cold {q}"));
                 if medium == Medium::Disk {
-                    nvpage::storage::file::evict_os_cache(&dir.join(DATA_FILE))?;
+                    nvpage_storage::file::evict_os_cache(&dir.join(DATA_FILE))?;
                 }
                 let db = open()?;
                 let (res, m) = measure(&db, q, cfg.threads)?;

@@ -8,8 +8,8 @@
 //! of any other — except that a commit that failed at its commit point (the log's rewind was
 //! stored, its persist failed) is committed if the log's state word says so.
 
-use nvpage::storage::sim::{Fault, FaultMode, Sim, Tear};
 use nvpage::{Database, Layer, PersistRequest, ReadOps, WriteTxn};
+use nvpage_storage::sim::{Fault, FaultMode, Sim, Tear};
 
 use super::db_open::builder;
 use super::{Input, scratch_tempdir};

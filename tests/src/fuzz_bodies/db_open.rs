@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use nvpage::storage::PageId;
-use nvpage::storage::page::{self, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use nvpage::{ColumnType, Database, Date, Decimal, Layer, ReadOps, Value};
+use nvpage_storage::PageId;
+use nvpage_storage::page::{self, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 
 use super::log::set_log_uuid;
 use super::page::reseal_file_header;

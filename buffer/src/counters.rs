@@ -42,6 +42,9 @@ pub struct Counters {
     pub latch_waits: u64,
     /// Their total wait, in nanoseconds.
     pub latch_wait_ns: u64,
+    /// Stores in place (a commit's write-back) that waited for a reader holding the page in
+    /// place (SE2), or for readers mid-decision.
+    pub write_back_waits: u64,
 }
 
 #[derive(Debug, Default)]
@@ -58,6 +61,7 @@ struct Slot {
     private_copies: AtomicU64,
     latch_waits: AtomicU64,
     latch_wait_ns: AtomicU64,
+    write_back_waits: AtomicU64,
 }
 
 /// The pool's counters, striped across thread slots so counting never bounces a cache line.
@@ -81,6 +85,7 @@ pub(crate) enum Counter {
     PrivateCopy,
     LatchWait,
     LatchWaitNs,
+    WriteBackWait,
 }
 
 /// Slot indices not owned by a live thread.
@@ -142,6 +147,7 @@ impl CounterSlots {
             Counter::PrivateCopy => &s.private_copies,
             Counter::LatchWait => &s.latch_waits,
             Counter::LatchWaitNs => &s.latch_wait_ns,
+            Counter::WriteBackWait => &s.write_back_waits,
         };
         if index == OWNED_SLOTS {
             field.fetch_add(n, Ordering::Relaxed);
@@ -166,6 +172,7 @@ impl CounterSlots {
             c.private_copies += s.private_copies.load(Ordering::Relaxed);
             c.latch_waits += s.latch_waits.load(Ordering::Relaxed);
             c.latch_wait_ns += s.latch_wait_ns.load(Ordering::Relaxed);
+            c.write_back_waits += s.write_back_waits.load(Ordering::Relaxed);
         }
         c
     }

@@ -185,3 +185,71 @@ impl Versions {
         }
     }
 }
+
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{PageImage, TooOld, Versions};
+
+    /// A one-byte "page" holding `v`, in a buffer of `len` bytes.
+    fn image(v: u8, len: usize) -> PageImage {
+        PageImage::new(std::iter::repeat_n(v, len).collect::<Arc<[u8]>>(), 0)
+    }
+
+    fn value(v: &Versions, page: u64, s: u64) -> Result<u8, TooOld> {
+        v.find(page, s).map(|i| i.page()[0])
+    }
+
+    #[test]
+    fn a_snapshot_reads_the_version_of_the_smallest_later_commit() {
+        let v = Versions::default();
+        // Page 7 was 10 before commit 3, 30 before commit 5; page 8 was 80 before commit 5.
+        v.insert(7, 3, image(10, 1));
+        v.insert(7, 5, image(30, 1));
+        v.insert(8, 5, image(80, 1));
+        assert_eq!(value(&v, 7, 0), Ok(10));
+        assert_eq!(value(&v, 7, 2), Ok(10));
+        assert_eq!(value(&v, 7, 3), Ok(30), "commit 3's own change is older than the version");
+        assert_eq!(value(&v, 7, 4), Ok(30));
+        assert_eq!(value(&v, 8, 1), Ok(80));
+        assert!(v.find(7, 5).is_err(), "no version for a snapshot that sees the last change");
+        assert_eq!(v.stats().versions, 3);
+    }
+
+    #[test]
+    fn collect_frees_what_no_snapshot_needs_and_the_bound_raises_the_horizon() {
+        let v = Versions::new(250);
+        for c in 1..=4 {
+            v.insert(1, c, image(c as u8, 100));
+        }
+        // A reader at snapshot 1 needs commits 2.. (1's version is for snapshots below 1).
+        v.collect(1, 3);
+        assert_eq!((v.stats().versions, v.stats().bytes), (3, 300), "{:?}", v.stats());
+        assert_eq!(value(&v, 1, 1), Ok(2));
+        // Commits 2 and 3 (200 bytes) are within the bound; commit 4 is pending and exempt.
+        assert_eq!(v.stats().horizon, 0);
+        // Commit 4 done: 300 committed bytes pass the bound, so commit 2's go first.
+        v.collect(1, 4);
+        assert_eq!(v.stats().horizon, 2);
+        assert_eq!(value(&v, 1, 1), Err(TooOld { horizon: 2 }), "never commit 3's bytes instead");
+        assert_eq!(value(&v, 1, 2), Ok(3), "a snapshot at the horizon keeps its versions");
+        // The reader ends: nothing is needed.
+        v.collect(4, 4);
+        assert_eq!((v.stats().versions, v.stats().bytes), (0, 0));
+    }
+
+    #[test]
+    fn an_aborted_commits_versions_are_dropped() {
+        let v = Versions::default();
+        v.insert(1, 2, image(1, 10));
+        v.insert(2, 3, image(2, 10));
+        v.drop_commit(3);
+        assert_eq!(v.stats().versions, 1);
+        assert!(v.find(2, 1).is_err());
+        // Pending versions survive a collect that passes them.
+        v.insert(2, 3, image(9, 10));
+        v.collect(10, 2);
+        assert_eq!(value(&v, 2, 2), Ok(9));
+    }
+}

@@ -341,13 +341,16 @@ impl BufferPool {
     }
 
     /// Takes `id`'s page latch exclusively, waiting (for redirected readers and readers
-    /// mid-decision).
+    /// mid-decision; counted).
     fn lock_page_exclusive(&self, st: &PageState, id: PageId) -> Result<()> {
         let key = self.key(LatchKind::Page, id.0);
         if !crate::held::may_take(key, true) {
             return Err(BufferError::LatchHeld { page: id });
         }
-        st.latch.lock_exclusive();
+        if !st.latch.try_lock_exclusive() {
+            self.counters.add(crate::counters::Counter::WriteBackWait, 1);
+            st.latch.lock_exclusive();
+        }
         crate::held::push(key, true);
         Ok(())
     }

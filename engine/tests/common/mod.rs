@@ -74,6 +74,11 @@ pub fn values(key: i64, row: &Row) -> [Value<'_>; 4] {
 /// that every row id reads back the same row.
 pub fn contents(db: &Database) -> Result<BTreeMap<String, Rows>, String> {
     let rx = db.begin_read().map_err(|e| format!("begin_read: {e}"))?;
+    contents_in(&rx)
+}
+
+/// Reads every table as `rx` sees it into a model's table map (as [`contents`]).
+pub fn contents_in(rx: &impl ReadOps) -> Result<BTreeMap<String, Rows>, String> {
     let mut out = BTreeMap::new();
     for t in rx.tables() {
         let key = t.col::<kind::I64>("key").map_err(|e| e.to_string())?;
@@ -164,6 +169,18 @@ pub fn random_txn(
     model: &mut Model,
     forget_after: Option<usize>,
 ) -> End {
+    random_txn_publishing(db, rng, model, forget_after, &|_| {})
+}
+
+/// [`random_txn`], calling `publish` with the state a commit is about to make (right before
+/// `commit`), so that readers can look up the state their snapshot names.
+pub fn random_txn_publishing(
+    db: &Database,
+    rng: &mut StdRng,
+    model: &mut Model,
+    forget_after: Option<usize>,
+    publish: &dyn Fn(&Model),
+) -> End {
     let mut tx = match db.begin_write() {
         Ok(tx) => tx,
         Err(e) => return End::OpFailed(e),
@@ -194,7 +211,10 @@ pub fn random_txn(
             Ok(()) => End::Aborted,
             Err(e) => End::OpFailed(e),
         },
-        _ => match tx.commit() {
+        _ => match {
+            publish(&tent);
+            tx.commit()
+        } {
             Ok(()) => {
                 *model = tent;
                 End::Committed

@@ -208,6 +208,45 @@ fn a_self_join_does_not_deadlock_behind_a_waiting_write_back_of_a_redirected_pag
     assert_eq!(stored(&pool, P), 2);
 }
 
+/// Thread A reads a page in place; thread W's write-back of it waits for A; A then hands the
+/// page to a worker thread (a parallel scan's), which adopts A's holds: its read of the page is a
+/// recursive hold of A's latch, granted beside the waiting write-back. Without the adoption the
+/// worker would queue behind W, and A, waiting for its worker, would never let go (R8): the
+/// watchdog would fire.
+#[test]
+fn a_worker_with_its_parents_holds_reads_beside_a_waiting_write_back() {
+    let _done = watchdog("worker behind a write-back that waits for its parent", 120);
+    let hook = Arc::new(EventHook::default());
+    let (_dir, pool) = setup(Layer::Se2, hook.clone());
+    hook.reset();
+    // A snapshot that sees every stamp: the page in place, not the writer's copy.
+    let view = View::Snapshot(u64::MAX - 1);
+    let g1 = pool.read(P, view).unwrap();
+    assert!(g1.is_redirected());
+    fill_words(&mut pool.write(P).unwrap(), 2);
+    let waits = pool.counters().write_back_waits;
+    std::thread::scope(|s| {
+        let flusher = s.spawn(|| pool.flush_page(P).unwrap());
+        while pool.counters().write_back_waits == waits {
+            std::thread::yield_now();
+        }
+        let_others_run();
+        let holds = nvpage_buffer::current_holds();
+        let worker = s.spawn(|| {
+            let _acting = nvpage_buffer::inherit(holds);
+            let g = pool.read(P, view).unwrap();
+            assert!(g.is_redirected());
+            uniform_word(&g, "the worker's read")
+        });
+        assert_eq!(worker.join().unwrap(), 1, "the file's bytes: the write-back waits");
+        assert!(!hook.called.load(Ordering::SeqCst), "write-back overlapped a redirected read");
+        drop(g1);
+        flusher.join().unwrap();
+    });
+    assert_eq!(*hook.events.lock().unwrap(), ["write-back 1 over 1"]);
+    assert_eq!(stored(&pool, P), 2);
+}
+
 /// Thread A holds a shared guard on a dirty frame; thread B's write-back waits for the frame's
 /// latch; A takes a second shared guard on the same page: shared latches are recursive, so it is
 /// granted despite the waiting writer.

@@ -70,8 +70,12 @@ pub enum StorageError {
         found_bytes: u64,
     },
     /// A page's stored checksum does not match its bytes.
-    #[error("page {page} fails its checksum: stored {expected:#010x}, computed {found:#010x}")]
+    #[error(
+        "{path}: page {page} fails its checksum: stored {expected:#010x}, computed {found:#010x}"
+    )]
     ChecksumMismatch {
+        /// The file the page was read from.
+        path: PathBuf,
         /// The damaged page.
         page: PageId,
         /// The checksum stored in the page.
@@ -80,8 +84,10 @@ pub enum StorageError {
         found: u32,
     },
     /// A page holds another page's id: it was written at the wrong offset.
-    #[error("page {page} holds the id of page {found}: misdirected write")]
+    #[error("{path}: page {page} holds the id of page {found}: misdirected write")]
     WrongPageId {
+        /// The file the page was read from.
+        path: PathBuf,
         /// Where the page was read.
         page: PageId,
         /// The id written inside it.

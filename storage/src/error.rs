@@ -158,13 +158,19 @@ pub enum StorageError {
     /// The layer asked for was left out of this build by Cargo features.
     #[error("layer {0} is not compiled into this build (enable the Cargo feature `{0}`)")]
     LayerNotCompiled(&'static str),
-    /// Cache-line persistence was forced on a file that is not on tmpfs or ramfs.
+    /// Cache-line persistence was asked for — by [`crate::PersistRequest::CacheLine`] or by the
+    /// environment variable [`crate::persist::EMULATE_NVM_ENV`] — for a mapped file that is
+    /// neither on tmpfs/ramfs nor DAX.
     #[error(
-        "{path} is not on tmpfs/ramfs: emulated NVM (cache-line flushes) would not make it durable"
+        "{path} is on neither tmpfs/ramfs nor DAX: cache-line flushes (emulated NVM), asked for \
+         by {}, would not make it durable",
+        if *by_env_var { "the variable NVPAGE_EMULATE_NVM" } else { "PersistRequest::CacheLine" }
     )]
     EmulationRefused {
         /// The disk file.
         path: PathBuf,
+        /// Whether the request came from the environment variable (else from the option).
+        by_env_var: bool,
     },
     /// An earlier persist failed: the file refuses all further writes until it is reopened.
     #[error("{path} is poisoned by an earlier persist failure; reopen it")]

@@ -185,6 +185,47 @@ pub enum Error {
     InvalidOption(String),
 }
 
+impl Error {
+    /// The file or directory the error is about, when it names one (its message then shows it).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Error::Storage(e) => e.path(),
+            Error::Wal(e) => e.path(),
+            Error::Buffer(BufferError::Storage(e)) => e.path(),
+            Error::Incomplete { path, .. }
+            | Error::NotFound { path }
+            | Error::NotADirectory { path }
+            | Error::NoParentDirectory { path, .. }
+            | Error::Inaccessible { path, .. } => Some(path),
+            Error::Buffer(_)
+            | Error::Poisoned
+            | Error::ReadOnly
+            | Error::RecoveryNeeded
+            | Error::ReadTxnHeld
+            | Error::WriteTxnHeld
+            | Error::SnapshotTooOld { .. }
+            | Error::TransactionTooLarge { .. }
+            | Error::TransactionFailed(_)
+            | Error::UnknownTable(_)
+            | Error::TableExists(_)
+            | Error::UnknownColumn(_)
+            | Error::InvalidSchema(_)
+            | Error::WrongArity { .. }
+            | Error::ValueDoesNotFit { .. }
+            | Error::RowTooLarge { .. }
+            | Error::UnknownRow(_)
+            | Error::ColumnMismatch
+            | Error::ColumnType { .. }
+            | Error::Null(_)
+            | Error::CorruptRow(_)
+            | Error::CorruptPage { .. }
+            | Error::CorruptCatalog(_)
+            | Error::CorruptLog(_)
+            | Error::InvalidOption(_) => None,
+        }
+    }
+}
+
 impl From<WalError> for Error {
     fn from(e: WalError) -> Self {
         match e {

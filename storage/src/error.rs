@@ -195,6 +195,34 @@ pub enum StorageError {
 }
 
 impl StorageError {
+    /// The file the error is about, when it names one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Io { path, .. }
+            | Self::AlreadyOpen { path }
+            | Self::AlreadyExists { path }
+            | Self::NotOurs { path }
+            | Self::VersionMismatch { path, .. }
+            | Self::CorruptHeader { path, .. }
+            | Self::Truncated { path, .. }
+            | Self::ChecksumMismatch { path, .. }
+            | Self::WrongPageId { path, .. }
+            | Self::NoSpace { path }
+            | Self::Reserve { path, .. }
+            | Self::EmulationRefused { path, .. }
+            | Self::Poisoned { path }
+            | Self::ReadOnly { path }
+            | Self::MappedWrite { path } => Some(path),
+            Self::PageOutOfRange { .. }
+            | Self::RangeOutOfFile { .. }
+            | Self::MaxBytesTooLarge { .. }
+            | Self::InvalidPageSize(_)
+            | Self::BufferSize { .. }
+            | Self::FileTooLarge { .. }
+            | Self::LayerNotCompiled(_) => None,
+        }
+    }
+
     /// Wraps an OS error, turning `ENOSPC` into [`StorageError::NoSpace`].
     pub fn io(op: &'static str, path: &std::path::Path, source: io::Error) -> Self {
         if source.raw_os_error() == Some(libc::ENOSPC) {

@@ -1,6 +1,5 @@
 //! Frames: page-size-aligned memory, and each frame's metadata.
 
-use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
@@ -79,45 +78,102 @@ impl FrameMeta {
     }
 }
 
-/// The frames' bytes: one allocation, every frame aligned to the page size.
+/// The frames' bytes: one anonymous private mapping, every frame aligned to the page size.
+///
+/// Not `std::alloc::alloc_zeroed`: for an alignment above malloc's (16 bytes) the system
+/// allocator allocates, then zeroes the whole block with `memset`, which faults in every page of
+/// the pool at once. A default 64 MiB pool then cost 64 MiB of resident memory and about 35 ms
+/// at every open, before a single page was read. The kernel zero-fills an anonymous mapping page
+/// by page on first touch, so a pool costs memory as its frames are first used.
 #[derive(Debug)]
 pub(crate) struct FrameMemory {
+    /// The first frame: `region` rounded up to the page size.
     base: NonNull<u8>,
-    layout: Layout,
+    /// What was mapped (or, under Miri, allocated): the frames plus up to a page of slack for the
+    /// alignment.
+    region: NonNull<u8>,
+    region_bytes: usize,
     page_size: usize,
 }
 
-// SAFETY: the memory is a plain heap allocation owned by this value; access to each frame's bytes
-// is synchronised by that frame's latch (see `pool.rs`), not by this type.
+// SAFETY: the memory is a plain mapping owned by this value; access to each frame's bytes is
+// synchronised by that frame's latch (see `pool.rs`), not by this type.
 unsafe impl Send for FrameMemory {}
 // SAFETY: as above.
 unsafe impl Sync for FrameMemory {}
 
 impl FrameMemory {
-    /// The frames' memory, zeroed; `None` if it does not fit the address space or the
-    /// allocator refuses it.
+    /// The frames' memory, zeroed; `None` if it does not fit the address space or the OS (or
+    /// the allocator) refuses it.
     pub(crate) fn new(frames: usize, page_size: usize) -> Option<Self> {
         let bytes = frames.checked_mul(page_size)?;
-        let layout = Layout::from_size_align(bytes, page_size).ok()?;
+        // The mapping is aligned to the OS page only; a page of slack lets the first frame start
+        // on a page-size boundary.
+        let region_bytes = bytes.checked_add(page_size)?;
+        let region = Self::map(region_bytes)?;
+        let skip = region.as_ptr().addr().next_multiple_of(page_size) - region.as_ptr().addr();
+        // SAFETY: `skip < page_size`, so the first frame lies inside the region (and the last
+        // ends within it: `skip + bytes <= region_bytes`).
+        let base = unsafe { region.add(skip) };
+        Some(Self { base, region, region_bytes, page_size })
+    }
+
+    #[cfg(not(miri))]
+    fn map(bytes: usize) -> Option<NonNull<u8>> {
+        // SAFETY: a fresh anonymous mapping at an address the kernel chooses (no MAP_FIXED), so
+        // no existing memory is replaced; it is read and written only through `ptr`.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        NonNull::new(p.cast::<u8>())
+    }
+
+    /// Under Miri, which checks the frames' accesses, not their cost: zeroed heap memory.
+    #[cfg(miri)]
+    fn map(bytes: usize) -> Option<NonNull<u8>> {
+        let layout = Self::miri_layout(bytes)?;
         // SAFETY: the layout has a nonzero size (frames >= 1, page_size >= 4096).
-        let p = unsafe { std::alloc::alloc_zeroed(layout) };
-        let base = NonNull::new(p)?;
-        Some(Self { base, layout, page_size })
+        NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
+    }
+
+    #[cfg(miri)]
+    fn miri_layout(bytes: usize) -> Option<std::alloc::Layout> {
+        std::alloc::Layout::from_size_align(bytes, 16).ok()
     }
 
     /// The first byte of frame `f`.
     pub(crate) fn ptr(&self, f: usize) -> NonNull<u8> {
-        debug_assert!((f + 1) * self.page_size <= self.layout.size());
+        debug_assert!((f + 1) * self.page_size <= self.region_bytes - self.page_size);
         // SAFETY: `f` is a frame index below the pool's size, so the offset is inside the
-        // allocation.
+        // frames.
         unsafe { self.base.add(f * self.page_size) }
     }
 }
 
 impl Drop for FrameMemory {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { std::alloc::dealloc(self.base.as_ptr(), self.layout) };
+        #[cfg(not(miri))]
+        // SAFETY: the region was mapped in `new` with this length and is unmapped once; no frame
+        // is referenced any more (the pool, which hands them out, is being dropped).
+        unsafe {
+            libc::munmap(self.region.as_ptr().cast(), self.region_bytes)
+        };
+        #[cfg(miri)]
+        {
+            let layout = Self::miri_layout(self.region_bytes).expect("checked when allocated");
+            // SAFETY: allocated in `map` with this layout, freed once.
+            unsafe { std::alloc::dealloc(self.region.as_ptr(), layout) };
+        }
     }
 }
 

@@ -3,7 +3,13 @@
 //!
 //! A database whose log holds an unfinished transaction cannot be opened read-only (recovery
 //! would have to write): both commands say so and exit 1, as they do for a missing database or
-//! any damage.
+//! any damage. An error names its path once, and names the file (not just the directory) where
+//! it concerns one.
+//!
+//! `info` shows the durability of its own read-only open, labelled as such: a database has no
+//! durability of its own (each open chooses a mode from its layer and the medium, and the format
+//! records neither), so that is the only figure the tool can read rather than guess. It reads no
+//! table page, so it says that `check` is what verifies them.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -15,22 +21,36 @@ use nvpage_wal::{Log, OpenOptions};
 pub type Failure = String;
 
 fn open(path: &Path) -> Result<Database, Failure> {
-    if !path.join(nvpage::DATA_FILE).exists() && !path.join(nvpage::LOG_FILE).exists() {
-        return Err(format!(
+    Database::builder()
+        .layer(Layer::Pread)
+        .read_only(true)
+        .open(path)
+        .map_err(|e| describe(path, &e))
+}
+
+/// The one line for an error met on the database at `path`: the error's own message when it
+/// names its file or directory (never the path twice), else the file it concerns, then the
+/// message.
+fn describe(path: &Path, e: &Error) -> Failure {
+    match e {
+        Error::NotFound { .. } => format!(
             "{}: no database here (no {} or {})",
             path.display(),
             nvpage::DATA_FILE,
             nvpage::LOG_FILE
-        ));
-    }
-    Database::builder().layer(Layer::Pread).read_only(true).open(path).map_err(|e| match e {
+        ),
         Error::RecoveryNeeded => format!(
             "{}: the log holds an unfinished transaction (a crash or kill left it); open the \
              database writable once to roll it back, then check again",
             path.display()
         ),
+        e if e.path().is_some() => e.to_string(),
+        Error::CorruptCatalog(_) | Error::CorruptPage { .. } | Error::CorruptRow(_) => {
+            format!("{}: {e}", path.join(nvpage::DATA_FILE).display())
+        }
+        Error::CorruptLog(_) => format!("{}: {e}", path.join(nvpage::LOG_FILE).display()),
         e => format!("{}: {e}", path.display()),
-    })
+    }
 }
 
 fn io_failure(e: io::Error) -> Failure {
@@ -40,7 +60,7 @@ fn io_failure(e: io::Error) -> Failure {
 /// `nvpage check PATH`: every page in use, the catalog against the tables' pages, the log.
 pub fn check(path: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     let db = open(path)?;
-    let r = db.check().map_err(|e| format!("{}: {e}", path.display()))?;
+    let r = db.check().map_err(|e| describe(path, &e))?;
     for d in &r.damage {
         writeln!(err, "damage: {d}").map_err(io_failure)?;
     }
@@ -63,7 +83,8 @@ pub fn check(path: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<()
     .map_err(io_failure)
 }
 
-/// `nvpage info PATH`: format, page size and count, durability, tables, the log's state.
+/// `nvpage info PATH`: format, page size and count, durability, tables, the log's state, and
+/// that the pages were not verified (`nvpage check` does that).
 pub fn info(path: &Path, out: &mut dyn Write) -> Result<(), Failure> {
     let log_path = path.join(nvpage::LOG_FILE);
     let log_state =
@@ -76,8 +97,17 @@ pub fn info(path: &Path, out: &mut dyn Write) -> Result<(), Failure> {
         writeln!(out, "uuid:        {}", db.uuid())?;
         writeln!(out, "page size:   {} bytes", db.page_size())?;
         writeln!(out, "page count:  {}", db.page_count())?;
-        writeln!(out, "durability:  {} (data file)", db.durability())?;
-        writeln!(out, "             {} (log)", db.log_durability())?;
+        // A database has no durability of its own: every open chooses a mode from its layer and
+        // the medium (and the format records neither), so the only figure the tool can read is
+        // its own read-only open's, and it says so rather than pass it off as the database's.
+        writeln!(
+            out,
+            "durability:  of this tool's read-only open (layer {}); each open chooses its own \
+             from its layer and the medium",
+            db.layer()
+        )?;
+        writeln!(out, "  data file: {}", db.durability())?;
+        writeln!(out, "  log:       {}", db.log_durability())?;
         let rx = db.begin_read().map_err(io::Error::other)?;
         let tables = rx.tables();
         writeln!(out, "tables:      {}", tables.len())?;
@@ -94,7 +124,15 @@ pub fn info(path: &Path, out: &mut dyn Write) -> Result<(), Failure> {
                 )
             }
             Err(e) => writeln!(out, "log:         {e}"),
-        }
+        }?;
+        // Info reads only the header, the catalog and the log's state, so it cannot vouch for
+        // the table pages: say what would.
+        writeln!(
+            out,
+            "checked:     no (info reads the header, the catalog and the log); run `nvpage check \
+             {}` to verify every page",
+            path.display()
+        )
     };
     w(out).map_err(io_failure)
 }

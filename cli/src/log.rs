@@ -3,7 +3,7 @@
 //! Every command opens the log read-only, which checks its header, its state word and every
 //! record below the tail or watermark, then finds a record log's records past the watermark
 //! (without storing anything); a missing file, a file that is not a log or a damaged log is an
-//! error message and exit status 1, never a panic.
+//! error message and exit status 1, never a panic. `dump` of an empty log says it is empty.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -78,7 +78,13 @@ fn dump(path: &Path, out: &mut dyn Write) -> Result<(), WalError> {
             stream.extend_from_slice(c);
             true
         })?;
+        if stream.is_empty() {
+            return empty(&log, out);
+        }
         return hexdump(&stream, out).map_err(io_err(path));
+    }
+    if log.record_count() == 0 {
+        return empty(&log, out);
     }
     for (i, r) in log.records()?.enumerate() {
         let r = r?;
@@ -89,6 +95,18 @@ fn dump(path: &Path, out: &mut dyn Write) -> Result<(), WalError> {
         w(out).map_err(io_err(path))?;
     }
     Ok(())
+}
+
+/// What `dump` prints for a log with nothing in it, so that no output is never the answer.
+fn empty(log: &Log, out: &mut dyn Write) -> Result<(), WalError> {
+    writeln!(
+        out,
+        "{}: the log is empty (generation {}, 0 of {} bytes used)",
+        log.path().display(),
+        log.generation(),
+        log.nbyte()
+    )
+    .map_err(io_err(log.path()))
 }
 
 fn check(path: &Path, out: &mut dyn Write) -> Result<(), WalError> {

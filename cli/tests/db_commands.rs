@@ -1,7 +1,10 @@
 //! Goal: `nvpage check PATH` exits 0 on a sound database and 1 — with a message naming the
-//! damaged page — when a byte of a heap page is flipped; both `check` and `info` exit 1 with a
-//! clear message for a missing database and for a log that still needs recovery; `info` prints
-//! the format, page size and count, durability, tables with row counts, and the log's state.
+//! damaged page and its file — when a byte of a heap page is flipped; `info`, which does not read
+//! the heap pages, says so and says to run `check`; a damaged catalog page fails both commands
+//! naming the data file and the page; both exit 1 with a clear message for a missing database
+//! and for a log that still needs recovery; `info` prints the format, page size and count, the
+//! durability of its own read-only open labelled as such, tables with row counts, and the log's
+//! state.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -62,6 +65,8 @@ fn check_and_info_on_good_damaged_missing_and_unrecovered_databases() {
         assert!(info.contains(want), "info lacks {want:?}:\n{info}");
     }
     assert!(info.contains("generation"), "{info}");
+    // The durability shown is the tool's own open's (pread, read-only), not the database's.
+    assert!(info.contains("durability:  of this tool's read-only open (layer pread)"), "{info}");
 
     // A flipped byte in a heap page.
     let data = path.join(nvpage::DATA_FILE);
@@ -70,10 +75,29 @@ fn check_and_info_on_good_damaged_missing_and_unrecovered_databases() {
     std::fs::write(&data, &bytes).unwrap();
     let out = nvpage(&["check"], &path);
     let stderr = fails_cleanly(&out, "damaged page");
-    assert!(stderr.contains(&format!("page {heap_page}")), "{stderr}");
+    assert!(stderr.contains(&format!("{}: page {heap_page} ", data.display())), "{stderr}");
+    // Info cannot see the damage (it reads no heap page) and says what would.
+    let out = nvpage(&["info"], &path);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let info = text(&out.stdout);
+    assert!(info.contains(&format!("run `nvpage check {}`", path.display())), "{info}");
     bytes[heap_page as usize * 8192 + 5000] ^= 1;
     std::fs::write(&data, &bytes).unwrap();
     assert!(nvpage(&["check"], &path).status.success());
+
+    // A flipped byte in the catalog (page 1), which every open reads: both commands fail naming
+    // the data file and the page, the path given once.
+    bytes[8192 + 3000] ^= 1;
+    std::fs::write(&data, &bytes).unwrap();
+    for cmd in ["check", "info"] {
+        let stderr = fails_cleanly(&nvpage(&[cmd], &path), "damaged catalog");
+        assert!(
+            stderr.starts_with(&format!("nvpage: {}: page 1 fails its checksum", data.display())),
+            "{cmd}: {stderr}"
+        );
+    }
+    bytes[8192 + 3000] ^= 1;
+    std::fs::write(&data, &bytes).unwrap();
 
     // Missing database.
     for cmd in ["check", "info"] {

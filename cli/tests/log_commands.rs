@@ -1,12 +1,13 @@
 //! Goal: the built `nvpage` binary's `log info|dump|check` exit 0 on a sound log and print what
-//! it holds, and exit 1 with a message (never a panic) on a corrupted log, a file that is not a
-//! log, and a missing file.
+//! it holds — `dump` of an empty log says it is empty rather than print nothing — and exit 1
+//! with a message (never a panic) on a corrupted log, a file that is not a log, and a missing
+//! file.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use nvpage_wal::layout::DATA_OFFSET;
-use nvpage_wal::{CreateOptions, Log, Uuid};
+use nvpage_wal::{CreateOptions, Framing, Log, Uuid};
 
 fn nvpage(args: &[&str], path: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nvpage")).args(args).arg(path).output().expect("run nvpage")
@@ -40,6 +41,17 @@ fn log_commands_on_good_corrupt_and_missing_logs() {
     let dump = String::from_utf8(out.stdout).unwrap();
     assert!(dump.contains("record 1 at offset 56 (6 bytes)"), "{dump}");
     assert!(dump.contains("|This is the firs|"), "{dump}");
+
+    // An empty log, framed and raw: dump says so.
+    for framing in [Framing::Records, Framing::Raw] {
+        let empty = dir.path().join(format!("empty-{framing}.log"));
+        let opts = CreateOptions { framing, ..CreateOptions::new(Uuid::nil()) };
+        drop(Log::create(&empty, DATA_OFFSET as u64 + 8192, &opts).unwrap());
+        let out = nvpage(&["log", "dump"], &empty);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let dump = String::from_utf8(out.stdout).unwrap();
+        assert!(dump.contains("the log is empty"), "{framing}: {dump:?}");
+    }
 
     let out = nvpage(&["log", "check"], &good);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

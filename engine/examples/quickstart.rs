@@ -1,19 +1,42 @@
 //! Create a table, insert rows, commit, and scan them back — serially and in parallel.
 //!
-//! Run with `cargo run --release -p nvpage --example quickstart [DIR]` (default: a temp dir).
+//! Run with `cargo run --release -p nvpage --example quickstart [DIR]`. With a `DIR`, the
+//! database is kept there (and a second run adds to it); without one, it is made in
+//! `nvpage-quickstart-PID` in the temp directory and removed when the example ends, with an error
+//! or without.
+
+use std::path::{Path, PathBuf};
 
 use nvpage::{Column, ColumnType, Database, Date, Decimal, ReadOps, Schema, Value, kind};
 
+/// A directory removed when dropped: the default database (72 MB, most of it the log) must not
+/// pile up in the temp directory run after run.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        match std::fs::remove_dir_all(&self.0) {
+            Ok(()) => println!("removed {}", self.0.display()),
+            Err(e) => eprintln!("could not remove {}: {e}", self.0.display()),
+        }
+    }
+}
+
 fn main() -> nvpage::Result<()> {
-    let tmp;
+    let _scratch;
     let dir = match std::env::args().nth(1) {
-        Some(d) => std::path::PathBuf::from(d),
+        Some(d) => PathBuf::from(d),
         None => {
-            tmp = std::env::temp_dir().join(format!("nvpage-quickstart-{}", std::process::id()));
-            tmp.clone()
+            let d = std::env::temp_dir().join(format!("nvpage-quickstart-{}", std::process::id()));
+            _scratch = Scratch(d.clone());
+            d
         }
     };
-    let db = Database::open(&dir)?;
+    run(&dir)
+}
+
+fn run(dir: &Path) -> nvpage::Result<()> {
+    let db = Database::open(dir)?;
     println!("opened {} with layer {} ({})", dir.display(), db.layer(), db.durability());
 
     let mut tx = db.begin_write()?;

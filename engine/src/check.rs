@@ -88,10 +88,11 @@ impl Database {
         let mut buf = vec![0u8; ps];
         let read = |id: u64, buf: &mut Vec<u8>, damage: &mut Vec<String>| -> Result<bool> {
             raw.read_at(buf, id * ps as u64)?;
-            match page::verify(buf, PageId(id)) {
+            match page::verify(buf, PageId(id), raw.path()) {
                 Ok(()) => Ok(true),
                 Err(e) => {
-                    damage.push(format!("page {id}: {e}"));
+                    // The error names the file and the page.
+                    damage.push(e.to_string());
                     Ok(false)
                 }
             }

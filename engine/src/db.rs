@@ -132,13 +132,16 @@ impl Builder {
         self
     }
 
-    /// Whether a missing database is created (default true).
+    /// Whether a missing database is created (default true). Only the database directory itself
+    /// is made: a missing parent is [`Error::NoParentDirectory`].
     pub fn create(mut self, yes: bool) -> Self {
         self.create = yes;
         self
     }
 
-    /// Opens the database in directory `dir`, creating it if allowed and missing.
+    /// Opens the database in directory `dir`, creating it (the directory, not its parents) if
+    /// allowed and missing. A path that is a file is [`Error::NotADirectory`]; one that cannot be
+    /// examined (permission denied, ...) is [`Error::Inaccessible`], naming the OS error.
     pub fn open(self, dir: impl AsRef<Path>) -> Result<Database> {
         Database::open_with(dir.as_ref(), self)
     }
@@ -173,7 +176,8 @@ pub struct Database {
 }
 
 impl Database {
-    /// Opens (or creates) the database in `dir` with the default options.
+    /// Opens (or creates) the database in `dir` with the default options (see
+    /// [`Builder::open`]).
     pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
         Builder::default().open(dir)
     }
@@ -191,16 +195,13 @@ impl Database {
         let data_path = dir.join(DATA_FILE);
         let log_path = dir.join(LOG_FILE);
         let writes = b.create && !b.read_only;
-        if writes {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| nvpage_storage::StorageError::io("mkdir", dir, e))?;
-        }
+        let made_dir = database_dir(dir, writes)?;
         // Openers of one directory decide one at a time whether to create, finish a crashed
         // create or open (two first opens at once would otherwise each take the other's fresh
         // log for a crashed create); the one that loses then meets the files' own locks.
-        let _deciding = if dir.is_dir() { nvpage_storage::file::lock_dir(dir)? } else { None };
-        if !data_path.exists() {
-            if log_path.exists() {
+        let _deciding = nvpage_storage::file::lock_dir(dir)?;
+        if !exists(&data_path)? {
+            if exists(&log_path)? {
                 if !crashed_create(&log_path)? {
                     return Err(Error::Incomplete { path: dir.into(), missing: DATA_FILE });
                 }
@@ -213,8 +214,15 @@ impl Database {
             if !writes {
                 return Err(Error::NotFound { path: dir.into() });
             }
-            create(dir, &b, page_size)?;
-        } else if !log_path.exists() {
+            if let Err(e) = create(dir, &b, page_size) {
+                if made_dir {
+                    // Leave no empty directory behind a create that failed (a refused
+                    // persistence mode, a full disk): the path is as the caller gave it.
+                    let _ = std::fs::remove_dir(dir);
+                }
+                return Err(e);
+            }
+        } else if !exists(&log_path)? {
             return Err(Error::Incomplete { path: dir.into(), missing: LOG_FILE });
         }
         let log = recover(&data_path, &log_path, &b)?;
@@ -356,6 +364,44 @@ pub struct Stats {
     /// Versions of commits at or below this were freed by [`Builder::max_version_bytes`]: a
     /// reader whose snapshot is older and needs one fails with [`Error::SnapshotTooOld`].
     pub version_horizon: u64,
+}
+
+/// Checks that `dir` is a directory and, when `create` allows and it is missing, makes it — the
+/// database directory only, never its parents — and syncs its parent so the new name is durable.
+/// Returns whether this call made it. A path that is missing (and may not be created) is
+/// [`Error::NotFound`]; a file is [`Error::NotADirectory`]; a missing parent is
+/// [`Error::NoParentDirectory`]; any other failure to look (permission denied, a component that
+/// is a file) is [`Error::Inaccessible`] with the OS error, never taken for "no database here".
+fn database_dir(dir: &Path, create: bool) -> Result<bool> {
+    use std::io::ErrorKind;
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => return Ok(false),
+        Ok(_) => return Err(Error::NotADirectory { path: dir.into() }),
+        Err(e) if e.kind() != ErrorKind::NotFound => {
+            return Err(Error::Inaccessible { path: dir.into(), source: e });
+        }
+        Err(_) if !create => return Err(Error::NotFound { path: dir.into() }),
+        Err(_) => {}
+    }
+    match std::fs::create_dir(dir) {
+        Ok(()) => {
+            nvpage_storage::file::sync_parent_dir(dir)?;
+            Ok(true)
+        }
+        // Another opener made it first: judge what is there now.
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => database_dir(dir, false),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::NoParentDirectory {
+            path: dir.into(),
+            parent: dir.parent().unwrap_or(Path::new("")).into(),
+        }),
+        Err(e) => Err(nvpage_storage::StorageError::io("mkdir", dir, e).into()),
+    }
+}
+
+/// Whether `path` exists; a failure to tell (permission denied, ...) is [`Error::Inaccessible`],
+/// not "no".
+fn exists(path: &Path) -> Result<bool> {
+    path.try_exists().map_err(|source| Error::Inaccessible { path: path.into(), source })
 }
 
 /// A log with no data file is a create that crashed after starting the log (the data file

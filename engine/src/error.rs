@@ -36,6 +36,32 @@ pub enum Error {
         /// The directory.
         path: PathBuf,
     },
+    /// The path is a file, not a directory: a database is a directory holding its files.
+    #[error("{path} is not a directory: a database is a directory")]
+    NotADirectory {
+        /// The path given as the database.
+        path: PathBuf,
+    },
+    /// The database directory does not exist and neither does its parent: an open creates the
+    /// database directory only, never the directories above it (a mistyped path is not silently
+    /// made into a tree).
+    #[error("{path}: cannot create the database: its parent directory {parent} does not exist")]
+    NoParentDirectory {
+        /// The database directory.
+        path: PathBuf,
+        /// Its parent, which is missing (or a parent of it is).
+        parent: PathBuf,
+    },
+    /// The database directory or one of its files cannot be looked at: permission denied, a
+    /// component of the path that is not a directory, ... The OS error says which.
+    #[error("{path}: cannot access it: {source}")]
+    Inaccessible {
+        /// The directory or file that could not be examined.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// An earlier failure during commit, abort, recovery or a persist poisoned the database:
     /// reopen it (recovery then restores the last committed state).
     #[error("the database is poisoned by an earlier failure; reopen it")]
@@ -157,6 +183,47 @@ pub enum Error {
     /// A configuration value out of range.
     #[error("invalid option: {0}")]
     InvalidOption(String),
+}
+
+impl Error {
+    /// The file or directory the error is about, when it names one (its message then shows it).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Error::Storage(e) => e.path(),
+            Error::Wal(e) => e.path(),
+            Error::Buffer(BufferError::Storage(e)) => e.path(),
+            Error::Incomplete { path, .. }
+            | Error::NotFound { path }
+            | Error::NotADirectory { path }
+            | Error::NoParentDirectory { path, .. }
+            | Error::Inaccessible { path, .. } => Some(path),
+            Error::Buffer(_)
+            | Error::Poisoned
+            | Error::ReadOnly
+            | Error::RecoveryNeeded
+            | Error::ReadTxnHeld
+            | Error::WriteTxnHeld
+            | Error::SnapshotTooOld { .. }
+            | Error::TransactionTooLarge { .. }
+            | Error::TransactionFailed(_)
+            | Error::UnknownTable(_)
+            | Error::TableExists(_)
+            | Error::UnknownColumn(_)
+            | Error::InvalidSchema(_)
+            | Error::WrongArity { .. }
+            | Error::ValueDoesNotFit { .. }
+            | Error::RowTooLarge { .. }
+            | Error::UnknownRow(_)
+            | Error::ColumnMismatch
+            | Error::ColumnType { .. }
+            | Error::Null(_)
+            | Error::CorruptRow(_)
+            | Error::CorruptPage { .. }
+            | Error::CorruptCatalog(_)
+            | Error::CorruptLog(_)
+            | Error::InvalidOption(_) => None,
+        }
+    }
 }
 
 impl From<WalError> for Error {

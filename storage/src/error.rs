@@ -70,8 +70,12 @@ pub enum StorageError {
         found_bytes: u64,
     },
     /// A page's stored checksum does not match its bytes.
-    #[error("page {page} fails its checksum: stored {expected:#010x}, computed {found:#010x}")]
+    #[error(
+        "{path}: page {page} fails its checksum: stored {expected:#010x}, computed {found:#010x}"
+    )]
     ChecksumMismatch {
+        /// The file the page was read from.
+        path: PathBuf,
         /// The damaged page.
         page: PageId,
         /// The checksum stored in the page.
@@ -80,8 +84,10 @@ pub enum StorageError {
         found: u32,
     },
     /// A page holds another page's id: it was written at the wrong offset.
-    #[error("page {page} holds the id of page {found}: misdirected write")]
+    #[error("{path}: page {page} holds the id of page {found}: misdirected write")]
     WrongPageId {
+        /// The file the page was read from.
+        path: PathBuf,
         /// Where the page was read.
         page: PageId,
         /// The id written inside it.
@@ -152,13 +158,19 @@ pub enum StorageError {
     /// The layer asked for was left out of this build by Cargo features.
     #[error("layer {0} is not compiled into this build (enable the Cargo feature `{0}`)")]
     LayerNotCompiled(&'static str),
-    /// Cache-line persistence was forced on a file that is not on tmpfs or ramfs.
+    /// Cache-line persistence was asked for — by [`crate::PersistRequest::CacheLine`] or by the
+    /// environment variable [`crate::persist::EMULATE_NVM_ENV`] — for a mapped file that is
+    /// neither on tmpfs/ramfs nor DAX.
     #[error(
-        "{path} is not on tmpfs/ramfs: emulated NVM (cache-line flushes) would not make it durable"
+        "{path} is on neither tmpfs/ramfs nor DAX: cache-line flushes (emulated NVM), asked for \
+         by {}, would not make it durable",
+        if *by_env_var { "the variable NVPAGE_EMULATE_NVM" } else { "PersistRequest::CacheLine" }
     )]
     EmulationRefused {
         /// The disk file.
         path: PathBuf,
+        /// Whether the request came from the environment variable (else from the option).
+        by_env_var: bool,
     },
     /// An earlier persist failed: the file refuses all further writes until it is reopened.
     #[error("{path} is poisoned by an earlier persist failure; reopen it")]
@@ -183,6 +195,34 @@ pub enum StorageError {
 }
 
 impl StorageError {
+    /// The file the error is about, when it names one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Io { path, .. }
+            | Self::AlreadyOpen { path }
+            | Self::AlreadyExists { path }
+            | Self::NotOurs { path }
+            | Self::VersionMismatch { path, .. }
+            | Self::CorruptHeader { path, .. }
+            | Self::Truncated { path, .. }
+            | Self::ChecksumMismatch { path, .. }
+            | Self::WrongPageId { path, .. }
+            | Self::NoSpace { path }
+            | Self::Reserve { path, .. }
+            | Self::EmulationRefused { path, .. }
+            | Self::Poisoned { path }
+            | Self::ReadOnly { path }
+            | Self::MappedWrite { path } => Some(path),
+            Self::PageOutOfRange { .. }
+            | Self::RangeOutOfFile { .. }
+            | Self::MaxBytesTooLarge { .. }
+            | Self::InvalidPageSize(_)
+            | Self::BufferSize { .. }
+            | Self::FileTooLarge { .. }
+            | Self::LayerNotCompiled(_) => None,
+        }
+    }
+
     /// Wraps an OS error, turning `ENOSPC` into [`StorageError::NoSpace`].
     pub fn io(op: &'static str, path: &std::path::Path, source: io::Error) -> Self {
         if source.raw_os_error() == Some(libc::ENOSPC) {

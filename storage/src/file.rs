@@ -133,30 +133,31 @@ impl RawFile {
         let sim = SimTag::track(path, &file);
         let max_bytes = opts.max_bytes.max(len_bytes);
         let (mapping, mode) = if opts.mapped {
-            let want_lines = match opts.persistence {
-                PersistRequest::CacheLine if !medium.is_memory() => {
-                    // MAP_SYNC would make a disk file durable through cache lines; try it before
-                    // refusing.
-                    let m = map(&file, path, max_bytes, !opts.read_only, true)?;
-                    if m.is_sync() && flush.is_some() {
-                        return Ok(Self::assemble(
-                            path,
-                            file,
-                            opts,
-                            Some(m),
-                            PersistMode::Dax,
-                            medium,
-                            flush,
-                            sim,
-                            len_bytes,
-                            max_bytes,
-                        ));
-                    }
-                    return Err(StorageError::EmulationRefused { path: path.into() });
+            // The variable is a request for the cache-line path, as the option is: it gets the
+            // same answer, refusal included, rather than being dropped where it cannot be met.
+            let by_env_var =
+                opts.persistence == PersistRequest::Auto && persist::env_requests_emulation();
+            let want_lines = opts.persistence == PersistRequest::CacheLine || by_env_var;
+            if want_lines && !medium.is_memory() {
+                // MAP_SYNC would make a disk file durable through cache lines; try it before
+                // refusing.
+                let m = map(&file, path, max_bytes, !opts.read_only, true)?;
+                if m.is_sync() && flush.is_some() {
+                    return Ok(Self::assemble(
+                        path,
+                        file,
+                        opts,
+                        Some(m),
+                        PersistMode::Dax,
+                        medium,
+                        flush,
+                        sim,
+                        len_bytes,
+                        max_bytes,
+                    ));
                 }
-                PersistRequest::CacheLine => true,
-                PersistRequest::Auto => medium.is_memory() && persist::env_requests_emulation(),
-            };
+                return Err(StorageError::EmulationRefused { path: path.into(), by_env_var });
+            }
             let m = map(&file, path, max_bytes, !opts.read_only, true)?;
             let mode = match (m.is_sync(), want_lines, flush) {
                 (true, _, Some(_)) => PersistMode::Dax,

@@ -130,7 +130,7 @@ mod tests {
         let mut page = vec![0u8; 16384];
         h.encode_into(&mut page);
         assert_eq!(FileHeader::decode_prefix(Path::new("x"), &page[..4096]).unwrap(), h);
-        page::verify(&page, PageId::HEADER).unwrap();
+        page::verify(&page, PageId::HEADER, Path::new("header")).unwrap();
     }
 
     #[test]

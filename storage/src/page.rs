@@ -121,19 +121,25 @@ pub fn seal(page: &mut [u8], id: PageId) {
     page[CHECKSUM_OFFSET..FORMAT_OFFSET].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Checks a page read from the file at `id`: a matching checksum and its own id, or all zeros.
-pub fn verify(page: &[u8], id: PageId) -> Result<()> {
+/// Checks a page read from the file `path` at `id`: a matching checksum and its own id, or all
+/// zeros. `path` only names the file in the error.
+pub fn verify(page: &[u8], id: PageId, path: &std::path::Path) -> Result<()> {
     let expected = read_u32(page, CHECKSUM_OFFSET);
     let found = compute_checksum(page);
     if expected != found {
         if page.iter().all(|&b| b == 0) {
             return Ok(());
         }
-        return Err(StorageError::ChecksumMismatch { page: id, expected, found });
+        return Err(StorageError::ChecksumMismatch {
+            path: path.into(),
+            page: id,
+            expected,
+            found,
+        });
     }
     let stored_id = PageId(read_u64(page, PAGE_ID_OFFSET));
     if stored_id != id {
-        return Err(StorageError::WrongPageId { page: id, found: stored_id });
+        return Err(StorageError::WrongPageId { path: path.into(), page: id, found: stored_id });
     }
     Ok(())
 }
@@ -147,22 +153,26 @@ pub fn stored_id(page: &[u8]) -> PageId {
 mod tests {
     use super::*;
 
+    fn here() -> &'static std::path::Path {
+        std::path::Path::new("some.file")
+    }
+
     #[test]
     fn seal_then_verify() {
         let mut page = vec![7u8; 8192];
         seal(&mut page, PageId(42));
-        verify(&page, PageId(42)).unwrap();
-        assert!(matches!(verify(&page, PageId(43)), Err(StorageError::WrongPageId { .. })));
+        verify(&page, PageId(42), here()).unwrap();
+        assert!(matches!(verify(&page, PageId(43), here()), Err(StorageError::WrongPageId { .. })));
         page[100] ^= 1;
         assert!(matches!(
-            verify(&page, PageId(42)),
-            Err(StorageError::ChecksumMismatch { page: PageId(42), .. })
+            verify(&page, PageId(42), here()),
+            Err(StorageError::ChecksumMismatch { page: PageId(42), ref path, .. }) if path == here()
         ));
     }
 
     #[test]
     fn zero_page_is_unwritten() {
-        verify(&vec![0u8; 4096], PageId(9)).unwrap();
+        verify(&vec![0u8; 4096], PageId(9), here()).unwrap();
     }
 
     #[test]

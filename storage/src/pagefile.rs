@@ -75,9 +75,18 @@ impl PageFile {
                 found_bytes: len,
             });
         }
-        page::verify(&page0, PageId::HEADER).map_err(|e| StorageError::CorruptHeader {
+        page::verify(&page0, PageId::HEADER, path).map_err(|e| StorageError::CorruptHeader {
             path: path.into(),
-            reason: e.to_string(),
+            reason: match e {
+                StorageError::ChecksumMismatch { expected, found, .. } => format!(
+                    "the header page fails its checksum: stored {expected:#010x}, computed \
+                     {found:#010x}"
+                ),
+                StorageError::WrongPageId { found, .. } => {
+                    format!("the header page holds the id of page {found}")
+                }
+                e => e.to_string(),
+            },
         })?;
         let f = Self::assemble(raw, header);
         f.verified.insert(0);
@@ -154,7 +163,7 @@ impl PageFile {
         if self.verified.contains(id.0) {
             return Ok(());
         }
-        page::verify(bytes, id)?;
+        page::verify(bytes, id, self.raw.path())?;
         self.verified.insert(id.0);
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! Goal: damage to a data page made while the file is closed is caught by every layer the first
 //! time the page is read — a flipped byte is `ChecksumMismatch` and a page written at the wrong
-//! offset is `WrongPageId`, each naming the page — through `read_page`, `with_page` and SE2's
-//! `mapped_page`, never a panic and never the damaged bytes; the other pages still read fine.
+//! offset is `WrongPageId`, each naming the file and the page — through `read_page`, `with_page`
+//! and SE2's `mapped_page`, never a panic and never the damaged bytes; the other pages still read
+//! fine.
 
 #![forbid(unsafe_code)]
 
@@ -68,12 +69,14 @@ fn flipped_byte_is_a_checksum_mismatch_naming_the_page() {
             for layer in Layer::ALL {
                 for (what, e) in each_first_read(&path, layer, PageId(n)) {
                     assert!(
-                        matches!(e, StorageError::ChecksumMismatch { page, expected, found }
-                            if page == PageId(n) && expected != found),
+                        matches!(&e, StorageError::ChecksumMismatch { path: p, page, expected, found }
+                            if *p == path && *page == PageId(n) && expected != found),
                         "{} {layer} {what} byte {at} of page {n}: {e:?}",
                         medium.name
                     );
-                    assert!(e.to_string().contains(&format!("page {n} ")), "{e}");
+                    let text = e.to_string();
+                    assert!(text.contains(&format!("page {n} ")), "{e}");
+                    assert!(text.contains(&path.display().to_string()), "names the file: {e}");
                 }
                 undamaged_pages_read(&*OpenOptions::new(layer).open(&path).unwrap(), &written, n);
             }
@@ -94,7 +97,8 @@ fn page_at_the_wrong_offset_is_a_wrong_page_id() {
         for layer in Layer::ALL {
             for (what, e) in each_first_read(&path, layer, PageId(5)) {
                 assert!(
-                    matches!(e, StorageError::WrongPageId { page: PageId(5), found: PageId(3) }),
+                    matches!(&e, StorageError::WrongPageId { path: p, page: PageId(5), found: PageId(3) }
+                        if *p == path),
                     "{} {layer} {what}: {e:?}",
                     medium.name
                 );

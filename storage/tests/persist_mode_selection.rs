@@ -66,7 +66,7 @@ fn forcing_cache_lines_on_a_disk_file_is_refused() {
         let path = m.path(&format!("{layer}.db"));
         let r = with_request(layer, PersistRequest::CacheLine).create(&path);
         assert!(
-            matches!(&r, Err(StorageError::EmulationRefused { path: p }) if *p == path),
+            matches!(&r, Err(StorageError::EmulationRefused { path: p, by_env_var: false }) if *p == path),
             "{layer} create: {r:?}"
         );
         assert!(!path.exists(), "{layer}: a refused create leaves no file behind");

@@ -126,5 +126,26 @@ pub enum WalError {
     },
 }
 
+impl WalError {
+    /// The file the error is about, when it names one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Storage(e) => e.path(),
+            Self::Missing { path }
+            | Self::NotALog { path }
+            | Self::VersionMismatch { path, .. }
+            | Self::CorruptHeader { path, .. }
+            | Self::Truncated { path, .. }
+            | Self::CorruptState { path, .. }
+            | Self::CorruptRecord { path, .. }
+            | Self::ForeignLog { path, .. } => Some(path),
+            Self::LogFull { .. }
+            | Self::WrongFraming { .. }
+            | Self::SizeOutOfRange { .. }
+            | Self::RecordTooLarge { .. } => None,
+        }
+    }
+}
+
 /// The log's result type.
 pub type Result<T, E = WalError> = std::result::Result<T, E>;

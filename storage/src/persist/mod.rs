@@ -3,15 +3,16 @@
 //! | mode            | chosen when                                              | a range is persisted by                     | guarantee |
 //! |-----------------|----------------------------------------------------------|---------------------------------------------|-----------|
 //! | [`Dax`]         | `mmap(MAP_SHARED_VALIDATE \| MAP_SYNC)` succeeds          | CLWB/CLFLUSHOPT/CLFLUSH per line, SFENCE    | power loss |
-//! | [`EmulatedNvm`] | forced by option, or `NVPAGE_EMULATE_NVM=1` on tmpfs/ramfs | the same cache-line path                    | process crash only |
+//! | [`EmulatedNvm`] | the option or `NVPAGE_EMULATE_NVM=1`, on tmpfs/ramfs only | the same cache-line path                    | process crash only |
 //! | [`Msync`]       | default for mapped files                                 | `msync(MS_SYNC)` of the range's OS pages    | power loss, as far as the FS keeps its promise |
 //! | [`Fdatasync`]   | the pread layer                                          | `fdatasync` of the file                     | power loss, as far as the FS keeps its promise |
 //!
 //! Emulated NVM is DRAM: its flushes model NVM's cost, not durability, and no report calls it
-//! durable. A disk file is never put on cache-line flushes: forcing it there is
-//! [`StorageError::EmulationRefused`](crate::StorageError::EmulationRefused), and the environment
-//! variable is ignored for it. On a medium that is itself memory (tmpfs, ramfs) every mode
-//! survives a process crash and nothing survives a power loss; [`Durability`] says so.
+//! durable. A mapped disk file is never put on cache-line flushes: asking for them, by the option
+//! or by the environment variable alike, is
+//! [`StorageError::EmulationRefused`](crate::StorageError::EmulationRefused) (unless the file is
+//! DAX), never a silent fallback to `msync`. On a medium that is itself memory (tmpfs, ramfs)
+//! every mode survives a process crash and nothing survives a power loss; [`Durability`] says so.
 //!
 //! [`Dax`]: PersistMode::Dax
 //! [`EmulatedNvm`]: PersistMode::EmulatedNvm
@@ -24,7 +25,10 @@ use std::fmt;
 
 pub use cacheline::FlushInstr;
 
-/// The environment variable that puts mapped files on tmpfs/ramfs on the cache-line path.
+/// The environment variable that asks for the cache-line path for every mapped file opened with
+/// [`PersistRequest::Auto`]: `1` or `true` acts as [`PersistRequest::CacheLine`] (emulated NVM on
+/// tmpfs/ramfs, DAX where `MAP_SYNC` is granted, refused elsewhere); any other value, or none,
+/// asks for nothing.
 pub const EMULATE_NVM_ENV: &str = "NVPAGE_EMULATE_NVM";
 
 /// How a file's ranges are made durable. Decided once, at open.
@@ -79,8 +83,9 @@ impl fmt::Display for PersistMode {
 /// What a caller asks for at open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PersistRequest {
-    /// DAX if `MAP_SYNC` works, else `msync` (or, on tmpfs/ramfs with `NVPAGE_EMULATE_NVM=1`,
-    /// emulated NVM). The pread layer always uses `fdatasync`.
+    /// DAX if `MAP_SYNC` works, else `msync`; with `NVPAGE_EMULATE_NVM=1` set
+    /// ([`EMULATE_NVM_ENV`]), what [`PersistRequest::CacheLine`] gets, refusal included. The
+    /// pread layer always uses `fdatasync`.
     #[default]
     Auto,
     /// Force the cache-line path: DAX if `MAP_SYNC` works, else emulated NVM, which is allowed

@@ -35,15 +35,19 @@ pub fn page_decode(data: &[u8]) {
     p.resize(size, 0);
     if flags & 2 == 2 {
         page::seal(&mut p, id);
-        page::verify(&p, id).expect("a sealed page verifies");
+        page::verify(&p, id, here()).expect("a sealed page verifies");
         p[(flip / 8) % size] ^= 1 << (flip % 8);
         let zero = p.iter().all(|&b| b == 0);
-        assert_eq!(page::verify(&p, id).is_ok(), zero, "a flipped bit of a sealed page verified");
+        assert_eq!(
+            page::verify(&p, id, here()).is_ok(),
+            zero,
+            "a flipped bit of a sealed page verified"
+        );
     } else {
         let stored = u32::from_le_bytes(p[..4].try_into().unwrap());
         let sound = stored == page::compute_checksum(&p) && page::stored_id(&p) == id;
         let zero = p.iter().all(|&b| b == 0);
-        match page::verify(&p, id) {
+        match page::verify(&p, id, here()) {
             Ok(()) => assert!(sound || zero, "verify accepted a page that does not check"),
             Err(e) => {
                 assert!(!sound && !zero, "verify refused a sound page: {e}");
@@ -62,7 +66,7 @@ pub fn page_decode(data: &[u8]) {
             assert!(PageSize::new(h.page_size.bytes() as u64).is_ok());
             let mut page = vec![0u8; h.page_size.bytes()];
             h.encode_into(&mut page);
-            page::verify(&page, PageId::HEADER).expect("an encoded header page verifies");
+            page::verify(&page, PageId::HEADER, here()).expect("an encoded header page verifies");
             let again = FileHeader::decode_prefix(Path::new("fuzz"), &page[..MIN_PAGE_SIZE]);
             assert_eq!(again.expect("re-decode"), h);
         }
@@ -70,4 +74,9 @@ pub fn page_decode(data: &[u8]) {
             let _ = e.to_string();
         }
     }
+}
+
+/// The file a fuzzed page is said to come from, in errors.
+fn here() -> &'static Path {
+    Path::new("fuzzed page")
 }

@@ -85,6 +85,7 @@ mod catalog;
 mod check;
 mod db;
 mod error;
+mod failpoint;
 mod heap;
 mod row;
 mod scan;
@@ -108,6 +109,15 @@ pub use scan::{Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
 pub use table::{RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
+
+/// Failpoints for tests (feature `failpoints`): arm one by name, and the engine panics there.
+/// Points: `commit::after_flush` (pages forced, before the commit point),
+/// `commit::after_commit_point` (the log rewound, before the commit step publishes it),
+/// `abort::after_restore` (before-images restored, before the log is rewound).
+#[cfg(feature = "failpoints")]
+pub mod failpoints {
+    pub use crate::failpoint::arm;
+}
 
 /// Thin wrappers over private decoders, for the fuzz targets (`fuzz/`) and their corpus replay
 /// (`tests/`). Not part of the API: no stability promise, no behaviour of its own.

@@ -766,6 +766,7 @@ impl WriteTxn<'_> {
         }
         pool.flush_all()?;
         pool.sync()?;
+        crate::failpoint::hit("commit::after_flush");
         {
             let mut log = self.db.log.write();
             if log.tell() > 0 {
@@ -773,6 +774,7 @@ impl WriteTxn<'_> {
                 log.rewind()?;
             }
         }
+        crate::failpoint::hit("commit::after_commit_point");
         // The commit step (R5): the stamps this transaction wrote become a commit number.
         pool.end_txn();
         let published = Published {

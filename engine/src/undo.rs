@@ -149,6 +149,7 @@ pub fn roll_back(
     if !restored.is_empty() {
         sync()?;
     }
+    crate::failpoint::hit("abort::after_restore");
     if log.tell() > 0 {
         log.rewind()?;
     }

@@ -51,7 +51,12 @@ fn read_one(db: &Database, states: &States, done: &AtomicBool, what: &str) -> us
         assert_eq!(pages.get_or_insert_with(|| now.clone()), &now, "{what}: page counts moved");
         for t in &tables {
             let n = rx.par_fold(t, 2, || 0u64, |n, _| Ok(n + 1), |a, b| a + b).unwrap();
-            assert_eq!(n, want[t.name()].len() as u64, "{what}: snapshot {s}: par_fold {}", t.name());
+            assert_eq!(
+                n,
+                want[t.name()].len() as u64,
+                "{what}: snapshot {s}: par_fold {}",
+                t.name()
+            );
         }
         reads += 1;
         // Let the writer move on: at least two more commits, unless it is done.
@@ -84,7 +89,8 @@ fn diff(got: &BTreeMap<String, Rows>, want: &BTreeMap<String, Rows>) -> String {
     "equal".into()
 }
 
-fn run(layer: Layer, dir: &Path, seed: u64) {
+/// Runs one configuration; returns how many reads old versions served.
+fn run(layer: Layer, dir: &Path, seed: u64) -> u64 {
     let what = format!("{layer} in {}", dir.display());
     let db = Database::builder()
         .layer(layer)
@@ -128,18 +134,22 @@ fn run(layer: Layer, dir: &Path, seed: u64) {
     assert!(reads >= READERS, "{what}: {reads} reads");
     let c = db.counters();
     assert!(c.write_backs > 0 && c.evictions > 0, "{what}: pages were stolen: {c:?}");
-    assert!(c.version_reads > 0, "{what}: readers read old versions: {c:?}");
     eprintln!("{what}: {commits} commits, {aborts} aborts, {reads} reads; {c:?}");
     let st = db.stats();
     assert_eq!((st.readers, st.versions, st.version_bytes), (0, 0, 0), "{what}: {st:?}");
+    c.version_reads
 }
 
 #[test]
 fn every_read_of_every_snapshot_matches_the_model_on_every_layer() {
+    let mut version_reads = 0;
     for (i, layer) in Layer::compiled().into_iter().enumerate() {
         let tmpfs = tempfile::tempdir_in("/dev/shm").unwrap();
-        run(layer, tmpfs.path(), 11 + i as u64);
+        version_reads += run(layer, tmpfs.path(), 11 + i as u64);
         let disk = tempfile::tempdir().unwrap();
-        run(layer, disk.path(), 23 + i as u64);
+        version_reads += run(layer, disk.path(), 23 + i as u64);
     }
+    // How often a reader meets a page changed after its snapshot depends on the scheduler; over
+    // six configurations some did.
+    assert!(version_reads > 0, "no reader read an old version: the test checked nothing new");
 }

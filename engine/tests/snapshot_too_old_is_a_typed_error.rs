@@ -72,12 +72,16 @@ fn run(layer: Layer) {
             })
             .unwrap();
             for (k, id) in ids.into_iter().enumerate() {
-                tx.update(&t, id, &[
-                    Value::I64(k as i64),
-                    Value::I32(-round),
-                    Value::Decimal(nvpage::Decimal::new(k as i64 * 7, 2)),
-                    Value::Str("m"),
-                ])
+                tx.update(
+                    &t,
+                    id,
+                    &[
+                        Value::I64(k as i64),
+                        Value::I32(-round),
+                        Value::Decimal(nvpage::Decimal::new(k as i64 * 7, 2)),
+                        Value::Str("m"),
+                    ],
+                )
                 .unwrap();
             }
             tx.commit().unwrap();

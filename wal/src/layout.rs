@@ -117,8 +117,8 @@ pub enum Framing {
     /// libpmemlog's byte stream: appends are concatenated as they are, with no per-append
     /// header or checksum; the persisted tail alone says what is in the log.
     Raw,
-    /// Framed records (marker, length, generation, CRC32C): each append is one record, checked
-    /// at open and again when read.
+    /// Framed records (length, generation, an XXH3-64 check): each append is one record,
+    /// checked at open and again when read.
     Records,
 }
 

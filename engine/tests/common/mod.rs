@@ -211,10 +211,7 @@ pub fn random_txn_publishing(
             Ok(()) => End::Aborted,
             Err(e) => End::OpFailed(e),
         },
-        _ => match {
-            publish(&tent);
-            tx.commit()
-        } {
+        _ => match (publish(&tent), tx.commit()).1 {
             Ok(()) => {
                 *model = tent;
                 End::Committed

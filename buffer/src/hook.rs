@@ -11,22 +11,28 @@ use crate::versions::PageImage;
 /// page cache.
 pub trait WriteBackHook: Send + Sync + std::fmt::Debug {
     /// `page` is about to be written back into `file`, which still holds the page's old bytes
-    /// (read them with `file.raw().read_at` to log a before-image). Write-back proceeds only
-    /// after this returns `Ok`; an `Err` leaves the page dirty and is returned to the caller as
-    /// [`BufferError::Hook`](crate::BufferError::Hook).
+    /// (read them with `file.raw().read_at` to log a before-image). The image need not be
+    /// durable when this returns: the pool calls [`WriteBackHook::persist`] before it stores
+    /// the first byte of any page it called this for, so a commit that writes back k pages
+    /// pays one persist for their k images, not k. An `Err` leaves the page dirty and is
+    /// returned to the caller as [`BufferError::Hook`](crate::BufferError::Hook).
     ///
     /// `Ok(Some(image))` hands the pool the page's old bytes to keep as the version readers of
     /// older snapshots read (the buffer the hook filled for its log: no extra copy); `Ok(None)`
     /// when no reader can need one (a page the transaction allocated, one it already wrote back,
     /// or one readers never read through the pool).
     ///
-    /// The hook runs on the writer's thread while the pool holds the page's latch and frame
-    /// exclusively: it must not call back into the pool.
+    /// The hook runs on the writer's thread; it must not call back into the pool.
     fn before_write_back(
         &self,
         file: &PageFile,
         page: PageId,
     ) -> Result<Option<PageImage>, HookError>;
+
+    /// Makes every image logged by [`WriteBackHook::before_write_back`] so far durable. The pool
+    /// calls it before the first in-place store of the pages those calls were for, and proceeds
+    /// only after it returns `Ok` (DESIGN.md rule 1). Cheap when nothing is pending.
+    fn persist(&self) -> Result<(), HookError>;
 }
 
 /// A hook that logs nothing: for users who keep no undo log (bulk loads into a file that is thrown
@@ -42,5 +48,9 @@ impl WriteBackHook for NoUndo {
         _page: PageId,
     ) -> Result<Option<PageImage>, HookError> {
         Ok(None)
+    }
+
+    fn persist(&self) -> Result<(), HookError> {
+        Ok(())
     }
 }

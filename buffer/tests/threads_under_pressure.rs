@@ -45,6 +45,10 @@ impl WriteBackHook for CountingHook {
         self.0.fetch_add(1, Ordering::Relaxed);
         Ok(None)
     }
+
+    fn persist(&self) -> Result<(), HookError> {
+        Ok(())
+    }
 }
 
 /// What one thread did, for the final checks.

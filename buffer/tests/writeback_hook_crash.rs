@@ -66,6 +66,10 @@ impl WriteBackHook for UndoHook {
         }
         Ok(None)
     }
+
+    fn persist(&self) -> Result<(), HookError> {
+        Ok(())
+    }
 }
 
 /// Writes every page (value `round * 1000 + page`) and rewrites the odd ones, then flushes; stops
@@ -207,6 +211,10 @@ impl WriteBackHook for SwitchHook {
             return Err("the log is full".into());
         }
         Ok(None)
+    }
+
+    fn persist(&self) -> Result<(), HookError> {
+        Ok(())
     }
 }
 

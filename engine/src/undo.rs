@@ -1,6 +1,7 @@
 //! The undo-only write-ahead log: before-images logged before a page is overwritten in place
-//! (the buffer pool's write-back hook), and the one routine that rolls them back — abort and
-//! recovery alike (DESIGN.md rules 1 and 4).
+//! (the buffer pool's write-back hook: a commit's images are appended, then persisted together
+//! with one flush before the first of their pages is stored), and the one routine that rolls
+//! them back — abort and recovery alike (DESIGN.md rules 1 and 4).
 //!
 //! A before-image record's payload:
 //!
@@ -33,6 +34,8 @@ struct TxnUndo {
     /// Pages readers never read through the pool (the header, the catalog chain as the
     /// transaction began): their images are logged for undo but kept as no version.
     unversioned: HashSet<u64>,
+    /// Whether images were appended since the last persist.
+    unpersisted: bool,
 }
 
 /// The buffer pool's write-back hook: persists a page's before-image in the log before the pool
@@ -58,6 +61,7 @@ impl UndoHook {
             start_page_count: page_count,
             logged: HashSet::new(),
             unversioned: unversioned.collect(),
+            unpersisted: false,
         });
     }
 
@@ -94,9 +98,26 @@ impl WriteBackHook for UndoHook {
         // extent taken again, a page past an old crash's rolled-back growth) may hold anything,
         // and undo must restore exactly that, not refuse to log it.
         file.raw().read_at(&mut buf[IMAGE_OFFSET..], file.offset(page)).map_err(hook_error)?;
-        self.log.read().append_record(&record).map_err(hook_error)?;
+        // Buffered: `persist` makes a commit's images durable together, before the pool stores
+        // the first of their pages (rule 1).
+        self.log.read().append_buffered(&record).map_err(hook_error)?;
         t.logged.insert(page.0);
+        t.unpersisted = true;
         Ok((!t.unversioned.contains(&page.0)).then(|| PageImage::new(record, IMAGE_OFFSET)))
+    }
+
+    fn persist(&self) -> Result<(), HookError> {
+        let mut guard = self.txn.lock();
+        match guard.as_mut() {
+            Some(t) if t.unpersisted => {
+                // One device flush for every image appended since the last (the log's
+                // watermark is stored only when due): a commit's k images cost one, not k.
+                self.log.read().persist_appends().map_err(hook_error)?;
+                t.unpersisted = false;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }
 

@@ -104,7 +104,8 @@ fn run(layer: Layer, dir: &Path, seed: u64) -> u64 {
         let readers: Vec<_> = (0..READERS)
             .map(|_| {
                 s.spawn(|| {
-                    let mut reads = 0;
+                    // At least one transaction, even if the writer is done before this starts.
+                    let mut reads = read_one(&db, &states, &done, &what);
                     while !done.load(Ordering::Acquire) {
                         reads += read_one(&db, &states, &done, &what);
                     }

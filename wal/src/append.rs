@@ -121,6 +121,17 @@ impl Log {
         Ok(self.write(bufs)?.0)
     }
 
+    /// Makes every append that completed before the call durable, as a durable append does for
+    /// the appends before it: one device flush in `msync` mode, none on the cache-line path
+    /// (where appends are durable when they return). The watermark is stored only when it is
+    /// due (every [`MARK_INTERVAL`] of appends), so this costs
+    /// one flush where [`Log::sync`] costs two: for a writer that batches buffered appends and
+    /// needs them durable before its next step (the engine's before-images of a commit).
+    pub fn persist_appends(&self) -> Result<()> {
+        self.file.check_writable()?;
+        self.commit_to(self.copied.load(Ordering::Acquire))
+    }
+
     /// Makes every append that completed before the call durable (in `msync` mode one `msync`
     /// of the new bytes) and stores the tail or watermark in the state word.
     /// On a poisoned log it fails, even with nothing new to persist.

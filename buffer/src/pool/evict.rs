@@ -115,7 +115,7 @@ impl BufferPool {
                 return Ok(false);
             }
             held::push(key, true);
-            let r = self.store_in_place(f, id, st, AfterStore::Leaves);
+            let r = self.write_back_one(f, id, st);
             self.unlock_page_exclusive(st, id);
             r?;
         } else {
@@ -130,6 +130,15 @@ impl BufferPool {
         m.set_owner(Owner::Shared);
         self.counters.add(Counter::Eviction, 1);
         Ok(true)
+    }
+
+    /// Writes claimed frame `f` of page `id` back alone (eviction): its before-image logged and
+    /// persisted, then the store; the caller holds the page latch exclusively.
+    fn write_back_one(&self, f: usize, id: PageId, st: &super::PageState) -> Result<()> {
+        let hook_error = |source| BufferError::Hook { page: id, source };
+        let image = self.hook.before_write_back(self.layer.file(), id).map_err(hook_error)?;
+        self.hook.persist().map_err(hook_error)?;
+        self.store_in_place(f, id, st, image, AfterStore::Leaves)
     }
 
     /// Evicts page `id`'s frames (the writer's, written back first if dirty, and the shared one)

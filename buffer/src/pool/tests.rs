@@ -40,6 +40,10 @@ impl WriteBackHook for CountingHook {
         self.0.fetch_add(1, Ordering::Relaxed);
         Ok(None)
     }
+
+    fn persist(&self) -> Result<(), HookError> {
+        Ok(())
+    }
 }
 
 /// The pread layer over the file `data` in `dir`, created or opened.

@@ -11,6 +11,7 @@ use crate::counters::Counter;
 use crate::error::{BufferError, Result};
 use crate::frame::{NO_PAGE, Owner};
 use crate::held::{self, LatchKind};
+use crate::versions::PageImage;
 
 #[derive(Clone, Copy)]
 enum Fill {
@@ -145,9 +146,57 @@ impl BufferPool {
         Ok(())
     }
 
-    /// Writes page `id` back if the writer holds it dirty, waiting for its page latch (readers
-    /// reading it in place, readers mid-decision) and then its frame. A failure leaves it dirty.
+    /// Writes page `id` back if the writer holds it dirty ([`Self::flush_pages`]).
     pub fn flush_page(&self, id: PageId) -> Result<()> {
+        self.flush_pages(&[id])
+    }
+
+    /// Writes back every page in `ids` that the writer holds dirty, in page order, in two steps:
+    /// the hook logs every page's before-image and then persists them all at once (one log
+    /// flush for a commit's k pages, not k: rule 1 still holds, as no page is stored before
+    /// its image is persisted); then each page is stored in place, waiting for its page latch
+    /// (readers reading it in place, readers mid-decision) and then its frame. A failure leaves
+    /// the pages not yet stored dirty.
+    pub fn flush_pages(&self, ids: &[PageId]) -> Result<()> {
+        let mut ids: Vec<PageId> =
+            ids.iter().copied().filter(|&id| self.dirty_writer_frame(id).is_some()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        // A page this thread holds (a guard on it, or on its frame) would make the store wait
+        // for the thread itself: refuse before logging anything.
+        for &id in &ids {
+            let frame = self.dirty_writer_frame(id).map_or(0, |f| f as u64);
+            if !held::may_take(self.key(LatchKind::Page, id.0), true)
+                || !held::may_take(self.key(LatchKind::Frame, frame), true)
+            {
+                return Err(BufferError::LatchHeld { page: id });
+            }
+        }
+        let file = self.layer.file();
+        let images = ids
+            .iter()
+            .map(|&page| {
+                let image = self.hook.before_write_back(file, page);
+                image.map_err(|source| BufferError::Hook { page, source })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(&page) = ids.first() {
+            self.hook.persist().map_err(|source| BufferError::Hook { page, source })?;
+        }
+        ids.into_iter().zip(images).try_for_each(|(id, image)| self.flush_logged(id, image))
+    }
+
+    /// The writer's frame of `id`, if it holds the page dirty (a snapshot).
+    fn dirty_writer_frame(&self, id: PageId) -> Option<usize> {
+        let e = self.pages.get(id.0)?.writer.load(Ordering::Acquire);
+        let f = e.checked_sub(1)? as usize;
+        let m = &self.metas[f];
+        (m.page() == id.0 && m.dirty.load(Ordering::Acquire)).then_some(f)
+    }
+
+    /// Stores page `id`'s writer frame in place, its before-image logged and persisted
+    /// (`image`: the version readers may need, if any).
+    fn flush_logged(&self, id: PageId, image: Option<PageImage>) -> Result<()> {
         let Some(st) = self.pages.get(id.0) else { return Ok(()) };
         let Some(f) = self.lookup_pin(&st.writer, id, Owner::Writer) else { return Ok(()) };
         // The page latch first, then the frame's: a reader holding the page latch (SE2 in place)
@@ -161,7 +210,7 @@ impl BufferPool {
             Ok(true) => {
                 let guard = PageMut::new(self, f);
                 let r = if self.metas[f].dirty.load(Ordering::Acquire) {
-                    self.store_in_place(f, id, st, AfterStore::Shared)
+                    self.store_in_place(f, id, st, image, AfterStore::Shared)
                 } else {
                     Ok(())
                 };
@@ -173,14 +222,6 @@ impl BufferPool {
         };
         self.unlock_page_exclusive(st, id);
         r
-    }
-
-    /// Writes back every page in `ids` that the writer holds dirty, in page order.
-    pub fn flush_pages(&self, ids: &[PageId]) -> Result<()> {
-        let mut ids = ids.to_vec();
-        ids.sort_unstable();
-        ids.dedup();
-        ids.into_iter().try_for_each(|id| self.flush_page(id))
     }
 
     /// Writes back every dirty page, in page order. Does not sync: see [`BufferPool::sync`].
@@ -202,21 +243,18 @@ impl BufferPool {
         v
     }
 
-    /// Stores writer frame `f` as page `id` in place: the hook (the before-image persisted,
-    /// rule 1) and its version, the stamp, the old shared frame unpublished, the store. The
-    /// caller holds `id`'s page latch exclusively and the frame (claim or exclusive latch),
-    /// on the writer's thread.
+    /// Stores writer frame `f` as page `id` in place: its version (`image`, the before-image the
+    /// hook logged and persisted: rule 1), the stamp, the old shared frame unpublished, the
+    /// store. The caller holds `id`'s page latch exclusively and the frame (claim or exclusive
+    /// latch), on the writer's thread.
     pub(super) fn store_in_place(
         &self,
         f: usize,
         id: PageId,
         st: &PageState,
+        image: Option<PageImage>,
         after: AfterStore,
     ) -> Result<()> {
-        let image = self
-            .hook
-            .before_write_back(self.layer.file(), id)
-            .map_err(|source| BufferError::Hook { page: id, source })?;
         let pending = self.pending.load(Ordering::Acquire);
         if let Some(image) = image {
             self.versions.insert(id.0, pending, image);

@@ -158,13 +158,14 @@ pub enum StorageError {
     /// The layer asked for was left out of this build by Cargo features.
     #[error("layer {0} is not compiled into this build (enable the Cargo feature `{0}`)")]
     LayerNotCompiled(&'static str),
-    /// Cache-line persistence was asked for — by [`crate::PersistRequest::CacheLine`] or by the
-    /// environment variable [`crate::persist::EMULATE_NVM_ENV`] — for a mapped file that is
-    /// neither on tmpfs/ramfs nor DAX.
+    /// Cache-line persistence was asked for — by [`crate::PersistRequest::CacheLine`] or
+    /// [`crate::PersistRequest::Eadr`], or by the environment variable
+    /// [`crate::persist::EMULATE_NVM_ENV`] — for a mapped file that is neither on tmpfs/ramfs
+    /// nor DAX.
     #[error(
-        "{path} is on neither tmpfs/ramfs nor DAX: cache-line flushes (emulated NVM), asked for \
-         by {}, would not make it durable",
-        if *by_env_var { "the variable NVPAGE_EMULATE_NVM" } else { "PersistRequest::CacheLine" }
+        "{path} is on neither tmpfs/ramfs nor DAX: cache-line persistence (emulated NVM), asked \
+         for by {}, would not make it durable",
+        if *by_env_var { "the variable NVPAGE_EMULATE_NVM" } else { "the persistence option" }
     )]
     EmulationRefused {
         /// The disk file.

@@ -129,7 +129,10 @@ impl RawFile {
             });
         }
         let medium = medium_of(&file, path)?;
-        let flush = FlushInstr::detect();
+        let flush = match opts.persistence {
+            PersistRequest::Eadr => Some(FlushInstr::Eadr),
+            _ => FlushInstr::detect(),
+        };
         let sim = SimTag::track(path, &file);
         let max_bytes = opts.max_bytes.max(len_bytes);
         let (mapping, mode) = if opts.mapped {
@@ -137,7 +140,7 @@ impl RawFile {
             // same answer, refusal included, rather than being dropped where it cannot be met.
             let by_env_var =
                 opts.persistence == PersistRequest::Auto && persist::env_requests_emulation();
-            let want_lines = opts.persistence == PersistRequest::CacheLine || by_env_var;
+            let want_lines = opts.persistence.wants_cache_lines() || by_env_var;
             if want_lines && !medium.is_memory() {
                 // MAP_SYNC would make a disk file durable through cache lines; try it before
                 // refusing.

@@ -64,6 +64,8 @@ fn forcing_cache_lines_on_a_disk_file_is_refused() {
     let m = disk();
     for layer in [Layer::Se1, Layer::Se2] {
         let path = m.path(&format!("{layer}.db"));
+        let r = with_request(layer, PersistRequest::Eadr).create(&path);
+        assert!(matches!(&r, Err(StorageError::EmulationRefused { .. })), "{layer} eADR: {r:?}");
         let r = with_request(layer, PersistRequest::CacheLine).create(&path);
         assert!(
             matches!(&r, Err(StorageError::EmulationRefused { path: p, by_env_var: false }) if *p == path),
@@ -87,11 +89,12 @@ fn tmpfs_files_get_the_mode_asked_for_and_survive_a_process_crash_only() {
     let Some(m) = shm() else { return };
     let flush = FlushInstr::detect();
     for layer in Layer::ALL {
-        for req in [PersistRequest::Auto, PersistRequest::CacheLine] {
+        for req in [PersistRequest::Auto, PersistRequest::CacheLine, PersistRequest::Eadr] {
             let path = m.path(&format!("{layer}-{req:?}.db"));
             let want = match (layer.is_mapped(), req) {
                 (false, _) => PersistMode::Fdatasync,
                 (true, PersistRequest::CacheLine) if flush.is_some() => PersistMode::EmulatedNvm,
+                (true, PersistRequest::Eadr) => PersistMode::EmulatedNvm,
                 (true, PersistRequest::Auto) if env_forces_emulation() => continue,
                 (true, _) => PersistMode::Msync,
             };
@@ -107,8 +110,11 @@ fn tmpfs_files_get_the_mode_asked_for_and_survive_a_process_crash_only() {
                 assert!(d.to_string().contains("survives a process crash only"), "{ctx}");
                 assert!(!d.to_string().contains("power loss"), "{ctx}");
                 if want == PersistMode::EmulatedNvm {
-                    assert_eq!(d.flush, flush, "{ctx}");
-                    let name = flush.unwrap().name();
+                    // eADR is never detected: only the request gives it, and reports name it.
+                    let asked =
+                        if req == PersistRequest::Eadr { Some(FlushInstr::Eadr) } else { flush };
+                    assert_eq!(d.flush, asked, "{ctx}");
+                    let name = asked.unwrap().name();
                     assert!(d.to_string().starts_with(&format!("emulated-nvm on tmpfs ({name})")));
                 } else {
                     assert_eq!(d.flush, None, "{ctx}");

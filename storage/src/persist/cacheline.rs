@@ -16,6 +16,12 @@ pub enum FlushInstr {
     Clflushopt,
     /// Write back and evict, strongly ordered (every x86_64 has it).
     Clflush,
+    /// No flush at all: on a platform with eADR the CPU caches are inside the power-fail domain,
+    /// so a store is persistent once it is globally visible and a fence orders it. Never
+    /// detected — the CPU cannot tell — only chosen when asked ([`PersistRequest::Eadr`]).
+    ///
+    /// [`PersistRequest::Eadr`]: crate::PersistRequest::Eadr
+    Eadr,
 }
 
 /// Cache line size assumed for flushes; x86_64 has used 64 bytes throughout.
@@ -46,6 +52,7 @@ impl FlushInstr {
             FlushInstr::Clwb => "clwb",
             FlushInstr::Clflushopt => "clflushopt",
             FlushInstr::Clflush => "clflush",
+            FlushInstr::Eadr => "eadr: fence only",
         }
     }
 }
@@ -95,7 +102,7 @@ fn detect_cpu() -> Option<FlushInstr> {
 /// address faults like a load.
 #[cfg(target_arch = "x86_64")]
 pub unsafe fn flush(instr: FlushInstr, addr: *const u8, len: usize) {
-    if len == 0 {
+    if len == 0 || instr == FlushInstr::Eadr {
         return;
     }
     let start = addr.addr() & !(CACHE_LINE - 1);
@@ -124,6 +131,7 @@ pub unsafe fn flush(instr: FlushInstr, addr: *const u8, len: usize) {
                 FlushInstr::Clflush => {
                     std::arch::asm!("clflush [{0}]", in(reg) p, options(nostack, preserves_flags))
                 }
+                FlushInstr::Eadr => unreachable!("returned above: eADR flushes nothing"),
             }
         }
         line += CACHE_LINE;

@@ -4,6 +4,7 @@
 //! |-----------------|----------------------------------------------------------|---------------------------------------------|-----------|
 //! | [`Dax`]         | `mmap(MAP_SHARED_VALIDATE \| MAP_SYNC)` succeeds          | CLWB/CLFLUSHOPT/CLFLUSH per line, SFENCE    | power loss |
 //! | [`EmulatedNvm`] | the option or `NVPAGE_EMULATE_NVM=1`, on tmpfs/ramfs only | the same cache-line path                    | process crash only |
+//! | (either, eADR)  | [`PersistRequest::Eadr`] only: eADR cannot be detected     | SFENCE alone, no flush                      | as above, if the platform has eADR |
 //! | [`Msync`]       | default for mapped files                                 | `msync(MS_SYNC)` of the range's OS pages    | power loss, as far as the FS keeps its promise |
 //! | [`Fdatasync`]   | the pread layer                                          | `fdatasync` of the file                     | power loss, as far as the FS keeps its promise |
 //!
@@ -91,6 +92,19 @@ pub enum PersistRequest {
     /// Force the cache-line path: DAX if `MAP_SYNC` works, else emulated NVM, which is allowed
     /// only on tmpfs/ramfs. The pread layer has no mapping to flush and keeps `fdatasync`.
     CacheLine,
+    /// As [`PersistRequest::CacheLine`], for a platform with eADR (the CPU caches inside the
+    /// power-fail domain, as Intel's eADR or CXL's global persistent flush provide): a range is
+    /// persisted by a fence alone, with no cache-line flush ([`FlushInstr::Eadr`]). Nothing can
+    /// detect eADR, so it is used only when asked; on a platform without it a power loss loses
+    /// whatever the caches held. Reports name it (`eadr: fence only`).
+    Eadr,
+}
+
+impl PersistRequest {
+    /// Whether this asks for the cache-line path.
+    pub fn wants_cache_lines(self) -> bool {
+        matches!(self, PersistRequest::CacheLine | PersistRequest::Eadr)
+    }
 }
 
 /// What kind of medium a file lives on.
@@ -134,7 +148,12 @@ pub struct Durability {
 impl Durability {
     /// What a persisted range survives, in DESIGN.md's words.
     pub fn guarantee(&self) -> &'static str {
+        let eadr = self.flush == Some(FlushInstr::Eadr);
         match (self.mode, self.medium.is_memory()) {
+            (PersistMode::Dax, _) if eadr => {
+                "power loss, by the kernel's contract for MAP_SYNC mappings, if the platform's \
+                 eADR keeps the CPU caches in the power-fail domain (asked for, not detected)"
+            }
             (PersistMode::Dax, _) => "power loss, by the kernel's contract for MAP_SYNC mappings",
             (PersistMode::EmulatedNvm, _) | (_, true) => {
                 "a process crash only: the medium is DRAM, flushes model NVM's cost, not durability"

@@ -20,12 +20,28 @@ use nvpage_wal::{Log, OpenOptions};
 /// What went wrong, as the one line `main` prints after `nvpage: `.
 pub type Failure = String;
 
-fn open(path: &Path) -> Result<Database, Failure> {
-    Database::builder()
-        .layer(Layer::Pread)
-        .read_only(true)
-        .open(path)
-        .map_err(|e| describe(path, &e))
+/// Where a database's files are: its directory, and the log's if it lives apart
+/// (`--log-dir`, as the database was opened with `Builder::log_dir`).
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    /// The database directory.
+    pub path: &'a Path,
+    /// The log's directory, if not the database's.
+    pub log_dir: Option<&'a Path>,
+}
+
+impl Place<'_> {
+    fn log_path(&self) -> std::path::PathBuf {
+        self.log_dir.unwrap_or(self.path).join(nvpage::LOG_FILE)
+    }
+}
+
+fn open(place: Place<'_>) -> Result<Database, Failure> {
+    let mut b = Database::builder().layer(Layer::Pread).read_only(true);
+    if let Some(dir) = place.log_dir {
+        b = b.log_dir(dir);
+    }
+    b.open(place.path).map_err(|e| describe(place.path, &e))
 }
 
 /// The one line for an error met on the database at `path`: the error's own message when it
@@ -58,8 +74,9 @@ fn io_failure(e: io::Error) -> Failure {
 }
 
 /// `nvpage check PATH`: every page in use, the catalog against the tables' pages, the log.
-pub fn check(path: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
-    let db = open(path)?;
+pub fn check(place: Place<'_>, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
+    let path = place.path;
+    let db = open(place)?;
     let r = db.check().map_err(|e| describe(path, &e))?;
     for d in &r.damage {
         writeln!(err, "damage: {d}").map_err(io_failure)?;
@@ -85,14 +102,18 @@ pub fn check(path: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<()
 
 /// `nvpage info PATH`: format, page size and count, durability, tables, the log's state, and
 /// that the pages were not verified (`nvpage check` does that).
-pub fn info(path: &Path, out: &mut dyn Write) -> Result<(), Failure> {
-    let log_path = path.join(nvpage::LOG_FILE);
+pub fn info(place: Place<'_>, out: &mut dyn Write) -> Result<(), Failure> {
+    let path = place.path;
+    let log_path = place.log_path();
     let log_state =
         Log::open_with(&log_path, &OpenOptions { read_only: true, ..OpenOptions::default() })
             .map(|l| (l.nbyte(), l.generation(), l.tell(), l.record_count(), l.durability()));
-    let db = open(path)?;
+    let db = open(place)?;
     let w = |out: &mut dyn Write| -> io::Result<()> {
         writeln!(out, "database:    {}", path.display())?;
+        if place.log_dir.is_some() {
+            writeln!(out, "log file:    {}", log_path.display())?;
+        }
         writeln!(out, "format:      nvpage data file v{}", nvpage_storage::header::FORMAT_VERSION)?;
         writeln!(out, "uuid:        {}", db.uuid())?;
         writeln!(out, "page size:   {} bytes", db.page_size())?;

@@ -33,11 +33,17 @@ enum Cmd {
     Check {
         /// The database directory.
         path: PathBuf,
+        /// The log's directory, for a database whose log lives apart (`Builder::log_dir`).
+        #[arg(long)]
+        log_dir: Option<PathBuf>,
     },
     /// Describe a database: format, page size and count, durability, tables, the log's state.
     Info {
         /// The database directory.
         path: PathBuf,
+        /// The log's directory, for a database whose log lives apart (`Builder::log_dir`).
+        #[arg(long)]
+        log_dir: Option<PathBuf>,
     },
     /// Inspect a log file: `info`, `dump` or `check`.
     #[command(subcommand)]
@@ -48,10 +54,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::FileInfo { path } => file_info(&path),
-        Cmd::Check { path } => {
-            report(db::check(&path, &mut std::io::stdout().lock(), &mut std::io::stderr().lock()))
+        Cmd::Check { path, log_dir } => {
+            let place = db::Place { path: &path, log_dir: log_dir.as_deref() };
+            report(db::check(place, &mut std::io::stdout().lock(), &mut std::io::stderr().lock()))
         }
-        Cmd::Info { path } => report(db::info(&path, &mut std::io::stdout().lock())),
+        Cmd::Info { path, log_dir } => {
+            let place = db::Place { path: &path, log_dir: log_dir.as_deref() };
+            report(db::info(place, &mut std::io::stdout().lock()))
+        }
         Cmd::Log(cmd) => match log::run(&cmd, &mut std::io::stdout().lock()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -131,3 +131,36 @@ fn check_and_info_on_good_damaged_missing_and_unrecovered_databases() {
     let out = nvpage(&["check"], &path);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// A database whose log lives in a directory of its own (`Builder::log_dir`): without
+/// `--log-dir` both commands find it incomplete, naming the log's absence; with it, they work,
+/// and `info` names the log file.
+#[test]
+fn a_log_in_a_directory_of_its_own_is_found_with_log_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, logs) = (dir.path().join("db"), dir.path().join("wal"));
+    {
+        let db = Database::builder().log_dir(&logs).open(&path).unwrap();
+        let mut tx = db.begin_write().unwrap();
+        let t =
+            tx.create_table("t", Schema::new(vec![Column::new("id", ColumnType::I64)]).unwrap());
+        tx.insert(&t.unwrap(), &[Value::I64(1)]).unwrap();
+        tx.commit().unwrap();
+    }
+    for cmd in ["check", "info"] {
+        let err = fails_cleanly(&nvpage(&[cmd], &path), cmd);
+        assert!(err.contains(nvpage::LOG_FILE) && err.contains("incomplete"), "{cmd}: {err}");
+        let ok = Command::new(env!("CARGO_BIN_EXE_nvpage"))
+            .args([cmd, "--log-dir"])
+            .arg(&logs)
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "{cmd} --log-dir: {}", text(&ok.stderr));
+        if cmd == "info" {
+            let out = text(&ok.stdout);
+            let log = logs.join(nvpage::LOG_FILE);
+            assert!(out.contains(&format!("log file:    {}", log.display())), "{out}");
+        }
+    }
+}

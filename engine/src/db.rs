@@ -41,6 +41,8 @@ pub struct Builder {
     pool_bytes: u64,
     log_bytes: u64,
     log_prefill: Prefill,
+    log_dir: Option<PathBuf>,
+    log_persistence: Option<PersistRequest>,
     persistence: PersistRequest,
     max_file_bytes: u64,
     max_version_bytes: u64,
@@ -56,6 +58,8 @@ impl Default for Builder {
             pool_bytes: 64 << 20,
             log_bytes: 64 << 20,
             log_prefill: Prefill::Allocate,
+            log_dir: None,
+            log_persistence: None,
             persistence: PersistRequest::Auto,
             max_file_bytes: nvpage_storage::file::DEFAULT_MAX_FILE_BYTES,
             max_version_bytes: DEFAULT_MAX_VERSION_BYTES,
@@ -100,6 +104,31 @@ impl Builder {
     pub fn log_prefill(mut self, prefill: Prefill) -> Self {
         self.log_prefill = prefill;
         self
+    }
+
+    /// Keeps the log in directory `dir` instead of beside the data file: a small persistent-memory
+    /// device beside a data disk, as PostgreSQL puts `pg_wal` on a device of its own. Give the
+    /// same directory at every open (the log is `dir/log.nvpage`; one database per directory):
+    /// an open without it finds no log and reports the database `Incomplete`, and a log of
+    /// another database is `ForeignLog` (the files carry the database's UUID). Both files are
+    /// locked; the log is created first and recovered from first, as beside the data. The
+    /// database survives what the weaker of its two media survives ([`Database::guarantee`]).
+    /// Like the database's own directory, `dir` is made if missing, not its parents.
+    pub fn log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.log_dir = Some(dir.into());
+        self
+    }
+
+    /// How the log persists, when it should differ from the data file's
+    /// ([`Builder::persistence`], the default): `CacheLine` for a log on NVM (or emulated NVM on
+    /// tmpfs) beside a data file on a disk, whose own request stays `Auto`.
+    pub fn log_persistence(mut self, p: PersistRequest) -> Self {
+        self.log_persistence = Some(p);
+        self
+    }
+
+    fn log_request(&self) -> PersistRequest {
+        self.log_persistence.unwrap_or(self.persistence)
     }
 
     /// How to persist (see [`nvpage_storage::persist`]): `CacheLine` puts the mapped layers and the
@@ -162,6 +191,7 @@ static NEXT_DB_ID: AtomicUsize = AtomicUsize::new(1);
 pub struct Database {
     pub(crate) id: usize,
     dir: PathBuf,
+    log_path: PathBuf,
     pub(crate) pool: BufferPool,
     pub(crate) log: Arc<RwLock<Log>>,
     pub(crate) hook: Arc<UndoHook>,
@@ -192,14 +222,19 @@ impl Database {
         if !b.layer.is_compiled() {
             return Err(nvpage_storage::StorageError::LayerNotCompiled(b.layer.name()).into());
         }
+        let log_dir = b.log_dir.clone().unwrap_or_else(|| dir.to_path_buf());
         let data_path = dir.join(DATA_FILE);
-        let log_path = dir.join(LOG_FILE);
+        let log_path = log_dir.join(LOG_FILE);
         let writes = b.create && !b.read_only;
         let made_dir = database_dir(dir, writes)?;
+        let made_log_dir = log_dir != dir && database_dir(&log_dir, writes)?;
         // Openers of one directory decide one at a time whether to create, finish a crashed
         // create or open (two first opens at once would otherwise each take the other's fresh
-        // log for a crashed create); the one that loses then meets the files' own locks.
+        // log for a crashed create); the one that loses then meets the files' own locks. With
+        // the log elsewhere, its directory is locked too, always after the data's.
         let _deciding = nvpage_storage::file::lock_dir(dir)?;
+        let _deciding_log =
+            if log_dir != dir { nvpage_storage::file::lock_dir(&log_dir)? } else { None };
         if !exists(&data_path)? {
             if exists(&log_path)? {
                 if !crashed_create(&log_path)? {
@@ -214,16 +249,19 @@ impl Database {
             if !writes {
                 return Err(Error::NotFound { path: dir.into() });
             }
-            if let Err(e) = create(dir, &b, page_size) {
+            if let Err(e) = create(dir, &log_dir, &b, page_size) {
+                // Leave no empty directory behind a create that failed (a refused persistence
+                // mode, a full disk): the paths are as the caller gave them.
+                if made_log_dir {
+                    let _ = std::fs::remove_dir(&log_dir);
+                }
                 if made_dir {
-                    // Leave no empty directory behind a create that failed (a refused
-                    // persistence mode, a full disk): the path is as the caller gave it.
                     let _ = std::fs::remove_dir(dir);
                 }
                 return Err(e);
             }
         } else if !exists(&log_path)? {
-            return Err(Error::Incomplete { path: dir.into(), missing: LOG_FILE });
+            return Err(Error::Incomplete { path: log_dir, missing: LOG_FILE });
         }
         let log = recover(&data_path, &log_path, &b)?;
         let opts = OpenOptions {
@@ -258,6 +296,7 @@ impl Database {
         Ok(Database {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             dir: dir.into(),
+            log_path: log_path.clone(),
             pool,
             log,
             hook,
@@ -287,6 +326,23 @@ impl Database {
     /// The log's persistence mode and medium.
     pub fn log_durability(&self) -> Durability {
         self.log.read().durability()
+    }
+
+    /// The log file (beside the data file, or in [`Builder::log_dir`]).
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// What a committed transaction survives: the weaker of the data file's and the log's
+    /// guarantees (a log on tmpfs beside a data disk survives a process crash only, and so does
+    /// the database).
+    pub fn guarantee(&self) -> &'static str {
+        let (data, log) = (self.durability(), self.log_durability());
+        if data.survives_power_loss() && !log.survives_power_loss() {
+            log.guarantee()
+        } else {
+            data.guarantee()
+        }
     }
 
     /// The page size.
@@ -436,16 +492,16 @@ const DATA_FILE_CREATING: &str = "data.nvpage.creating";
 /// renames it into place (then syncs the directory). Each step is durable before the next. A
 /// crash before the rename leaves a lone log (and perhaps a half-built temporary file), which the
 /// next open removes; after it, the database is whole.
-fn create(dir: &Path, b: &Builder, page_size: PageSize) -> Result<()> {
-    // `dir` exists: `open_with` made it (and locked it) before deciding to create.
+fn create(dir: &Path, log_dir: &Path, b: &Builder, page_size: PageSize) -> Result<()> {
+    // `dir` and `log_dir` exist: `open_with` made (and locked) them before deciding to create.
     let io = |op: &'static str, p: &Path, e| nvpage_storage::StorageError::io(op, p, e);
     let uuid = Uuid::new_v4();
     let log_opts = CreateOptions {
-        persistence: b.persistence,
+        persistence: b.log_request(),
         prefill: b.log_prefill,
         ..CreateOptions::new(uuid)
     };
-    drop(Log::create(&dir.join(LOG_FILE), b.log_bytes, &log_opts)?);
+    drop(Log::create(&log_dir.join(LOG_FILE), b.log_bytes, &log_opts)?);
     let creating = dir.join(DATA_FILE_CREATING);
     match std::fs::remove_file(&creating) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -480,7 +536,7 @@ fn create(dir: &Path, b: &Builder, page_size: PageSize) -> Result<()> {
 fn recover(data_path: &Path, log_path: &Path, b: &Builder) -> Result<Log> {
     let wal_opts = nvpage_wal::OpenOptions {
         read_only: b.read_only,
-        persistence: b.persistence,
+        persistence: b.log_request(),
         expect_uuid: None,
     };
     let mut log = Log::open_with(log_path, &wal_opts)?;

@@ -35,6 +35,10 @@ pub(crate) struct FrameMeta {
     owner: AtomicU8,
     /// For a shared frame: the page's stamp when its bytes were read from the file.
     pub(crate) fill_stamp: AtomicU64,
+    /// For a shared frame: its bytes are filled and will not change while it is pinned, so a
+    /// reader needs only a pin (no latch). False while a loader fills it (readers then wait on
+    /// the latch the loader holds) and for writer frames.
+    pub(crate) ready: AtomicBool,
     /// Guards the frame's bytes: shared for readers, exclusive for writers and write-back.
     pub(crate) latch: Latch,
 }
@@ -48,6 +52,7 @@ impl FrameMeta {
             dirty: AtomicBool::new(false),
             owner: AtomicU8::new(Owner::Shared as u8),
             fill_stamp: AtomicU64::new(0),
+            ready: AtomicBool::new(false),
             latch: Latch::new(),
         }
     }
@@ -216,10 +221,12 @@ mod tests {
         }
     }
 
-    /// One frame, the pool's protocol: a loader claims it only when unpinned, publishes a new page
-    /// id, fills the bytes under the exclusive latch and downgrades; two readers pin, latch shared,
-    /// and must find the bytes of the page id they read. Miri checks that the frame's bytes are
-    /// never written while anyone reads them.
+    /// One frame, the pool's protocol for shared frames: a loader claims it only when unpinned,
+    /// marks it not ready, publishes a new page id, fills the bytes under the exclusive latch,
+    /// marks it ready and lets the latch go; two readers pin it and, if it is not ready yet, wait
+    /// for the fill on the latch, then read under the pin alone and must find the bytes of the
+    /// page id they read. Miri checks that the frame's bytes are never written while anyone
+    /// reads them.
     #[test]
     fn loads_and_reads_of_one_frame_race_safely() {
         let meta = Arc::new(FrameMeta::new());
@@ -232,6 +239,7 @@ mod tests {
                     if !meta.pins.try_claim() {
                         continue;
                     }
+                    meta.ready.store(false, Ordering::Release);
                     meta.page.store(id, Ordering::Release);
                     meta.latch.lock_exclusive();
                     meta.pins.claim_to_pin();
@@ -239,13 +247,12 @@ mod tests {
                     let bytes =
                         unsafe { std::slice::from_raw_parts_mut(mem.ptr(0).as_ptr(), PAGE) };
                     bytes.copy_from_slice(&pattern(id));
-                    // SAFETY: held exclusively, just above.
-                    unsafe { meta.latch.downgrade() };
-                    // SAFETY: the latch is held shared by this thread.
+                    meta.ready.store(true, Ordering::Release);
+                    // SAFETY: held exclusively, taken above by this thread.
+                    unsafe { meta.latch.unlock_exclusive() };
+                    // SAFETY: pinned and ready: nobody writes the bytes until a claim.
                     let bytes = unsafe { std::slice::from_raw_parts(mem.ptr(0).as_ptr(), PAGE) };
                     assert_eq!(bytes, &pattern(id)[..]);
-                    // SAFETY: the downgrade left this thread holding the latch shared.
-                    unsafe { meta.latch.unlock_shared() };
                     meta.pins.unpin();
                     last = Some(id);
                 }
@@ -260,19 +267,22 @@ mod tests {
                         if !meta.pins.try_pin() {
                             continue;
                         }
-                        meta.latch.lock_shared();
+                        if !meta.ready.load(Ordering::Acquire) {
+                            // A fill in progress (or none yet): wait for the loader's latch.
+                            meta.latch.lock_shared();
+                            // SAFETY: locked shared just above by this thread.
+                            unsafe { meta.latch.unlock_shared() };
+                            if !meta.ready.load(Ordering::Acquire) {
+                                meta.pins.unpin();
+                                continue;
+                            }
+                        }
                         meta.touch();
                         let id = meta.page();
-                        // SAFETY: pinned and latched shared: no loader can write the bytes.
+                        // SAFETY: pinned and ready: no loader can claim the frame to write it.
                         let bytes =
                             unsafe { std::slice::from_raw_parts(mem.ptr(0).as_ptr(), PAGE) };
-                        if id == NO_PAGE {
-                            assert_eq!(bytes, &[0u8; PAGE][..]);
-                        } else {
-                            assert_eq!(bytes, &pattern(id)[..], "page {id} read torn");
-                        }
-                        // SAFETY: locked shared above by this thread.
-                        unsafe { meta.latch.unlock_shared() };
+                        assert_eq!(bytes, &pattern(id)[..], "page {id} read torn");
                         meta.pins.unpin();
                     }
                 })

@@ -218,12 +218,14 @@ fn run(layer: Layer) {
     pool.flush_all().unwrap();
     assert!(pool.dirty_pages().is_empty());
     let c = pool.counters();
-    // Each write-back cleans a page one write dirtied, and ran the hook first.
+    // Each write-back cleans a page one write dirtied, and ran the hook first. A flush logs its
+    // pages before it stores them, so a page another thread wrote back in between was logged
+    // and not stored by it (harmless: the image is the page's current bytes): at least one hook
+    // call per write-back.
     assert!(c.write_backs >= 1 && c.write_backs <= writes, "{layer}: {c:?}");
-    assert_eq!(
-        hook.0.load(Ordering::Relaxed),
-        c.write_backs,
-        "{layer}: one hook call per write-back"
+    assert!(
+        hook.0.load(Ordering::Relaxed) >= c.write_backs,
+        "{layer}: a write-back without its hook call"
     );
     assert_eq!(c.bytes_copied_out, c.write_backs * pool.page_size() as u64, "{layer}: {c:?}");
 

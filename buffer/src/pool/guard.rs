@@ -13,8 +13,10 @@ use crate::versions::PageImage;
 
 #[derive(Debug)]
 enum RefKind {
-    /// A frame, pinned and latched shared.
+    /// A frame, pinned and latched shared (the writer's frame, read in the writer's view).
     Frame(usize),
+    /// A shared frame, filled: pinned only (its bytes cannot change while it is pinned).
+    SharedFrame(usize),
     /// A page in place in the mapping (SE2), its page latch held shared.
     Mapped(u64),
     /// Bytes in memory of their own: an old version, or a reader's private copy.
@@ -37,6 +39,16 @@ impl<'a> PageRef<'a> {
     /// Frame `f`, which the caller pinned and latched shared (and recorded as held).
     pub(super) fn frame(pool: &'a BufferPool, f: usize) -> Self {
         PageRef { pool, kind: RefKind::Frame(f), ptr: pool.frame_bytes(f), _not_send: PhantomData }
+    }
+
+    /// Shared frame `f`, which the caller pinned after it was filled (`ready`).
+    pub(super) fn shared_frame(pool: &'a BufferPool, f: usize) -> Self {
+        PageRef {
+            pool,
+            kind: RefKind::SharedFrame(f),
+            ptr: pool.frame_bytes(f),
+            _not_send: PhantomData,
+        }
     }
 
     /// Page `id` in place at `ptr`; the caller holds its page latch shared (recorded as held).
@@ -67,13 +79,15 @@ impl Deref for PageRef<'_> {
         match &self.kind {
             RefKind::Owned(image) => image.page(),
             // SAFETY: for a frame, the guard holds the frame's latch shared and a pin, so the
-            // frame holds this page and nobody writes it (a shared frame is never written while
-            // published or pinned; a writer frame is written only under its exclusive latch).
-            // For a page in place, the guard holds the page's latch shared, which every store
-            // into the page in place takes exclusively (the pool owns the layer, and nothing
-            // else writes the file: docs/mmap-soundness.md), and the page is below the page
-            // count, inside the mapping, which outlives the pool's borrow.
-            RefKind::Frame(_) | RefKind::Mapped(_) => unsafe {
+            // frame holds this page and nobody writes it (a writer frame is written only under
+            // its exclusive latch). For a filled shared frame, the pin alone: a shared frame is
+            // never written once filled — the writer changes frames of its own, and reusing
+            // the frame needs a claim, which a pin excludes. For a page in place, the guard
+            // holds the page's latch shared, which every store into the page in place takes
+            // exclusively (the pool owns the layer, and nothing else writes the file:
+            // docs/mmap-soundness.md), and the page is below the page count, inside the
+            // mapping, which outlives the pool's borrow.
+            RefKind::Frame(_) | RefKind::SharedFrame(_) | RefKind::Mapped(_) => unsafe {
                 std::slice::from_raw_parts(self.ptr.as_ptr(), self.pool.page_size)
             },
         }
@@ -91,6 +105,7 @@ impl Drop for PageRef<'_> {
                 unsafe { m.latch.unlock_shared() };
                 m.pins.unpin();
             }
+            RefKind::SharedFrame(f) => pool.metas[f].pins.unpin(),
             RefKind::Mapped(page) => {
                 let st = pool.pages.get(page).expect("the page state was allocated when taken");
                 pool.unlock_page_shared(st, PageId(page));

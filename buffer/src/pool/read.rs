@@ -63,9 +63,9 @@ impl BufferPool {
         }
     }
 
-    /// The published shared frame of `id`, pinned and latched shared, if `view` may read it:
-    /// filled at the page's current stamp, which `view` sees. Its bytes cannot change while it
-    /// is pinned, so the check needs no page latch (docs/design.md).
+    /// The published shared frame of `id`, pinned, if `view` may read it: filled at the page's
+    /// current stamp, which `view` sees. Its bytes cannot change while it is pinned, so neither
+    /// the check nor the guard needs a latch (docs/design.md): a hit costs a pin and an unpin.
     pub(super) fn shared_hit(
         &self,
         id: PageId,
@@ -76,16 +76,35 @@ impl BufferPool {
             return Ok(None);
         }
         let Some(f) = self.lookup_pin(&st.shared, id, Owner::Shared) else { return Ok(None) };
-        if !self.latch_frame(f, id, false)? {
+        let m = &self.metas[f];
+        if !m.ready.load(Ordering::Acquire) && !self.wait_fill(f, id)? {
             return Ok(None);
         }
-        let guard = PageRef::frame(self, f);
+        m.touch();
+        let guard = PageRef::shared_frame(self, f);
         let now = st.stamp.load(Ordering::Acquire);
-        let m = &self.metas[f];
         let valid = m.owner() == Owner::Shared
             && m.fill_stamp.load(Ordering::Acquire) == now
             && view.sees(now);
         Ok(valid.then_some(guard))
+    }
+
+    /// Waits for the fill of pinned frame `f` (its loader holds the frame's latch exclusively):
+    /// `true` if it now holds `id`, filled; else the pin is dropped (the load failed).
+    fn wait_fill(&self, f: usize, id: PageId) -> Result<bool> {
+        let m = &self.metas[f];
+        if !held::may_take(self.key(LatchKind::Frame, f as u64), false) {
+            m.pins.unpin();
+            return Err(BufferError::LatchHeld { page: id });
+        }
+        m.latch.lock_shared();
+        // SAFETY: locked shared just above by this thread.
+        unsafe { m.latch.unlock_shared() };
+        let filled = m.page() == id.0 && m.ready.load(Ordering::Acquire);
+        if !filled {
+            m.pins.unpin();
+        }
+        Ok(filled)
     }
 
     /// The decision under `id`'s shared page latch: an old version, SE2's page in place, or a
@@ -151,6 +170,7 @@ impl BufferPool {
         let m = &self.metas[f];
         m.page.store(id.0, Ordering::Release);
         m.set_owner(Owner::Shared);
+        m.ready.store(false, Ordering::Release);
         m.fill_stamp.store(stamp, Ordering::Release);
         m.dirty.store(false, Ordering::Release);
         m.usage.store(u8::from(!scan), Ordering::Relaxed);
@@ -179,10 +199,11 @@ impl BufferPool {
         }
         self.counters.add(Counter::Miss, 1);
         self.counters.add(Counter::BytesIn, self.page_size as u64);
-        // SAFETY: this thread holds the latch exclusively.
-        unsafe { m.latch.downgrade() };
-        held::push(self.key(LatchKind::Frame, f as u64), false);
-        Ok(Some(PageRef::frame(self, f)))
+        // Filled: from here a pin is enough to read it, and waiting readers may go.
+        m.ready.store(true, Ordering::Release);
+        // SAFETY: this thread holds the latch exclusively (taken above).
+        unsafe { m.latch.unlock_exclusive() };
+        Ok(Some(PageRef::shared_frame(self, f)))
     }
 
     /// Page `id` read from the file into memory of its own, for a reader that can have no frame.

@@ -1,6 +1,6 @@
 //! The pool's own unsafe code over a real `pread`-layer file, at sizes Miri can interpret:
 //! frame bytes handed to the layer on a load and a write-back, guards dereferencing a frame
-//! under its latch, latch downgrade and release, with threads racing for frames.
+//! under its latch or pin, with threads racing for frames.
 
 use std::os::unix::fs::FileExt;
 use std::path::Path;

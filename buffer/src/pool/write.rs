@@ -96,6 +96,7 @@ impl BufferPool {
         let m = &self.metas[f];
         m.page.store(id.0, Ordering::Release);
         m.set_owner(Owner::Writer);
+        m.ready.store(false, Ordering::Release);
         m.usage.store(1, Ordering::Relaxed);
         m.latch.lock_exclusive();
         m.pins.claim_to_pin();
@@ -279,6 +280,7 @@ impl BufferPool {
         if let AfterStore::Shared = after {
             m.fill_stamp.store(pending, Ordering::Release);
             m.set_owner(Owner::Shared);
+            m.ready.store(true, Ordering::Release);
             st.shared.store(published, Ordering::Release);
         }
         Ok(())

@@ -42,8 +42,9 @@ pub struct Counters {
     pub latch_waits: u64,
     /// Their total wait, in nanoseconds.
     pub latch_wait_ns: u64,
-    /// Stores in place (a commit's write-back) that waited for a reader holding the page in
-    /// place (SE2), or for readers mid-decision.
+    /// Times the writer waited for readers: a store in place (a commit's write-back, or a
+    /// write-back to free a frame) waiting for a reader holding the page in place (SE2) or
+    /// mid-decision, or a writer short of frames waiting for readers' guards to unpin one.
     pub write_back_waits: u64,
 }
 

@@ -49,6 +49,15 @@ pub enum BufferError {
         /// The versions' horizon.
         horizon: u64,
     },
+    /// A snapshot above the versions' horizon found no version of a page that changed after
+    /// it: a bug (every page stored in place keeps one), reported rather than read wrongly.
+    #[error("no version of page {page} for snapshot {snapshot}: a bug, please report it")]
+    VersionMissing {
+        /// The page read.
+        page: PageId,
+        /// The reader's snapshot.
+        snapshot: u64,
+    },
     /// The page is pinned by a guard and cannot be discarded or evicted now.
     #[error("page {page} is in use by a guard")]
     PagePinned {

@@ -43,4 +43,4 @@ pub use held::{Holds, Inherited, current_holds, inherit};
 pub use hook::{NoUndo, WriteBackHook};
 pub use pool::{BufferPool, MIN_FRAMES, PageMut, PageRef, ScanRing, View};
 pub use snapshots::{SnapshotStats, Snapshots};
-pub use versions::{PageImage, TooOld, VersionStats, Versions};
+pub use versions::{NoVersion, PageImage, VersionStats, Versions};

@@ -101,11 +101,17 @@ impl Default for Versions {
     }
 }
 
-/// A version a snapshot needs is gone: freed by the byte limit (or never kept).
+/// Why a snapshot finds no version of a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TooOld {
-    /// The horizon when the version was looked for.
-    pub horizon: u64,
+pub enum NoVersion {
+    /// Freed by the byte limit: the snapshot is below the horizon.
+    TooOld {
+        /// The horizon when the version was looked for.
+        horizon: u64,
+    },
+    /// Never kept, though the snapshot is at or above the horizon: a bug, never a read of other
+    /// bytes.
+    Missing,
 }
 
 impl Versions {
@@ -137,14 +143,14 @@ impl Versions {
     }
 
     /// `page` as of commit `s`: the version with the smallest commit above `s`.
-    pub fn find(&self, page: u64, s: u64) -> Result<PageImage, TooOld> {
+    pub fn find(&self, page: u64, s: u64) -> Result<PageImage, NoVersion> {
         let g = self.inner.lock();
         let horizon = g.horizon;
         if s < horizon {
-            return Err(TooOld { horizon });
+            return Err(NoVersion::TooOld { horizon });
         }
         let found = g.pages.get(&page).and_then(|v| v.iter().find(|(c, _)| *c > s));
-        found.map(|(_, img)| img.clone()).ok_or(TooOld { horizon })
+        found.map(|(_, img)| img.clone()).ok_or(NoVersion::Missing)
     }
 
     /// Drops every version of commit `c` (an aborted transaction's).
@@ -190,14 +196,14 @@ impl Versions {
 mod tests {
     use std::sync::Arc;
 
-    use super::{PageImage, TooOld, Versions};
+    use super::{NoVersion, PageImage, Versions};
 
     /// A one-byte "page" holding `v`, in a buffer of `len` bytes.
     fn image(v: u8, len: usize) -> PageImage {
         PageImage::new(std::iter::repeat_n(v, len).collect::<Arc<[u8]>>(), 0)
     }
 
-    fn value(v: &Versions, page: u64, s: u64) -> Result<u8, TooOld> {
+    fn value(v: &Versions, page: u64, s: u64) -> Result<u8, NoVersion> {
         v.find(page, s).map(|i| i.page()[0])
     }
 
@@ -232,7 +238,11 @@ mod tests {
         // Commit 4 done: 300 committed bytes pass the bound, so commit 2's go first.
         v.collect(1, 4);
         assert_eq!(v.stats().horizon, 2);
-        assert_eq!(value(&v, 1, 1), Err(TooOld { horizon: 2 }), "never commit 3's bytes instead");
+        assert_eq!(
+            value(&v, 1, 1),
+            Err(NoVersion::TooOld { horizon: 2 }),
+            "never commit 3's bytes instead"
+        );
         assert_eq!(value(&v, 1, 2), Ok(3), "a snapshot at the horizon keeps its versions");
         // The reader ends: nothing is needed.
         v.collect(4, 4);

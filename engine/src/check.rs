@@ -65,14 +65,14 @@ impl Database {
     /// table, rows readable, row counts matching the catalog) and reports the log's state, as of
     /// the last commit. It reads the files directly, so it waits for a write transaction in
     /// progress and holds the next one off until it returns (readers run on); on the thread that
-    /// holds the write transaction it is [`Error::WriteTxnHeld`](crate::Error::WriteTxnHeld).
+    /// holds the write transaction it is [`Error::WriteTxnHeld`](crate::Error::WriteTxnHeld),
+    /// and on one that holds a read transaction [`Error::ReadTxnHeld`](crate::Error::ReadTxnHeld)
+    /// (a guard of it could hold up the commit it would wait for).
     /// Damage is reported in [`CheckReport::damage`]; an error is returned only when the check
     /// itself cannot proceed (I/O failure).
     pub fn check(&self) -> Result<CheckReport> {
         self.check_usable(false)?;
-        if crate::txn::holds_write(self) {
-            return Err(crate::Error::WriteTxnHeld);
-        }
+        crate::txn::refuse_if_holding(self)?;
         let _writer = self.writer.lock();
         let published = self.snapshots.current();
         let raw = self.pool.file().raw();

@@ -192,6 +192,7 @@ pub struct Database {
     pub(crate) id: usize,
     dir: PathBuf,
     log_path: PathBuf,
+    log_durability: Durability,
     pub(crate) pool: BufferPool,
     pub(crate) log: Arc<RwLock<Log>>,
     pub(crate) hook: Arc<UndoHook>,
@@ -287,6 +288,7 @@ impl Database {
                 b.pool_bytes
             )));
         }
+        let log_durability = log.durability();
         let log = Arc::new(RwLock::new(log));
         let hook = Arc::new(UndoHook::new(log.clone()));
         let pool = BufferPool::new(layer, frames, hook.clone())?;
@@ -297,6 +299,7 @@ impl Database {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             dir: dir.into(),
             log_path: log_path.clone(),
+            log_durability,
             pool,
             log,
             hook,
@@ -325,7 +328,7 @@ impl Database {
 
     /// The log's persistence mode and medium.
     pub fn log_durability(&self) -> Durability {
-        self.log.read().durability()
+        self.log_durability
     }
 
     /// The log file (beside the data file, or in [`Builder::log_dir`]).
@@ -369,9 +372,11 @@ impl Database {
     /// recovery, or any failed persist of the data file or the log (rule 6), even one that no
     /// transaction has met yet.
     pub fn is_poisoned(&self) -> bool {
+        // Never waits: while the writer holds the log (its commit point, a rollback) it is the
+        // one that meets a log failure, and it poisons the database itself.
         self.poisoned.load(Ordering::Acquire)
             || self.pool.file().raw().is_poisoned()
-            || self.log.read().is_poisoned()
+            || self.log.try_read().is_some_and(|l| l.is_poisoned())
     }
 
     pub(crate) fn poison(&self) {

@@ -69,9 +69,10 @@
 //! for the writer (snapshot isolation; `docs/design.md`, "Readers beside the writer"). Old page
 //! versions a snapshot needs are kept in memory, bounded by [`Builder::max_version_bytes`]; a
 //! snapshot that outlives the bound fails with [`Error::SnapshotTooOld`] when it needs a version
-//! it lost, never reading newer bytes. [`Database`] is `Send + Sync`; [`ReadTxn`] is `Sync`
-//! (parallel scan workers borrow it) but not `Send`; [`WriteTxn`] is neither moved nor shared
-//! across threads except by its parallel scans.
+//! it lost, never reading newer bytes. [`Database`] is `Send + Sync`; a [`ReadTxn`] stays on
+//! its thread (neither `Send` nor `Sync`: other threads read through it only as
+//! [`ReadOps::par_fold`]'s workers, which act for it), and so does a [`WriteTxn`] (its parallel
+//! scans aside).
 
 #![forbid(unsafe_code)]
 

@@ -73,9 +73,17 @@ fn leave(list: &'static Held, db: usize) {
     });
 }
 
-/// Whether the calling thread holds `db`'s write transaction.
-pub(crate) fn holds_write(db: &Database) -> bool {
-    holds(&WRITING, db.id)
+/// Refuses what would make the calling thread wait for itself on the writer's lock: holding
+/// `db`'s write transaction ([`Error::WriteTxnHeld`]), or a read transaction whose guards could
+/// hold up the commit it would wait for ([`Error::ReadTxnHeld`]).
+pub(crate) fn refuse_if_holding(db: &Database) -> Result<()> {
+    if holds(&WRITING, db.id) {
+        return Err(Error::WriteTxnHeld);
+    }
+    if holds(&READING, db.id) {
+        return Err(Error::ReadTxnHeld);
+    }
+    Ok(())
 }
 
 /// What a thread holds, for threads that work for it while it waits for them (a parallel
@@ -162,12 +170,7 @@ impl Database {
     /// that holds the write transaction [`Error::WriteTxnHeld`].
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
         self.check_usable(true)?;
-        if holds(&READING, self.id) {
-            return Err(Error::ReadTxnHeld);
-        }
-        if holds(&WRITING, self.id) {
-            return Err(Error::WriteTxnHeld);
-        }
+        refuse_if_holding(self)?;
         let writer = self.writer.lock();
         self.check_usable(true)?;
         // Under the writer's lock the commit sequence holds still: only a commit raises it.
@@ -195,15 +198,26 @@ impl Database {
 }
 
 /// A read transaction: the database as of the last commit point before it began (its
-/// snapshot), unchanged for its whole life whatever the writer does. Not `Send` (it is released
-/// on the thread that took it); `Sync`, so parallel scan workers borrow it.
+/// snapshot), unchanged for its whole life whatever the writer does. Neither `Send` nor `Sync`:
+/// it is released on the thread that took it, and only threads that act for it read through it
+/// — [`ReadOps::par_fold`]'s workers, which adopt what its thread holds. (Another thread
+/// reading through it would not hold the page latches its thread holds, and could queue behind
+/// a commit that waits for that very thread: begin a read transaction of its own instead.)
+///
+/// ```compile_fail
+/// fn shared<T: Sync>(_: &T) {}
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = nvpage::Database::open(dir.path().join("db")).unwrap();
+/// let rx = db.begin_read().unwrap();
+/// shared(&rx); // a read transaction is not shared between threads
+/// ```
 #[derive(Debug)]
 pub struct ReadTxn<'db> {
     db: &'db Database,
     seq: u64,
     state: Arc<Published>,
-    /// `Sync` but not `Send`, as a lock guard is: released on the thread that took it.
-    _not_send: PhantomData<MutexGuard<'static, ()>>,
+    /// Neither `Send` nor `Sync` (see the type's notes).
+    _not_send: PhantomData<*const ()>,
 }
 
 impl ReadTxn<'_> {
@@ -396,7 +410,6 @@ pub trait ReadOps: sealed::Reads {
         combine: C,
     ) -> Result<A>
     where
-        Self: Sync,
         A: Send,
         I: Fn() -> A + Sync,
         F: Fn(A, crate::RowRef<'_>) -> Result<A> + Sync,
@@ -741,8 +754,12 @@ impl WriteTxn<'_> {
                 // (committed) or rolls the log back (absent) — atomic either way. Readers keep
                 // their snapshots (the commit step never ran).
                 self.db.poison();
+                self.db.pool.abandon_txn();
             } else {
                 let clean = self.roll_back().is_ok();
+                if !clean {
+                    self.db.pool.abandon_txn();
+                }
                 if !(clean && matches!(e, Error::TransactionTooLarge { .. })) {
                     self.db.poison();
                 }
@@ -828,6 +845,7 @@ impl WriteTxn<'_> {
         let r = self.roll_back();
         if r.is_err() {
             self.db.poison();
+            self.db.pool.abandon_txn();
         }
         self.db.hook.end();
         drop(armed);
@@ -841,8 +859,12 @@ impl WriteTxn<'_> {
     fn roll_back(&mut self) -> Result<()> {
         let db = self.db;
         db.pool.discard_writer_frames()?;
-        let store =
-            |page: PageId, bytes: &[u8]| -> Result<()> { Ok(db.pool.restore_page(page, bytes)?) };
+        // Pages logged but never stored (a flush that failed part-way) are skipped: they hold
+        // their image's bytes already, and a reader may be reading them in place.
+        let store = |page: PageId, bytes: &[u8]| -> Result<()> {
+            db.pool.restore_page(page, bytes)?;
+            Ok(())
+        };
         undo::roll_back(&mut db.log.write(), db.page_size(), store, || Ok(db.pool.sync()?))?;
         db.pool.abort_txn()?;
         db.pool.file().set_page_count(self.start_page_count)?;

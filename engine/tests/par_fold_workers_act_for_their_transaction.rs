@@ -36,6 +36,7 @@ fn workers_refuse_what_their_parent_thread_refuses() {
         tx.commit().unwrap();
 
         let rx = db.begin_read().unwrap();
+        let snapshot = rx.snapshot();
         let refused = rx
             .par_fold(
                 &t,
@@ -45,7 +46,7 @@ fn workers_refuse_what_their_parent_thread_refuses() {
                     assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld)), "{layer}");
                     // Another snapshot, in a worker: returns at once.
                     let inner = db.begin_read().unwrap();
-                    assert_eq!(inner.snapshot(), rx.snapshot());
+                    assert_eq!(inner.snapshot(), snapshot);
                     Ok(n + 1)
                 },
                 |a, b| a + b,

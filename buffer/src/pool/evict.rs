@@ -47,9 +47,9 @@ impl BufferPool {
                 // then, or lookups of its page would spin on the claimed frame for ever.
                 match self.evict_claimed(f) {
                     Ok(true) => return Ok(f),
-                    Ok(false) => m.pins.release_claim(),
+                    Ok(false) => self.release_claim(m),
                     Err(e) => {
-                        m.pins.release_claim();
+                        self.release_claim(m);
                         return Err(e);
                     }
                 }
@@ -60,10 +60,54 @@ impl BufferPool {
         Ok(f)
     }
 
+    /// A frame for `id` from the clock. Other threads give up with
+    /// [`BufferError::PoolExhausted`] (a reader then reads a private copy); the running
+    /// writer's thread instead waits for readers to let a frame go — a commit must never fail
+    /// because readers hold guards (R8) — unless its own guards hold the frames it lacks, which
+    /// would be a wait on itself.
+    fn clock_victim(&self, id: PageId) -> Result<usize> {
+        loop {
+            match self.sweep(id) {
+                Err(BufferError::PoolExhausted { .. }) if self.is_writer_thread() => {}
+                r => return r,
+            }
+            if !self.wait_for_a_frame()? {
+                return Err(BufferError::PoolExhausted { page: id, frames: self.metas.len() });
+            }
+        }
+    }
+
+    /// The writer found no frame: readers hold them all (guards on frames, or in SE2 guards on
+    /// the pages of its dirty frames, which eviction skips). Writes back one of its dirty
+    /// frames, waiting for the readers of its page, or else waits until another thread unpins a
+    /// frame. `Ok(false)` if this thread's own guards hold frames (waiting would be on itself).
+    fn wait_for_a_frame(&self) -> Result<bool> {
+        let dirty = self.metas.iter().position(|m| {
+            m.owner() == Owner::Writer
+                && m.dirty.load(Ordering::Acquire)
+                && m.pins.pins() == 0
+                && !m.pins.is_claimed()
+        });
+        if let Some(f) = dirty {
+            let page = self.metas[f].page();
+            if page != NO_PAGE {
+                // Waits for the page's readers: a write-back that cannot skip them.
+                self.flush_page(PageId(page))?;
+                return Ok(true);
+            }
+        }
+        if super::guard::pins_held_here() > 0 {
+            return Ok(false);
+        }
+        self.counters.add(Counter::WriteBackWait, 1);
+        self.unpins.wait();
+        Ok(true)
+    }
+
     /// Clock sweep with usage counts: skips pinned frames (and, off the writer's thread, dirty
     /// ones), decrements used ones, and claims the first unused one. Gives up with
     /// [`BufferError::PoolExhausted`] after enough sweeps to have drained every usage count.
-    fn clock_victim(&self, id: PageId) -> Result<usize> {
+    fn sweep(&self, id: PageId) -> Result<usize> {
         let n = self.metas.len();
         let writes_back = self.may_write_back();
         for _ in 0..n * (crate::frame::MAX_USAGE as usize + 2) {
@@ -85,9 +129,9 @@ impl BufferPool {
             }
             match self.evict_claimed(f) {
                 Ok(true) => return Ok(f),
-                Ok(false) => m.pins.release_claim(),
+                Ok(false) => self.release_claim(m),
                 Err(e) => {
-                    m.pins.release_claim();
+                    self.release_claim(m);
                     return Err(e);
                 }
             }
@@ -160,11 +204,11 @@ impl BufferPool {
                 continue;
             }
             if m.page() != id.0 {
-                m.pins.release_claim();
+                self.release_claim(m);
                 continue;
             }
             let r = self.evict_claimed(f);
-            m.pins.release_claim();
+            self.release_claim(m);
             all &= r?;
         }
         Ok(found && all)

@@ -8,6 +8,25 @@ use std::ptr::NonNull;
 use nvpage_storage::PageId;
 
 use super::BufferPool;
+
+thread_local! {
+    /// Frames this thread's guards pin: a writer short of frames waits for other threads'
+    /// guards, never for its own.
+    static GUARD_PINS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+fn guard_pinned() {
+    GUARD_PINS.with(|n| n.set(n.get() + 1));
+}
+
+fn guard_unpinned() {
+    GUARD_PINS.with(|n| n.set(n.get() - 1));
+}
+
+/// How many frames the calling thread's guards pin.
+pub(super) fn pins_held_here() -> usize {
+    GUARD_PINS.with(std::cell::Cell::get)
+}
 use crate::held::{self, LatchKind};
 use crate::versions::PageImage;
 
@@ -38,11 +57,13 @@ pub struct PageRef<'a> {
 impl<'a> PageRef<'a> {
     /// Frame `f`, which the caller pinned and latched shared (and recorded as held).
     pub(super) fn frame(pool: &'a BufferPool, f: usize) -> Self {
+        guard_pinned();
         PageRef { pool, kind: RefKind::Frame(f), ptr: pool.frame_bytes(f), _not_send: PhantomData }
     }
 
     /// Shared frame `f`, which the caller pinned after it was filled (`ready`).
     pub(super) fn shared_frame(pool: &'a BufferPool, f: usize) -> Self {
+        guard_pinned();
         PageRef {
             pool,
             kind: RefKind::SharedFrame(f),
@@ -103,9 +124,13 @@ impl Drop for PageRef<'_> {
                 held::pop(pool.key(LatchKind::Frame, f as u64), false);
                 // SAFETY: the guard took this latch shared and releases it once.
                 unsafe { m.latch.unlock_shared() };
-                m.pins.unpin();
+                pool.unpin(m);
+                guard_unpinned();
             }
-            RefKind::SharedFrame(f) => pool.metas[f].pins.unpin(),
+            RefKind::SharedFrame(f) => {
+                pool.unpin(&pool.metas[f]);
+                guard_unpinned();
+            }
             RefKind::Mapped(page) => {
                 let st = pool.pages.get(page).expect("the page state was allocated when taken");
                 pool.unlock_page_shared(st, PageId(page));
@@ -128,6 +153,7 @@ pub struct PageMut<'a> {
 impl<'a> PageMut<'a> {
     /// Frame `frame`, which the caller pinned and latched exclusively (and recorded as held).
     pub(super) fn new(pool: &'a BufferPool, frame: usize) -> Self {
+        guard_pinned();
         PageMut { pool, frame, _not_send: PhantomData }
     }
 }
@@ -164,6 +190,7 @@ impl Drop for PageMut<'_> {
         held::pop(self.pool.key(LatchKind::Frame, self.frame as u64), true);
         // SAFETY: the guard holds this latch exclusively and releases it once.
         unsafe { m.latch.unlock_exclusive() };
-        m.pins.unpin();
+        self.pool.unpin(m);
+        guard_unpinned();
     }
 }

@@ -136,9 +136,50 @@ pub struct BufferPool {
     /// it writes back; with no transaction, any thread may.
     writer_thread: AtomicU64,
     txn: Mutex<Txn>,
+    /// Where the writer waits for readers to unpin a frame.
+    unpins: Unpins,
 }
 
-/// A number naming the calling thread, never 0.
+/// A writer waiting for a frame to be unpinned, and the unpins that wake it.
+#[derive(Debug, Default)]
+struct Unpins {
+    waiters: AtomicUsize,
+    generation: Mutex<u64>,
+    freed: parking_lot::Condvar,
+}
+
+impl Unpins {
+    /// Wakes a waiting writer, if any (one load when none waits: the unpin path stays cheap).
+    #[inline]
+    fn notify(&self) {
+        if self.waiters.load(Ordering::Relaxed) > 0 {
+            *self.generation.lock() += 1;
+            self.freed.notify_all();
+        }
+    }
+
+    /// Waits until a frame is unpinned. A wake-up racing the registration could be missed (the
+    /// unpin path has no fence, to stay cheap), so the wait is also cut short after a
+    /// millisecond: the caller looks for a frame again either way, and a missed wake-up costs
+    /// that millisecond, never a hang.
+    fn wait(&self) {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let mut g = self.generation.lock();
+        let seen = *g;
+        while *g == seen {
+            if self.freed.wait_for(&mut g, std::time::Duration::from_millis(1)).timed_out() {
+                break;
+            }
+        }
+        drop(g);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `writer_thread` once a transaction was abandoned: no thread matches it, so none writes back.
+const NOBODY: u64 = u64::MAX;
+
+/// A number naming the calling thread, never 0 (nor [`NOBODY`]).
 fn thread_token() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     thread_local! {
@@ -181,6 +222,7 @@ impl BufferPool {
             pending: AtomicU64::new(1),
             writer_thread: AtomicU64::new(0),
             txn: Mutex::new(Txn::default()),
+            unpins: Unpins::default(),
             layer,
         })
     }
@@ -277,6 +319,24 @@ impl BufferPool {
         w == 0 || w == thread_token()
     }
 
+    /// Whether the calling thread runs the write transaction.
+    fn is_writer_thread(&self) -> bool {
+        self.writer_thread.load(Ordering::Acquire) == thread_token()
+    }
+
+    /// Drops a pin (a guard's, or a lookup's) and wakes a writer waiting for a frame.
+    #[inline]
+    fn unpin(&self, m: &FrameMeta) {
+        m.pins.unpin();
+        self.unpins.notify();
+    }
+
+    /// Gives up a claim (an eviction that could not proceed) and wakes a waiting writer.
+    fn release_claim(&self, m: &FrameMeta) {
+        m.pins.release_claim();
+        self.unpins.notify();
+    }
+
     fn key(&self, kind: LatchKind, index: u64) -> LatchKey {
         LatchKey { pool: self.id, kind, index }
     }
@@ -307,7 +367,7 @@ impl BufferPool {
             if m.page() == id.0 && m.owner() == owner {
                 return Some(f);
             }
-            m.pins.unpin();
+            self.unpin(m);
             if entry.load(Ordering::Acquire) == e {
                 // Published for this page but reused under it (a claimer mid-way): look again.
                 std::thread::yield_now();
@@ -321,7 +381,7 @@ impl BufferPool {
         let m = &self.metas[f];
         let key = self.key(LatchKind::Frame, f as u64);
         if !crate::held::may_take(key, exclusive) {
-            m.pins.unpin();
+            self.unpin(m);
             return Err(BufferError::LatchHeld { page: id });
         }
         if exclusive {
@@ -332,7 +392,7 @@ impl BufferPool {
         if m.page() != id.0 {
             // SAFETY: locked just above by this thread, in this mode.
             unsafe { if exclusive { m.latch.unlock_exclusive() } else { m.latch.unlock_shared() } }
-            m.pins.unpin();
+            self.unpin(m);
             return Ok(false);
         }
         crate::held::push(key, exclusive);

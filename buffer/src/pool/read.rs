@@ -13,7 +13,7 @@ use crate::counters::Counter;
 use crate::error::{BufferError, Result};
 use crate::frame::{NO_PAGE, Owner};
 use crate::held::{self, LatchKind};
-use crate::versions::PageImage;
+use crate::versions::{NoVersion, PageImage};
 
 impl BufferPool {
     /// A shared guard on page `id` as `view` sees it: the writer's frame (writer's view), a
@@ -94,7 +94,7 @@ impl BufferPool {
     fn wait_fill(&self, f: usize, id: PageId) -> Result<bool> {
         let m = &self.metas[f];
         if !held::may_take(self.key(LatchKind::Frame, f as u64), false) {
-            m.pins.unpin();
+            self.unpin(m);
             return Err(BufferError::LatchHeld { page: id });
         }
         m.latch.lock_shared();
@@ -102,7 +102,7 @@ impl BufferPool {
         unsafe { m.latch.unlock_shared() };
         let filled = m.page() == id.0 && m.ready.load(Ordering::Acquire);
         if !filled {
-            m.pins.unpin();
+            self.unpin(m);
         }
         Ok(filled)
     }
@@ -123,10 +123,11 @@ impl BufferPool {
         {
             let found = self.versions.find(id.0, s);
             self.unlock_page_shared(st, id);
-            let image = found.map_err(|e| BufferError::SnapshotTooOld {
-                page: id,
-                snapshot: s,
-                horizon: e.horizon,
+            let image = found.map_err(|e| match e {
+                NoVersion::TooOld { horizon } => {
+                    BufferError::SnapshotTooOld { page: id, snapshot: s, horizon }
+                }
+                NoVersion::Missing => BufferError::VersionMissing { page: id, snapshot: s },
             })?;
             self.counters.add(Counter::VersionRead, 1);
             return Ok(Some(PageRef::owned(self, image)));
@@ -181,7 +182,7 @@ impl BufferPool {
             m.page.store(NO_PAGE, Ordering::Release);
             // SAFETY: locked exclusive above by this thread.
             unsafe { m.latch.unlock_exclusive() };
-            m.pins.unpin();
+            self.unpin(m);
         };
         let published = f as u32 + 1;
         if st.shared.compare_exchange(0, published, Ordering::AcqRel, Ordering::Acquire).is_err() {

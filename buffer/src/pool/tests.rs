@@ -360,3 +360,36 @@ fn threads_racing_for_frames_lose_no_update_and_tear_no_page() {
     let file = layer(dir.path(), false);
     check(&|id| uniform_word(&page_in_file(&*file, id), "reopened"));
 }
+
+/// A reader's pin or claim of the writer's frame lasts an instant (a lookup that finds the
+/// owner wrong, a clock sweep passing a dirty frame), and abort's discard waits it out instead
+/// of failing (R5: "a reader's pin is not an error"; a failed abort poisons the database). A
+/// second thread holds the pin, then the claim, across the discard.
+#[test]
+fn a_discard_waits_out_another_threads_transient_pin_and_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pool(dir.path(), MIN_FRAMES, Arc::new(CountingHook::default()));
+    p.grow(4).unwrap();
+    for claim in [false, true] {
+        p.begin_txn(1);
+        drop(p.write(PageId(2)).unwrap());
+        let f = (p.pages.get(2).unwrap().writer.load(Ordering::Acquire) - 1) as usize;
+        let m = &p.metas[f];
+        let (held, wait_held) = std::sync::mpsc::channel();
+        let r = std::thread::scope(|s| {
+            s.spawn(move || {
+                assert!(if claim { m.pins.try_claim() } else { m.pins.try_pin() });
+                held.send(()).unwrap();
+                for _ in 0..if cfg!(miri) { 20 } else { 2000 } {
+                    std::thread::yield_now();
+                }
+                if claim { m.pins.release_claim() } else { m.pins.unpin() }
+            });
+            wait_held.recv().unwrap();
+            p.discard_writer_frames()
+        });
+        assert!(r.is_ok(), "claim {claim}: {r:?}");
+        assert!(p.dirty_pages().is_empty(), "claim {claim}");
+        p.abort_txn().unwrap();
+    }
+}

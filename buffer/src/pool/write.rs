@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use nvpage_storage::PageId;
 
 use super::guard::PageMut;
-use super::{BufferPool, PageState, View};
+use super::{BufferPool, NOBODY, PageState, View};
 use crate::counters::Counter;
 use crate::error::{BufferError, Result};
 use crate::frame::{NO_PAGE, Owner};
@@ -105,7 +105,7 @@ impl BufferPool {
             m.set_owner(Owner::Shared);
             // SAFETY: locked exclusive above by this thread.
             unsafe { m.latch.unlock_exclusive() };
-            m.pins.unpin();
+            self.unpin(m);
         };
         let published = f as u32 + 1;
         if st.writer.compare_exchange(0, published, Ordering::AcqRel, Ordering::Acquire).is_err() {
@@ -204,7 +204,7 @@ impl BufferPool {
         // may take the frame's next, never the other way round. The pin keeps the frame on
         // this page meanwhile.
         if let Err(e) = self.lock_page_exclusive(st, id) {
-            self.metas[f].pins.unpin();
+            self.unpin(&self.metas[f]);
             return Err(e);
         }
         let r = match self.latch_frame(f, id, true) {
@@ -288,10 +288,16 @@ impl BufferPool {
 
     /// Abort's store in place: `bytes`, page `id`'s before-image, exactly as the log holds it,
     /// under the page's exclusive latch; then the page's shared frame is unpublished and its
-    /// stamp restored (docs/design.md, "Abort, in order"). No reader reads the file for a page
-    /// the writer stored (its stamp sent them to the version), so this waits at most for a
-    /// reader mid-decision.
-    pub fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+    /// stamp restored (docs/design.md, "Abort, in order"). Only a page this transaction stored
+    /// in place is restored: one whose image was logged but never stored (a flush that failed
+    /// part-way) still holds exactly those bytes, and may be read in place by a reader holding
+    /// a guard (`Ok(false)`, nothing done). A stored page is read from the file by no reader
+    /// (its stamp sent them all to the version), so this waits at most for a reader
+    /// mid-decision, never for a guard.
+    pub fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<bool> {
+        if !self.txn.lock().stamped.contains_key(&id.0) {
+            return Ok(false);
+        }
         let st = self.page_state(id)?;
         self.lock_page_exclusive(st, id)?;
         let r = self.layer.restore_page(id, bytes);
@@ -299,7 +305,8 @@ impl BufferPool {
             self.unstamp(id, st);
         }
         self.unlock_page_exclusive(st, id);
-        Ok(r?)
+        r?;
+        Ok(true)
     }
 
     /// Unpublishes page `id`'s shared frame and gives it back the stamp it had before this
@@ -328,8 +335,16 @@ impl BufferPool {
         Ok(())
     }
 
+    /// The write transaction ended without a clean commit or rollback (the database is being
+    /// poisoned): no thread may write a dirty frame back from now on, since no hook can log it.
+    pub fn abandon_txn(&self) {
+        self.writer_thread.store(NOBODY, Ordering::Release);
+    }
+
     /// Drops page `id`'s writer frame without writing it back (the file keeps its bytes).
-    /// Fails with [`BufferError::PagePinned`] if a guard holds it.
+    /// Fails with [`BufferError::PagePinned`] if this thread holds a guard on it. Another
+    /// thread's pin or claim of a writer frame lasts an instant (a lookup that finds the owner
+    /// wrong, a clock sweep passing by), so it is waited out.
     pub fn discard_writer(&self, id: PageId) -> Result<()> {
         let Some(st) = self.pages.get(id.0) else { return Ok(()) };
         let e = st.writer.load(Ordering::Acquire);
@@ -338,8 +353,11 @@ impl BufferPool {
         }
         let f = (e - 1) as usize;
         let m = &self.metas[f];
-        if !m.pins.try_claim() {
+        if !held::may_take(self.key(LatchKind::Frame, f as u64), true) {
             return Err(BufferError::PagePinned { page: id });
+        }
+        while !m.pins.try_claim() {
+            std::thread::yield_now();
         }
         if m.page() == id.0 && m.owner() == Owner::Writer {
             m.dirty.store(false, Ordering::Release);
@@ -347,7 +365,7 @@ impl BufferPool {
             m.page.store(NO_PAGE, Ordering::Release);
             m.set_owner(Owner::Shared);
         }
-        m.pins.release_claim();
+        self.release_claim(m);
         Ok(())
     }
 

@@ -177,11 +177,9 @@ where
             for id in start..start + len {
                 let page = read_page(db, view, id, &mut ring)?;
                 let h = HeapPage::new(&page, table.id, id)?;
-                // Rows are stored from the page's end down, so slot order walks memory
-                // backwards; the fold promises no order, and walking up lets the hardware
-                // prefetcher stream the page (a third less time per row on a cold cache).
-                let rows: Vec<(usize, &[u8])> = h.rows().collect();
-                for (slot, bytes) in rows.into_iter().rev() {
+                // The fold promises no order: the last slot first walks the page's memory
+                // upwards (a third less time per row on a cold cache than slot order).
+                for (slot, bytes) in h.rows_rev() {
                     let rid = RowId { page: id, slot: slot as u16 };
                     acc = fold(acc, RowRef::new(&schema, bytes, rid)?)?;
                 }

@@ -29,7 +29,8 @@ use crate::schema::{Column, ColumnType, Schema};
 pub const CATALOG_ROOT: PageId = PageId(1);
 /// The type byte of a catalog page.
 pub const CATALOG_PAGE: u8 = b'C';
-const CATALOG_VERSION: u32 = 1;
+/// Version 2 adds the indexes; a version-1 catalog (no indexes) is still read.
+const CATALOG_VERSION: u32 = 2;
 const CHUNK_LEN_OFFSET: usize = PAGE_HEADER_LEN + 4;
 const NEXT_OFFSET: usize = CHUNK_LEN_OFFSET + 4;
 const DATA_OFFSET: usize = NEXT_OFFSET + 8;
@@ -78,19 +79,58 @@ impl TableMeta {
 
     /// The table's pages as runs `(first, count)`.
     pub fn runs(&self) -> Vec<(u64, u64)> {
-        let n = self.extents.len();
-        self.extents
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.start, u64::from(if i + 1 == n { self.used_in_last } else { e.len })))
-            .filter(|r| r.1 > 0)
-            .collect()
+        runs(&self.extents, self.used_in_last)
     }
 
     /// Number of pages in use.
     pub fn page_count(&self) -> u64 {
         self.runs().iter().map(|r| r.1).sum()
     }
+}
+
+/// One index's entry: a B+tree over some of a table's columns (see `index/`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexMeta {
+    /// The index's id (from the same counter as tables': ids are never reused).
+    pub id: u32,
+    /// Its name (unique among indexes).
+    pub name: String,
+    /// The table it indexes.
+    pub table_id: u32,
+    /// The key's columns, by position in the table's schema.
+    pub columns: Vec<u16>,
+    /// Whether a key may appear once only.
+    pub unique: bool,
+    /// The root page (a leaf while the tree has one level).
+    pub root: u64,
+    /// Entries (one per row of the table).
+    pub entries: u64,
+    /// Its pages, in allocation order (as a table's).
+    pub extents: Vec<Extent>,
+    /// Pages taken from the last extent.
+    pub used_in_last: u32,
+    /// Pages of its extents that the tree let go, free to reuse.
+    pub free_pages: Vec<u64>,
+    /// Pages let go by commit `k` that a snapshot older than `k` may still read (R6): free on
+    /// disk, reused only once the oldest live snapshot is at least `k`. In memory only.
+    pub pending_free_pages: Vec<(u64, u64)>,
+}
+
+impl IndexMeta {
+    /// Its pages' runs `(first, count)`, as a table's (pages in use and free ones).
+    pub fn runs(&self) -> Vec<(u64, u64)> {
+        runs(&self.extents, self.used_in_last)
+    }
+}
+
+fn runs(extents: &[Extent], used_in_last: u32) -> Vec<(u64, u64)> {
+    let n = extents.len();
+    extents
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.start, u64::from(if i + 1 == n { used_in_last } else { e.len })))
+        .filter(|r| r.1 > 0)
+        .collect()
 }
 
 /// The whole catalog, in memory.
@@ -106,6 +146,8 @@ pub struct Catalog {
     pub pending_free: Vec<(u64, Extent)>,
     /// The tables, in creation order.
     pub tables: Vec<TableMeta>,
+    /// The indexes, in creation order.
+    pub indexes: Vec<IndexMeta>,
     /// The catalog's own pages, root first (not serialized: read off the chain when loading).
     pub chain: Vec<u64>,
 }
@@ -137,6 +179,42 @@ impl<'a> Reader<'a> {
         let n = usize::from(self.u8()?);
         String::from_utf8(self.take(n)?.to_vec()).map_err(|_| corrupt("a name is not UTF-8"))
     }
+    fn indexes(&mut self) -> Result<Vec<IndexMeta>> {
+        let n = self.u32()? as usize;
+        let mut out = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            let id = self.u32()?;
+            let name = self.name()?;
+            let table_id = self.u32()?;
+            let ncols = usize::from(self.u16()?);
+            let columns = (0..ncols).map(|_| self.u16()).collect::<Result<Vec<_>>>()?;
+            let unique = self.u8()? != 0;
+            let root = self.u64()?;
+            let entries = self.u64()?;
+            let extents = self.extents()?;
+            let used_in_last = self.u32()?;
+            let nfree = self.u32()? as usize;
+            if nfree > self.b.len() / 8 {
+                return Err(corrupt("free page count larger than the blob"));
+            }
+            let free_pages = (0..nfree).map(|_| self.u64()).collect::<Result<Vec<_>>>()?;
+            out.push(IndexMeta {
+                id,
+                name,
+                table_id,
+                columns,
+                unique,
+                root,
+                entries,
+                extents,
+                used_in_last,
+                free_pages,
+                pending_free_pages: Vec::new(),
+            });
+        }
+        Ok(out)
+    }
+
     fn extents(&mut self) -> Result<Vec<Extent>> {
         let n = self.u32()? as usize;
         if n > self.b.len() / 12 {
@@ -184,13 +262,40 @@ impl Catalog {
             put_extents(&mut out, &t.extents);
             out.extend_from_slice(&t.used_in_last.to_le_bytes());
         }
+        out.extend_from_slice(&(self.indexes.len() as u32).to_le_bytes());
+        for x in &self.indexes {
+            out.extend_from_slice(&x.id.to_le_bytes());
+            out.push(x.name.len() as u8);
+            out.extend_from_slice(x.name.as_bytes());
+            out.extend_from_slice(&x.table_id.to_le_bytes());
+            out.extend_from_slice(&(x.columns.len() as u16).to_le_bytes());
+            for c in &x.columns {
+                out.extend_from_slice(&c.to_le_bytes());
+            }
+            out.push(u8::from(x.unique));
+            out.extend_from_slice(&x.root.to_le_bytes());
+            out.extend_from_slice(&x.entries.to_le_bytes());
+            put_extents(&mut out, &x.extents);
+            out.extend_from_slice(&x.used_in_last.to_le_bytes());
+            let free: Vec<u64> = x
+                .free_pages
+                .iter()
+                .copied()
+                .chain(x.pending_free_pages.iter().map(|&(_, p)| p))
+                .collect();
+            out.extend_from_slice(&(free.len() as u32).to_le_bytes());
+            for p in free {
+                out.extend_from_slice(&p.to_le_bytes());
+            }
+        }
         out
     }
 
     /// Decodes a blob; any inconsistency is [`Error::CorruptCatalog`].
     pub fn decode(b: &[u8], page_count: u64, chain: Vec<u64>) -> Result<Self> {
         let mut r = Reader { b, at: 0 };
-        if r.u32()? != CATALOG_VERSION {
+        let version = r.u32()?;
+        if version == 0 || version > CATALOG_VERSION {
             return Err(corrupt("unknown catalog version"));
         }
         let next_table_id = r.u32()?;
@@ -216,7 +321,8 @@ impl Catalog {
             let used_in_last = r.u32()?;
             tables.push(TableMeta { id, name, schema, rows, extents, used_in_last });
         }
-        let cat = Catalog { next_table_id, free, pending_free: Vec::new(), tables, chain };
+        let indexes = if version >= 2 { r.indexes()? } else { Vec::new() };
+        let cat = Catalog { next_table_id, free, pending_free: Vec::new(), tables, indexes, chain };
         cat.check(page_count)?;
         Ok(cat)
     }
@@ -237,6 +343,30 @@ impl Catalog {
             }
             all.extend_from_slice(&t.extents);
         }
+        for (i, x) in self.indexes.iter().enumerate() {
+            let table = self.tables.iter().find(|t| t.id == x.table_id);
+            let columns_ok = table.is_some_and(|t| {
+                !x.columns.is_empty()
+                    && x.columns.iter().all(|&c| usize::from(c) < t.schema.columns().len())
+            });
+            if !columns_ok
+                || x.id >= self.next_table_id
+                || self.tables.iter().any(|t| t.id == x.id)
+                || self.indexes[..i].iter().any(|y| y.id == x.id || y.name == x.name)
+            {
+                return Err(corrupt(
+                    "an index of no table, a column past its schema, or a duplicate",
+                ));
+            }
+            if x.extents.last().is_some_and(|e| x.used_in_last > e.len) {
+                return Err(corrupt("more index pages used than the last extent has"));
+            }
+            let inside = |p: u64| x.runs().iter().any(|&(s, n)| p >= s && p < s + n);
+            if !inside(x.root) || !x.free_pages.iter().all(|&p| inside(p) && p != x.root) {
+                return Err(corrupt("an index's root or free page outside its extents"));
+            }
+            all.extend_from_slice(&x.extents);
+        }
         all.sort_by_key(|e| e.start);
         let mut end = CATALOG_ROOT.0 + 1;
         for e in &all {
@@ -254,6 +384,11 @@ impl Catalog {
         self.tables.iter().find(|t| t.name == name)
     }
 
+    /// The index named `name`.
+    pub fn index(&self, name: &str) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|x| x.name == name)
+    }
+
     /// The table with id `id`.
     pub fn table_mut(&mut self, id: u32) -> Option<&mut TableMeta> {
         self.tables.iter_mut().find(|t| t.id == id)
@@ -266,20 +401,57 @@ impl Catalog {
             self.pending_free.drain(..).partition(|&(k, _)| k <= oldest);
         self.pending_free = waiting;
         self.free.extend(ready.into_iter().map(|(_, e)| e));
+        for x in &mut self.indexes {
+            let (ready, waiting): (Vec<_>, Vec<_>) =
+                x.pending_free_pages.drain(..).partition(|&(k, _)| k <= oldest);
+            x.pending_free_pages = waiting;
+            x.free_pages.extend(ready.into_iter().map(|(_, p)| p));
+        }
     }
 
     /// Takes `len` pages from the free runs, if one is long enough.
     pub fn take_free(&mut self, len: u32) -> Option<u64> {
-        let i = self.free.iter().position(|e| e.len >= len)?;
-        let e = &mut self.free[i];
-        let start = e.start;
-        e.start += u64::from(len);
-        e.len -= len;
-        if e.len == 0 {
-            self.free.remove(i);
-        }
-        Some(start)
+        take_run(&mut self.free, len)
     }
+}
+
+fn take_run(free: &mut Vec<Extent>, len: u32) -> Option<u64> {
+    let i = free.iter().position(|e| e.len >= len)?;
+    let e = &mut free[i];
+    let start = e.start;
+    e.start += u64::from(len);
+    e.len -= len;
+    if e.len == 0 {
+        free.remove(i);
+    }
+    Some(start)
+}
+
+/// The next page for a table or an index whose pages are `extents` (`used_in_last` of the last
+/// taken): the next page of its last extent, else the first of a new extent twice as long as
+/// the last (from `FIRST_EXTENT` to `MAX_EXTENT` pages), taken from the free runs `free`, else
+/// from `grow(len)`, which grows the file by `len` pages and returns the first new one.
+pub fn next_page(
+    extents: &mut Vec<Extent>,
+    used_in_last: &mut u32,
+    free: &mut Vec<Extent>,
+    grow: impl FnOnce(u32) -> Result<u64>,
+) -> Result<u64> {
+    if let Some(e) = extents.last()
+        && *used_in_last < e.len
+    {
+        let p = e.start + u64::from(*used_in_last);
+        *used_in_last += 1;
+        return Ok(p);
+    }
+    let len = (FIRST_EXTENT << extents.len().min(7)).min(MAX_EXTENT);
+    let start = match take_run(free, len) {
+        Some(s) => s,
+        None => grow(len)?,
+    };
+    extents.push(Extent { start, len });
+    *used_in_last = 1;
+    Ok(start)
 }
 
 /// Writes a blob chunk into a catalog page.
@@ -324,9 +496,22 @@ mod tests {
         ])
         .unwrap();
         let cat = Catalog {
-            next_table_id: 3,
+            next_table_id: 5,
             free: vec![Extent { start: 100, len: 8 }],
             pending_free: Vec::new(),
+            indexes: vec![IndexMeta {
+                id: 4,
+                name: "t_a".into(),
+                table_id: 2,
+                columns: vec![0, 2],
+                unique: true,
+                root: 121,
+                entries: 5,
+                extents: vec![Extent { start: 120, len: 8 }],
+                used_in_last: 3,
+                free_pages: vec![122],
+                pending_free_pages: Vec::new(),
+            }],
             tables: vec![TableMeta {
                 id: 2,
                 name: "t".into(),

@@ -3,7 +3,7 @@
 //!
 //! Pages are read from the file with plain reads and verified whatever the layer's verified
 //! bitmap says, so a page damaged after it was first read is still found. Pages in use (the
-//! header, the catalog chain, every table's pages) must verify; pages not in use (free extents,
+//! header, the catalog chain, every table's pages, every index's tree) must verify; pages not in use (free extents,
 //! the unused tail of a table's last extent, pages past every extent) may hold anything a crash
 //! or a rolled-back growth left there, and are only counted.
 
@@ -11,11 +11,18 @@ use std::collections::HashSet;
 
 use nvpage_storage::{PageId, page};
 
+use crate::catalog::IndexMeta;
 use crate::db::Database;
 use crate::error::Result;
 use crate::heap::HeapPage;
+use crate::index::row_key;
+pub use crate::index::verify::IndexReport;
+use crate::index::verify::verify;
 use crate::row::RowRef;
 use crate::table::RowId;
+
+/// A row's key in an index, and the row.
+type KeyedRow = (Vec<u8>, RowId);
 
 /// What [`Database::check`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,6 +37,8 @@ pub struct CheckReport {
     pub unused_unreadable: u64,
     /// One entry per table.
     pub tables: Vec<TableReport>,
+    /// One entry per index.
+    pub indexes: Vec<IndexReport>,
     /// The log's generation.
     pub log_generation: u32,
     /// Bytes in the log (0 after a clean commit or recovery).
@@ -62,8 +71,9 @@ pub struct TableReport {
 
 impl Database {
     /// Verifies every page in use (checksum, page id), every table's pages (heap pages of that
-    /// table, rows readable, row counts matching the catalog) and reports the log's state, as of
-    /// the last commit. It reads the files directly, so it waits for a write transaction in
+    /// table, rows readable, row counts matching the catalog), every index (its tree's shape and
+    /// order, and that it and its table agree both ways: see [`IndexReport`]) and reports the
+    /// log's state, as of the last commit. It reads the files directly, so it waits for a write transaction in
     /// progress and holds the next one off until it returns (readers run on); on the thread that
     /// holds the write transaction it is [`Error::WriteTxnHeld`](crate::Error::WriteTxnHeld),
     /// and on one that holds a read transaction [`Error::ReadTxnHeld`](crate::Error::ReadTxnHeld)
@@ -111,6 +121,13 @@ impl Database {
                 pages: t.page_count(),
                 ..TableReport::default()
             };
+            // The key of every row in each of the table's indexes, to hold each index to.
+            let mut indexed: Vec<(&IndexMeta, Vec<KeyedRow>)> = cat
+                .indexes
+                .iter()
+                .filter(|x| x.table_id == t.id)
+                .map(|x| (x, Vec::new()))
+                .collect();
             for p in t.pages() {
                 in_use.insert(p.0);
                 if !read(p.0, &mut buf, &mut report.damage)? {
@@ -127,10 +144,25 @@ impl Database {
                 for (slot, bytes) in h.rows() {
                     tr.rows_scanned += 1;
                     let id = RowId { page: p.0, slot: slot as u16 };
-                    if let Err(e) = RowRef::new(&t.schema, bytes, id) {
-                        report
-                            .damage
-                            .push(format!("table {:?}, page {}, slot {slot}: {e}", t.name, p.0));
+                    let row = match RowRef::new(&t.schema, bytes, id) {
+                        Ok(row) => row,
+                        Err(e) => {
+                            report.damage.push(format!(
+                                "table {:?}, page {}, slot {slot}: {e}",
+                                t.name, p.0
+                            ));
+                            continue;
+                        }
+                    };
+                    for (x, keys) in &mut indexed {
+                        let mut k = Vec::new();
+                        match row_key(x, &t.schema, &row, &mut k) {
+                            Ok(()) => keys.push((k, id)),
+                            Err(e) => report.damage.push(format!(
+                                "table {:?}, row {id}: no key for index {:?}: {e}",
+                                t.name, x.name
+                            )),
+                        }
                     }
                 }
             }
@@ -141,6 +173,19 @@ impl Database {
                 ));
             }
             report.tables.push(tr);
+            for (x, keys) in indexed {
+                let (mut found, mut verified) = (Vec::new(), 0);
+                let mut read_page = |id: u64| -> Result<Option<Vec<u8>>> {
+                    let mut b = vec![0u8; ps];
+                    let ok = read(id, &mut b, &mut found)?;
+                    verified += u64::from(ok);
+                    Ok(ok.then_some(b))
+                };
+                let ir = verify(x, &t.name, keys, &mut read_page, &mut report.damage, &mut in_use)?;
+                report.damage.append(&mut found);
+                report.pages_verified += verified;
+                report.indexes.push(ir);
+            }
         }
         let mut scratch = Vec::new();
         for id in 0..report.page_count {

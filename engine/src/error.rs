@@ -117,6 +117,31 @@ pub enum Error {
     /// The table has no column of this name.
     #[error("no column named {0:?}")]
     UnknownColumn(String),
+    /// No index has this name.
+    #[error("no index named {0:?}")]
+    UnknownIndex(String),
+    /// An index with this name exists.
+    #[error("an index named {0:?} exists")]
+    IndexExists(String),
+    /// An insert or update would give a unique index a key it holds already (or an index being
+    /// created on a table finds two rows with one key). Found before the statement changes
+    /// anything: the transaction goes on as it was.
+    #[error("unique index {index:?} already holds the key {key}")]
+    UniqueViolation {
+        /// The index.
+        index: String,
+        /// The key, as its values.
+        key: String,
+    },
+    /// An index whose keys can be longer than an index page allows (a quarter of a page, so
+    /// that every node holds four entries): choose fewer or shorter columns, or larger pages.
+    #[error("index keys of up to {bytes} bytes; a page of this database takes keys of {max}")]
+    KeyTooLarge {
+        /// The longest key the columns encode to.
+        bytes: usize,
+        /// The longest key a page takes.
+        max: usize,
+    },
     /// A schema that cannot be created.
     #[error("invalid schema: {0}")]
     InvalidSchema(String),
@@ -209,6 +234,10 @@ impl Error {
             | Error::UnknownTable(_)
             | Error::TableExists(_)
             | Error::UnknownColumn(_)
+            | Error::UnknownIndex(_)
+            | Error::IndexExists(_)
+            | Error::UniqueViolation { .. }
+            | Error::KeyTooLarge { .. }
             | Error::InvalidSchema(_)
             | Error::WrongArity { .. }
             | Error::ValueDoesNotFit { .. }

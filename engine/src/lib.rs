@@ -88,6 +88,7 @@ mod db;
 mod error;
 mod failpoint;
 mod heap;
+mod index;
 mod row;
 mod scan;
 mod schema;
@@ -95,9 +96,10 @@ mod table;
 mod txn;
 mod undo;
 
-pub use check::{CheckReport, TableReport};
+pub use check::{CheckReport, IndexReport, TableReport};
 pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, Stats};
 pub use error::{Error, Result};
+pub use index::{Index, IndexIds, IndexScan};
 // The types the API names, and no more: every safe function reachable from `nvpage` is part of
 // its soundness argument (the storage and buffer crates are for tools and tests to depend on).
 pub use nvpage_buffer::{BufferError, Counters};

@@ -31,20 +31,24 @@
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use nvpage_buffer::View;
 use nvpage_storage::PageId;
 use parking_lot::MutexGuard;
 
-use crate::catalog::{self, Catalog, Extent, FIRST_EXTENT, MAX_EXTENT, TableMeta};
+use crate::catalog::{self, Catalog, TableMeta};
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::heap::{self, HeapPage};
+use crate::index::{Index, IndexScan};
 use crate::row::{Value, encode_row};
 use crate::schema::Schema;
 use crate::table::{Fsm, RowId, Table};
 use crate::undo;
+
+mod indexing;
 
 thread_local! {
     /// Databases (by id) in which this thread holds read transactions.
@@ -283,6 +287,10 @@ fn may_leave_half(e: &Error) -> bool {
             | Error::UnknownTable(_)
             | Error::TableExists(_)
             | Error::UnknownColumn(_)
+            | Error::UnknownIndex(_)
+            | Error::IndexExists(_)
+            | Error::UniqueViolation { .. }
+            | Error::KeyTooLarge { .. }
             | Error::InvalidSchema(_)
             | Error::WrongArity { .. }
             | Error::ValueDoesNotFit { .. }
@@ -365,15 +373,66 @@ pub trait ReadOps: sealed::Reads {
 
     /// The row `id` of `table`, read in place (see [`RowGuard`]).
     fn get(&self, table: &Table, id: RowId) -> Result<RowGuard<'_>> {
+        get_row(&self.ctx(), table, id)
+    }
+
+    /// The index named `name`.
+    fn index(&self, name: &str) -> Result<Index> {
+        let cat = self.ctx().catalog;
+        let x = cat.index(name).ok_or_else(|| Error::UnknownIndex(name.into()))?;
+        let t = cat
+            .tables
+            .iter()
+            .find(|t| t.id == x.table_id)
+            .ok_or_else(|| Error::CorruptCatalog(format!("index {name:?} of no table")))?;
+        Ok(Index::from_meta(x, t))
+    }
+
+    /// `table`'s indexes, in creation order.
+    fn indexes(&self, table: &Table) -> Result<Vec<Index>> {
         let ctx = self.ctx();
-        check_row_page(&ctx, table, id)?;
-        let page = ctx.db.pool.read(PageId(id.page), ctx.view)?;
-        let h = HeapPage::new(&page, table.id, id.page)?;
-        let (off, len) = match h.get(usize::from(id.slot)) {
-            Some(r) => (r.as_ptr() as usize - page.as_ptr() as usize, r.len()),
-            None => return Err(Error::UnknownRow(id)),
-        };
-        Ok(RowGuard { page, schema: table.schema().clone(), off, len, id })
+        let t = ctx.meta(table)?;
+        Ok(ctx
+            .catalog
+            .indexes
+            .iter()
+            .filter(|x| x.table_id == t.id)
+            .map(|x| Index::from_meta(x, t))
+            .collect())
+    }
+
+    /// Entries in `index` (one per row of its table).
+    fn index_len(&self, index: &Index) -> Result<u64> {
+        let ctx = self.ctx();
+        let x = ctx.catalog.indexes.iter().find(|x| x.id == index.id);
+        Ok(x.ok_or_else(|| Error::UnknownIndex(index.name().into()))?.entries)
+    }
+
+    /// The rows whose key starts with `key` — values for all of the index's columns (a point
+    /// lookup: at most one row in a unique index, NULLs aside) or for its first few (a prefix
+    /// scan) — in key order, then row id order. See [`IndexScan`].
+    fn lookup(&self, index: &Index, key: &[Value<'_>]) -> Result<IndexScan<'_>> {
+        IndexScan::new(self.ctx(), index, Bound::Included(key), Bound::Included(key))
+    }
+
+    /// The first row whose key starts with `key` (see [`ReadOps::lookup`]), read in place; for a
+    /// unique index and a whole key, the row with that key.
+    fn get_by(&self, index: &Index, key: &[Value<'_>]) -> Result<Option<RowGuard<'_>>> {
+        self.lookup(index, key)?.next().transpose()
+    }
+
+    /// The rows whose keys lie between `lo` and `hi`, in key order (`.rev()` for the reverse).
+    /// A bound is a tuple of values for the index's first columns, all of them or fewer (a
+    /// prefix), and takes or leaves every key that starts with it: on an index over `(a, b)`,
+    /// `(Excluded(&[Value::I32(5)]), Unbounded)` starts after every key with `a = 5`. NULLs
+    /// sort first.
+    fn index_range(
+        &self,
+        index: &Index,
+        lo: Bound<&[Value<'_>]>,
+        hi: Bound<&[Value<'_>]>,
+    ) -> Result<IndexScan<'_>> {
+        IndexScan::new(self.ctx(), index, lo, hi)
     }
 
     /// The pages of `table`, in order; each lends its rows (see [`ScanPage`](crate::ScanPage)).
@@ -420,6 +479,18 @@ pub trait ReadOps: sealed::Reads {
 }
 
 impl<T: sealed::Reads> ReadOps for T {}
+
+/// The row `id` of `table`, read in place as `ctx` sees it.
+pub(crate) fn get_row<'a>(ctx: &Ctx<'a>, table: &Table, id: RowId) -> Result<RowGuard<'a>> {
+    check_row_page(ctx, table, id)?;
+    let page = ctx.db.pool.read(PageId(id.page), ctx.view)?;
+    let h = HeapPage::new(&page, table.id, id.page)?;
+    let (off, len) = match h.get(usize::from(id.slot)) {
+        Some(r) => (r.as_ptr() as usize - page.as_ptr() as usize, r.len()),
+        None => return Err(Error::UnknownRow(id)),
+    };
+    Ok(RowGuard { page, schema: table.schema().clone(), off, len, id })
+}
 
 /// Fails unless `id`'s page belongs to `table` (so a stale or foreign id is an error, not a read
 /// of another table's page).
@@ -509,8 +580,9 @@ impl WriteTxn<'_> {
         Ok(t)
     }
 
-    /// Drops table `name`. Its pages become free to reuse once no read transaction that can
-    /// still see the table is live (they are never reused by this transaction).
+    /// Drops table `name` and its indexes. Their pages become free to reuse once no read
+    /// transaction that can still see the table is live (they are never reused by this
+    /// transaction).
     pub fn drop_table(&mut self, name: &str) -> Result<()> {
         self.statement(|t| t.drop_table_inner(name))
     }
@@ -532,12 +604,27 @@ impl WriteTxn<'_> {
         cat.pending_free.extend(meta.extents.iter().map(|&e| (pending, e)));
         self.db.fsm.lock().remove(&meta.id);
         self.catalog_dirty = true;
+        let (gone, kept) = std::mem::take(&mut self.catalog.indexes)
+            .into_iter()
+            .partition(|x| x.table_id == meta.id);
+        self.catalog.indexes = kept;
+        for x in gone {
+            self.release_index(&x)?;
+        }
         Ok(())
     }
 
-    /// Inserts a row; returns its id. A row larger than a page is [`Error::RowTooLarge`].
+    /// Inserts a row; returns its id. A row larger than a page is [`Error::RowTooLarge`]; a row
+    /// whose key a unique index of the table holds already is [`Error::UniqueViolation`].
     pub fn insert(&mut self, table: &Table, values: &[Value<'_>]) -> Result<RowId> {
-        self.encoded_statement(table, values, |t, row| t.insert_encoded(table, row))
+        self.encoded_statement(table, values, |t, row| {
+            t.check_unique(table, row, None)?;
+            let id = t.insert_encoded(table, row)?;
+            if t.indexed(table) {
+                t.index_insert(table, row, id)?;
+            }
+            Ok(id)
+        })
     }
 
     /// Runs `f` as one statement on `values` encoded as a row of `table` (in the transaction's
@@ -643,31 +730,17 @@ impl WriteTxn<'_> {
     /// Takes a fresh page for `table`: the next page of its last extent, else a new extent
     /// (from the free list, else by growing the file), and formats it as an empty heap page.
     fn allocate_page(&mut self, table: &Table) -> Result<u64> {
-        let page = {
-            let t = self.meta_mut(table)?;
-            match t.extents.last() {
-                Some(e) if t.used_in_last < e.len => {
-                    let p = e.start + u64::from(t.used_in_last);
-                    t.used_in_last += 1;
-                    p
-                }
-                _ => {
-                    let len = (FIRST_EXTENT << t.extents.len().min(7)).min(MAX_EXTENT);
-                    let start = match self.catalog.take_free(len) {
-                        Some(s) => s,
-                        None => {
-                            let start = self.db.pool.file().page_count();
-                            self.db.pool.grow(start + u64::from(len))?;
-                            start
-                        }
-                    };
-                    let t = self.meta_mut(table).expect("found above");
-                    t.extents.push(Extent { start, len });
-                    t.used_in_last = 1;
-                    start
-                }
-            }
-        };
+        let pool = &self.db.pool;
+        let Catalog { tables, free, .. } = &mut self.catalog;
+        let t = tables
+            .iter_mut()
+            .find(|t| t.id == table.id)
+            .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
+        let page = catalog::next_page(&mut t.extents, &mut t.used_in_last, free, |len| {
+            let start = pool.file().page_count();
+            pool.grow(start + u64::from(len))?;
+            Ok(start)
+        })?;
         self.catalog_dirty = true;
         let mut g = self.db.pool.new_page(PageId(page))?;
         heap::init(&mut g, table.id);
@@ -676,10 +749,18 @@ impl WriteTxn<'_> {
 
     /// Deletes row `id`.
     pub fn delete(&mut self, table: &Table, id: RowId) -> Result<()> {
-        self.statement(|t| t.delete_inner(table, id))
+        self.statement(|t| {
+            if !t.indexed(table) {
+                return t.delete_heap(table, id);
+            }
+            let old = t.row_bytes(table, id)?;
+            t.delete_heap(table, id)?;
+            t.index_delete(table, &old, id)
+        })
     }
 
-    fn delete_inner(&mut self, table: &Table, id: RowId) -> Result<()> {
+    /// Deletes row `id` from the table's pages (its indexes are the caller's).
+    fn delete_heap(&mut self, table: &Table, id: RowId) -> Result<()> {
         check_row_page(&self.ctx_of(), table, id)?;
         let mut g = self.db.pool.write(PageId(id.page))?;
         HeapPage::new(&g, table.id, id.page)?;
@@ -709,6 +790,19 @@ impl WriteTxn<'_> {
         if row.len() > max {
             return Err(Error::RowTooLarge { bytes: row.len(), max });
         }
+        if !self.indexed(table) {
+            return self.update_heap(table, id, row);
+        }
+        let old = self.row_bytes(table, id)?;
+        self.check_unique(table, row, Some(id))?;
+        let new_id = self.update_heap(table, id, row)?;
+        self.index_update(table, (&old, id), (row, new_id))?;
+        Ok(new_id)
+    }
+
+    /// Replaces row `id` in the table's pages, moving it if its page has no room (its indexes
+    /// are the caller's).
+    fn update_heap(&mut self, table: &Table, id: RowId, row: &[u8]) -> Result<RowId> {
         check_row_page(&self.ctx_of(), table, id)?;
         let mut g = self.db.pool.write(PageId(id.page))?;
         let h = HeapPage::new(&g, table.id, id.page)?;
@@ -724,7 +818,7 @@ impl WriteTxn<'_> {
             return Ok(id);
         }
         drop(g);
-        self.delete_inner(table, id)?;
+        self.delete_heap(table, id)?;
         self.insert_encoded(table, row)
     }
 

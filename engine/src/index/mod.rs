@@ -1,0 +1,99 @@
+//! Ordered indexes: B+trees over a table's columns, on pages of the buffer manager.
+//!
+//! - `key`: the order-preserving byte encoding of keys (compared with `memcmp`).
+//! - `node`: the index page format.
+//! - `tree`: descents, and the writer's insert, remove and bulk build.
+//! - `scan`: range scans in both directions, as iterators of rows in place.
+//! - `verify`: what `check` verifies of each index.
+//!
+//! A unique index's key is its columns; a non-unique index's key is its columns then the row id
+//! (so entries are distinct, in key then row id order), as is a unique index's key with a NULL
+//! column (NULLs never collide, as in SQL). Every leaf entry's value is the row's id.
+
+pub(crate) mod key;
+pub(crate) mod node;
+mod scan;
+pub(crate) mod tree;
+pub(crate) mod verify;
+
+use std::sync::Arc;
+
+pub use scan::{IndexIds, IndexScan};
+
+use crate::catalog::{IndexMeta, TableMeta};
+use crate::error::Result;
+use crate::row::RowRef;
+use crate::schema::Schema;
+
+/// A handle on an index, from [`ReadOps::index`](crate::ReadOps::index). Cheap to clone; valid
+/// across transactions for as long as the index exists.
+#[derive(Clone, Debug)]
+pub struct Index {
+    pub(crate) id: u32,
+    name: Arc<str>,
+    table: Arc<str>,
+    columns: Arc<[String]>,
+    unique: bool,
+}
+
+impl Index {
+    pub(crate) fn from_meta(x: &IndexMeta, t: &TableMeta) -> Self {
+        let names = x.columns.iter().map(|&c| t.schema.columns()[usize::from(c)].name.clone());
+        Self {
+            id: x.id,
+            name: x.name.as_str().into(),
+            table: t.name.as_str().into(),
+            columns: names.collect(),
+            unique: x.unique,
+        }
+    }
+
+    /// The index's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name of the table it indexes.
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    /// Its key's columns, in key order.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// Whether a key appears at most once (keys with a NULL excepted).
+    pub fn is_unique(&self) -> bool {
+        self.unique
+    }
+}
+
+/// Sets `out` to the entry key of `row` (of `schema`) in index `x`: its columns, then its row
+/// id unless the index is unique and no column is NULL.
+pub(crate) fn row_key(
+    x: &IndexMeta,
+    schema: &Schema,
+    row: &RowRef<'_>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    out.clear();
+    key::encode_row(schema, &x.columns, row, out)?;
+    if !x.unique || x.columns.iter().any(|&c| row.is_null(usize::from(c))) {
+        key::put_row_id(out, row.id());
+    }
+    Ok(())
+}
+
+/// `row`'s key in index `x` as its values, for messages.
+pub(crate) fn describe_key(x: &IndexMeta, row: &RowRef<'_>) -> String {
+    let values: Vec<String> = x
+        .columns
+        .iter()
+        .map(|&c| match row.value(usize::from(c)) {
+            Ok(v) => format!("{v:?}"),
+            Err(_) => "?".into(),
+        })
+        .collect();
+    format!("({})", values.join(", "))
+}

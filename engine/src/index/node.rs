@@ -1,0 +1,386 @@
+//! Index pages: the nodes of a B+tree, slotted like heap pages.
+//!
+//! ```text
+//! 0          16     17      18      20         24         28        32        40        48
+//! +----------+------+-------+-------+----------+----------+---------+---------+---------+---------+
+//! | envelope | type | level | count | free end | index id | unused  | prev    | next    | slots:  |
+//! | (storage)| 'X'  | u8    | u16   | u32      | u32      |         | u64     | u64     | u16 each|
+//! +----------+------+-------+-------+----------+----------+---------+---------+---------+---------+
+//!  ... free space ... | entries, packed downward from the end of the page to `free end` |
+//!
+//! entry := key len u16 | key | value     value: a leaf's row id (10 bytes, `key::put_row_id`),
+//!                                               an inner node's child page (u64)
+//! ```
+//!
+//! Slots are kept in key order. Level 0 is a leaf; `prev` and `next` link the leaves in key order
+//! (0: none) for range scans in both directions. In an inner node, entry `i` leads to the keys
+//! from its key (inclusive) to entry `i + 1`'s (exclusive), and entry 0 to everything below
+//! entry 1 whatever its own key: a search follows the last entry whose key is at most the key
+//! searched, or entry 0.
+
+use nvpage_storage::page::PAGE_HEADER_LEN;
+
+use super::key::ROW_ID_LEN;
+use crate::error::{Error, Result};
+
+/// The type byte of an index page.
+pub const INDEX_PAGE: u8 = b'X';
+
+const TYPE_OFFSET: usize = PAGE_HEADER_LEN;
+const LEVEL_OFFSET: usize = TYPE_OFFSET + 1;
+const COUNT_OFFSET: usize = LEVEL_OFFSET + 1;
+const FREE_END_OFFSET: usize = COUNT_OFFSET + 2;
+const INDEX_ID_OFFSET: usize = FREE_END_OFFSET + 4;
+const PREV_OFFSET: usize = INDEX_ID_OFFSET + 8;
+const NEXT_OFFSET: usize = PREV_OFFSET + 8;
+/// Where the slot array starts.
+pub const SLOTS_OFFSET: usize = NEXT_OFFSET + 8;
+const SLOT_BYTES: usize = 2;
+const KEY_LEN_BYTES: usize = 2;
+/// A child pointer's bytes in an inner node.
+pub const CHILD_LEN: usize = 8;
+
+const _: () = assert!(SLOTS_OFFSET == 48);
+
+/// The value's length in an entry of a node of `level`.
+pub fn value_len(level: u8) -> usize {
+    if level == 0 { ROW_ID_LEN } else { CHILD_LEN }
+}
+
+/// The longest key a page of `page_size` bytes takes, so that every node holds at least four
+/// entries (a split always leaves two on each side).
+pub fn max_key(page_size: usize) -> usize {
+    (page_size - SLOTS_OFFSET) / 4 - SLOT_BYTES - KEY_LEN_BYTES - ROW_ID_LEN
+}
+
+fn u16_at(p: &[u8], at: usize) -> usize {
+    usize::from(u16::from_le_bytes([p[at], p[at + 1]]))
+}
+
+fn u32_at(p: &[u8], at: usize) -> usize {
+    u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]]) as usize
+}
+
+fn u64_at(p: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(p[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn put_u16(p: &mut [u8], at: usize, v: usize) {
+    p[at..at + 2].copy_from_slice(&(v as u16).to_le_bytes());
+}
+
+fn put_u32(p: &mut [u8], at: usize, v: usize) {
+    p[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes());
+}
+
+/// Formats `page` as an empty node of index `index_id` at `level`.
+pub fn init(page: &mut [u8], index_id: u32, level: u8) {
+    page[PAGE_HEADER_LEN..].fill(0);
+    page[TYPE_OFFSET] = INDEX_PAGE;
+    page[LEVEL_OFFSET] = level;
+    put_u32(page, FREE_END_OFFSET, page.len());
+    page[INDEX_ID_OFFSET..INDEX_ID_OFFSET + 4].copy_from_slice(&index_id.to_le_bytes());
+}
+
+/// A node checked for internal consistency, so that reading its entries never goes out of
+/// bounds. Key order is not checked here (a search in a disordered node finds wrong entries,
+/// never reads out of bounds); `check` verifies it.
+#[derive(Clone, Copy, Debug)]
+pub struct Node<'p> {
+    bytes: &'p [u8],
+    count: usize,
+    level: u8,
+}
+
+impl<'p> Node<'p> {
+    /// Checks `bytes` (a whole page) as a node of index `index_id`.
+    pub fn new(bytes: &'p [u8], index_id: u32, page: u64) -> Result<Self> {
+        let bad = |why: String| Error::CorruptPage { page, reason: why };
+        if bytes.len() < SLOTS_OFFSET || bytes[TYPE_OFFSET] != INDEX_PAGE {
+            return Err(bad("not an index page".into()));
+        }
+        let found =
+            u32::from_le_bytes(bytes[INDEX_ID_OFFSET..INDEX_ID_OFFSET + 4].try_into().expect("4"));
+        if found != index_id {
+            return Err(bad(format!("belongs to index {found}, not {index_id}")));
+        }
+        let level = bytes[LEVEL_OFFSET];
+        let count = u16_at(bytes, COUNT_OFFSET);
+        let free_end = u32_at(bytes, FREE_END_OFFSET);
+        let slots_end = SLOTS_OFFSET + count * SLOT_BYTES;
+        if slots_end > free_end || free_end > bytes.len() {
+            return Err(bad(format!(
+                "{count} entries and free end {free_end} do not fit the page"
+            )));
+        }
+        let value = value_len(level);
+        for i in 0..count {
+            let off = u16_at(bytes, SLOTS_OFFSET + i * SLOT_BYTES);
+            let fits = off >= free_end
+                && off + KEY_LEN_BYTES <= bytes.len()
+                && off + KEY_LEN_BYTES + u16_at(bytes, off) + value <= bytes.len();
+            if !fits {
+                return Err(bad(format!("entry {i} lies outside the entry area")));
+            }
+        }
+        Ok(Self { bytes, count, level })
+    }
+
+    /// `bytes` as a node again, unchanged since [`Node::new`] checked them (a scan holding the
+    /// page between steps): only the header is read. Bytes that were not checked may make its
+    /// methods panic, never read out of bounds.
+    pub fn checked_before(bytes: &'p [u8]) -> Self {
+        Self { bytes, count: u16_at(bytes, COUNT_OFFSET), level: bytes[LEVEL_OFFSET] }
+    }
+
+    /// Entries in the node.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// 0 for a leaf.
+    pub fn level(&self) -> u8 {
+        self.level
+    }
+
+    /// The left sibling (leaves), 0 if none.
+    pub fn prev(&self) -> u64 {
+        u64_at(self.bytes, PREV_OFFSET)
+    }
+
+    /// The right sibling (leaves), 0 if none.
+    pub fn next(&self) -> u64 {
+        u64_at(self.bytes, NEXT_OFFSET)
+    }
+
+    fn entry(&self, i: usize) -> (usize, usize) {
+        let off = u16_at(self.bytes, SLOTS_OFFSET + i * SLOT_BYTES);
+        (off + KEY_LEN_BYTES, u16_at(self.bytes, off))
+    }
+
+    /// Entry `i`'s key (`i < len()`).
+    pub fn key(&self, i: usize) -> &'p [u8] {
+        let (at, len) = self.entry(i);
+        &self.bytes[at..at + len]
+    }
+
+    /// Entry `i`'s value: a leaf's row id bytes, an inner node's child.
+    pub fn value(&self, i: usize) -> &'p [u8] {
+        let (at, len) = self.entry(i);
+        &self.bytes[at + len..at + len + value_len(self.level)]
+    }
+
+    /// Entry `i`'s child page (inner nodes).
+    pub fn child(&self, i: usize) -> u64 {
+        u64::from_le_bytes(self.value(i).try_into().unwrap_or([0; 8]))
+    }
+
+    /// Where `key` is: `Ok(i)` if entry `i` holds it, else `Err(i)`, the position it would take.
+    pub fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.count);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid).cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// The entry of an inner node to follow for `key`: the last whose key is at most `key`, or 0.
+    pub fn child_for(&self, key: &[u8]) -> usize {
+        match self.search(key) {
+            Ok(i) => i,
+            Err(i) => i.saturating_sub(1),
+        }
+    }
+
+    /// Bytes an insert could use after compaction.
+    pub fn free_space(&self) -> usize {
+        let used: usize =
+            (0..self.count).map(|i| KEY_LEN_BYTES + self.entry(i).1 + value_len(self.level)).sum();
+        self.bytes.len() - SLOTS_OFFSET - self.count * SLOT_BYTES - used
+    }
+}
+
+/// Bytes an entry with a key of `key_len` takes at `level`, its slot included.
+pub fn entry_cost(key_len: usize, level: u8) -> usize {
+    SLOT_BYTES + KEY_LEN_BYTES + key_len + value_len(level)
+}
+
+/// Sets a leaf's left sibling.
+pub fn set_prev(page: &mut [u8], prev: u64) {
+    page[PREV_OFFSET..PREV_OFFSET + 8].copy_from_slice(&prev.to_le_bytes());
+}
+
+/// Sets a leaf's right sibling.
+pub fn set_next(page: &mut [u8], next: u64) {
+    page[NEXT_OFFSET..NEXT_OFFSET + 8].copy_from_slice(&next.to_le_bytes());
+}
+
+/// Inserts an entry at position `pos` of a checked node; `false` if it does not fit.
+pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool {
+    let count = u16_at(page, COUNT_OFFSET);
+    let level = page[LEVEL_OFFSET];
+    debug_assert_eq!(value.len(), value_len(level));
+    let need = KEY_LEN_BYTES + key.len() + value.len();
+    let slots_end = SLOTS_OFFSET + (count + 1) * SLOT_BYTES;
+    if u32_at(page, FREE_END_OFFSET) < slots_end + need {
+        let free = Node { bytes: page, count, level }.free_space();
+        if free < need + SLOT_BYTES {
+            return false;
+        }
+        compact(page);
+    }
+    let off = u32_at(page, FREE_END_OFFSET) - need;
+    put_u16(page, off, key.len());
+    page[off + KEY_LEN_BYTES..off + KEY_LEN_BYTES + key.len()].copy_from_slice(key);
+    page[off + KEY_LEN_BYTES + key.len()..off + need].copy_from_slice(value);
+    put_u32(page, FREE_END_OFFSET, off);
+    let at = SLOTS_OFFSET + pos * SLOT_BYTES;
+    page.copy_within(at..SLOTS_OFFSET + count * SLOT_BYTES, at + SLOT_BYTES);
+    put_u16(page, at, off);
+    put_u16(page, COUNT_OFFSET, count + 1);
+    true
+}
+
+/// Removes entry `pos` of a checked node (its bytes are reclaimed by the next compaction).
+pub fn remove_at(page: &mut [u8], pos: usize) {
+    let count = u16_at(page, COUNT_OFFSET);
+    let at = SLOTS_OFFSET + pos * SLOT_BYTES;
+    page.copy_within(at + SLOT_BYTES..SLOTS_OFFSET + count * SLOT_BYTES, at);
+    put_u16(page, COUNT_OFFSET, count - 1);
+}
+
+/// Packs a checked node's entries against the end of the page.
+fn compact(page: &mut [u8]) {
+    let count = u16_at(page, COUNT_OFFSET);
+    let level = page[LEVEL_OFFSET];
+    let entries: Vec<Vec<u8>> = (0..count)
+        .map(|i| {
+            let off = u16_at(page, SLOTS_OFFSET + i * SLOT_BYTES);
+            page[off..off + KEY_LEN_BYTES + u16_at(page, off) + value_len(level)].to_vec()
+        })
+        .collect();
+    let mut end = page.len();
+    for (i, e) in entries.iter().enumerate() {
+        end -= e.len();
+        page[end..end + e.len()].copy_from_slice(e);
+        put_u16(page, SLOTS_OFFSET + i * SLOT_BYTES, end);
+    }
+    put_u32(page, FREE_END_OFFSET, end);
+}
+
+/// Moves the upper half (by bytes) of full node `left`'s entries into empty node `right` (same
+/// level); returns how many entries `left` keeps, or `None` if it has fewer than two.
+pub fn split(left: &mut [u8], right: &mut [u8]) -> Option<usize> {
+    let count = u16_at(left, COUNT_OFFSET);
+    let level = left[LEVEL_OFFSET];
+    if count < 2 {
+        return None;
+    }
+    // Split by bytes, not by count, so both halves have room whatever the key lengths.
+    let sizes: Vec<usize> = (0..count)
+        .map(|i| {
+            let off = u16_at(left, SLOTS_OFFSET + i * SLOT_BYTES);
+            KEY_LEN_BYTES + u16_at(left, off) + value_len(level)
+        })
+        .collect();
+    let total: usize = sizes.iter().sum();
+    let mut acc = 0;
+    let mut mid = count / 2;
+    for (i, s) in sizes.iter().enumerate() {
+        acc += s;
+        if acc * 2 >= total {
+            mid = (i + 1).clamp(1, count - 1);
+            break;
+        }
+    }
+    for i in mid..count {
+        let off = u16_at(left, SLOTS_OFFSET + i * SLOT_BYTES);
+        let klen = u16_at(left, off);
+        let key = left[off + KEY_LEN_BYTES..off + KEY_LEN_BYTES + klen].to_vec();
+        let value = left[off + KEY_LEN_BYTES + klen..off + KEY_LEN_BYTES + klen + value_len(level)]
+            .to_vec();
+        let pos = i - mid;
+        let fitted = insert_at(right, pos, &key, &value);
+        debug_assert!(fitted, "half a page fits an empty page");
+    }
+    put_u16(left, COUNT_OFFSET, mid);
+    compact(left);
+    Some(mid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(level: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 4096];
+        init(&mut p, 3, level);
+        p
+    }
+
+    #[test]
+    fn entries_stay_in_key_order_and_split_keeps_them_all() {
+        let mut p = node(0);
+        let rid = [7u8; ROW_ID_LEN];
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut k = 0u32;
+        loop {
+            let key = (k.wrapping_mul(2_654_435_761)).to_be_bytes().to_vec();
+            let n = Node::new(&p, 3, 1).unwrap();
+            let pos = n.search(&key).unwrap_err();
+            if !insert_at(&mut p, pos, &key, &rid) {
+                break;
+            }
+            keys.push(key);
+            k += 1;
+        }
+        keys.sort();
+        let n = Node::new(&p, 3, 1).unwrap();
+        assert_eq!((0..n.len()).map(|i| n.key(i).to_vec()).collect::<Vec<_>>(), keys);
+        assert!(n.free_space() < entry_cost(4, 0));
+        let mut right = node(0);
+        assert!(split(&mut p, &mut right).is_some());
+        let (l, r) = (Node::new(&p, 3, 1).unwrap(), Node::new(&right, 3, 2).unwrap());
+        assert!(l.len() >= 2 && r.len() >= 2);
+        let mut both: Vec<Vec<u8>> = (0..l.len()).map(|i| l.key(i).to_vec()).collect();
+        both.extend((0..r.len()).map(|i| r.key(i).to_vec()));
+        assert_eq!(both, keys, "a split loses and reorders nothing");
+        // Removing entries frees their room for the next insert.
+        let before = l.free_space();
+        remove_at(&mut p, 0);
+        assert_eq!(Node::new(&p, 3, 1).unwrap().free_space(), before + entry_cost(4, 0));
+    }
+
+    #[test]
+    fn inner_nodes_route_every_key() {
+        let mut p = node(1);
+        for (i, k) in [&b""[..], b"m", b"t"].iter().enumerate() {
+            assert!(insert_at(&mut p, i, k, &(100 + i as u64).to_le_bytes()));
+        }
+        let n = Node::new(&p, 3, 1).unwrap();
+        for (key, child) in [(&b"a"[..], 100), (b"m", 101), (b"s", 101), (b"t", 102), (b"z", 102)] {
+            assert_eq!(n.child(n.child_for(key)), child, "{key:?}");
+        }
+    }
+
+    #[test]
+    fn damaged_nodes_are_errors_not_panics() {
+        let mut p = node(0);
+        assert!(insert_at(&mut p, 0, b"key", &[1; ROW_ID_LEN]));
+        assert!(Node::new(&p, 4, 1).is_err(), "another index's page");
+        let mut bad = p.clone();
+        bad[COUNT_OFFSET] = 200;
+        assert!(Node::new(&bad, 3, 1).is_err(), "too many slots");
+        let mut bad = p.clone();
+        put_u16(&mut bad, SLOTS_OFFSET, 4094);
+        assert!(Node::new(&bad, 3, 1).is_err(), "an entry past the page");
+        let mut bad = p;
+        bad[TYPE_OFFSET] = b'H';
+        assert!(Node::new(&bad, 3, 1).is_err(), "a heap page");
+    }
+}

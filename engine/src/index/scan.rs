@@ -1,0 +1,306 @@
+//! Range scans over an index, from either end, as iterators of rows in place.
+//!
+//! A scan descends once per end (lazily, on the first step from that end), then walks the leaf
+//! chain, holding one leaf per end: the leaf is read as the transaction sees it (a snapshot's
+//! version, or the writer's own copy) and, on SE2, in place. Rows are fetched in place too
+//! ([`RowGuard`]). The range shrinks as either end yields, so the two ends meet and stop.
+
+use std::ops::Bound;
+
+use nvpage_buffer::PageRef;
+use nvpage_storage::PageId;
+
+use super::Index;
+use super::key;
+use super::node::Node;
+use super::tree::{Target, corrupt, descend, entry_row};
+use crate::catalog::IndexMeta;
+use crate::error::{Error, Result};
+use crate::row::Value;
+use crate::table::{RowId, Table};
+use crate::txn::{Ctx, RowGuard, get_row};
+
+/// Rows of an index's key range, in key order (then row id order for a non-unique index), from
+/// [`ReadOps::index_range`](crate::ReadOps::index_range) or
+/// [`ReadOps::lookup`](crate::ReadOps::lookup); `.rev()` walks it from the high end, and both
+/// ends may be walked in turn. Each row is read in place ([`RowGuard`]); [`IndexScan::ids`]
+/// gives the row ids alone, without reading the rows.
+#[derive(Debug)]
+pub struct IndexScan<'t> {
+    ctx: Ctx<'t>,
+    meta: &'t IndexMeta,
+    table: Table,
+    /// What is left of the range: each end's step moves its bound past the key it yields.
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    front: Option<Cursor<'t>>,
+    back: Option<Cursor<'t>>,
+    done: bool,
+    /// Leaves the two ends may still step onto: more than the index has pages means the
+    /// leaves' links loop (damage).
+    steps_left: u64,
+}
+
+/// One end's place: a leaf held, and the entry next to it.
+#[derive(Debug)]
+struct Cursor<'t> {
+    page: u64,
+    leaf: PageRef<'t>,
+    /// The front's next entry; for the back, one past its next entry.
+    pos: usize,
+}
+
+fn within(key: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let above = match lo {
+        Bound::Included(l) => key >= l.as_slice(),
+        Bound::Excluded(l) => key > l.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(h) => key <= h.as_slice(),
+        Bound::Excluded(h) => key < h.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+/// Sets `bound` to exclude `key` and everything beyond it, reusing its buffer.
+fn exclude(bound: &mut Bound<Vec<u8>>, key: &[u8]) {
+    let mut v = match std::mem::replace(bound, Bound::Unbounded) {
+        Bound::Included(v) | Bound::Excluded(v) => v,
+        Bound::Unbounded => Vec::new(),
+    };
+    v.clear();
+    v.extend_from_slice(key);
+    *bound = Bound::Excluded(v);
+}
+
+impl<'t> IndexScan<'t> {
+    /// Rows of `index` whose keys lie between `lo` and `hi`, each bound a tuple of values for
+    /// the index's first columns (all of them or fewer: a key prefix). A bound on a prefix
+    /// takes or leaves every key that starts with it: `Included(&[5])` on `(a, b)` starts at
+    /// the first key with `a = 5`, `Excluded(&[5])` after the last.
+    pub(crate) fn new(
+        ctx: Ctx<'t>,
+        index: &Index,
+        lo: Bound<&[Value<'_>]>,
+        hi: Bound<&[Value<'_>]>,
+    ) -> Result<Self> {
+        let meta = ctx
+            .catalog
+            .indexes
+            .iter()
+            .find(|x| x.id == index.id)
+            .ok_or_else(|| Error::UnknownIndex(index.name().into()))?;
+        let tmeta = ctx
+            .catalog
+            .tables
+            .iter()
+            .find(|t| t.id == meta.table_id)
+            .ok_or_else(|| Error::UnknownTable(index.table_name().into()))?;
+        let encode = |values: &[Value<'_>]| -> Result<Vec<u8>> {
+            let mut out = Vec::new();
+            key::encode_values(&tmeta.schema, &meta.columns, values, &mut out)?;
+            Ok(out)
+        };
+        let mut done = false;
+        let lo = match lo {
+            Bound::Unbounded => Bound::Unbounded,
+            Bound::Included(v) => Bound::Included(encode(v)?),
+            // Past every key with this prefix; nothing is past the empty prefix.
+            Bound::Excluded(v) => match key::successor(&encode(v)?) {
+                Some(s) => Bound::Included(s),
+                None => {
+                    done = true;
+                    Bound::Unbounded
+                }
+            },
+        };
+        let hi = match hi {
+            Bound::Unbounded => Bound::Unbounded,
+            Bound::Included(v) => {
+                key::successor(&encode(v)?).map_or(Bound::Unbounded, Bound::Excluded)
+            }
+            Bound::Excluded(v) => Bound::Excluded(encode(v)?),
+        };
+        let steps_left = meta.runs().iter().map(|r| r.1).sum::<u64>() + 1;
+        Ok(Self {
+            ctx,
+            meta,
+            table: Table::from_meta(tmeta),
+            lo,
+            hi,
+            front: None,
+            back: None,
+            done,
+            steps_left,
+        })
+    }
+
+    /// The row ids alone, in the same order (no row is read).
+    pub fn ids(self) -> IndexIds<'t> {
+        IndexIds(self)
+    }
+
+    /// Reads leaf `page`, reached by a sibling link.
+    fn leaf(&mut self, page: u64) -> Result<PageRef<'t>> {
+        self.steps_left = self
+            .steps_left
+            .checked_sub(1)
+            .ok_or_else(|| corrupt(page, "the index's leaf links loop"))?;
+        let g = self.ctx.db.pool.read(PageId(page), self.ctx.view)?;
+        if Node::new(&g, self.meta.id, page)?.level() != 0 {
+            return Err(corrupt(page, "a leaf's sibling is not a leaf"));
+        }
+        Ok(g)
+    }
+
+    fn step_front(&mut self) -> Result<Option<RowId>> {
+        if self.done {
+            return Ok(None);
+        }
+        if self.front.is_none() {
+            let target = match &self.lo {
+                Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),
+                Bound::Unbounded => Target::Key(&[]),
+            };
+            let (page, leaf) =
+                descend(self.ctx.db, self.ctx.view, self.meta, target, &mut Vec::new())?;
+            let n = Node::checked_before(&leaf);
+            let pos = match &self.lo {
+                Bound::Included(k) => n.search(k).unwrap_or_else(|i| i),
+                Bound::Excluded(k) => n.search(k).map_or_else(|i| i, |i| i + 1),
+                Bound::Unbounded => 0,
+            };
+            self.front = Some(Cursor { page, leaf, pos });
+        }
+        loop {
+            let cur = self.front.as_mut().expect("set above");
+            let n = Node::checked_before(&cur.leaf);
+            if cur.pos < n.len() {
+                let key = n.key(cur.pos);
+                if !within(key, &self.lo, &self.hi) {
+                    self.done = true;
+                    return Ok(None);
+                }
+                let rid = entry_row(n.value(cur.pos), cur.page)?;
+                cur.pos += 1;
+                exclude(&mut self.lo, key);
+                return Ok(Some(rid));
+            }
+            let next = n.next();
+            if next == 0 {
+                self.done = true;
+                return Ok(None);
+            }
+            let leaf = self.leaf(next)?;
+            self.front = Some(Cursor { page: next, leaf, pos: 0 });
+        }
+    }
+
+    fn step_back(&mut self) -> Result<Option<RowId>> {
+        if self.done {
+            return Ok(None);
+        }
+        if self.back.is_none() {
+            let target = match &self.hi {
+                Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),
+                Bound::Unbounded => Target::Last,
+            };
+            let (page, leaf) =
+                descend(self.ctx.db, self.ctx.view, self.meta, target, &mut Vec::new())?;
+            let n = Node::checked_before(&leaf);
+            let pos = match &self.hi {
+                Bound::Included(k) => n.search(k).map_or_else(|i| i, |i| i + 1),
+                Bound::Excluded(k) => n.search(k).unwrap_or_else(|i| i),
+                Bound::Unbounded => n.len(),
+            };
+            self.back = Some(Cursor { page, leaf, pos });
+        }
+        loop {
+            let cur = self.back.as_mut().expect("set above");
+            let n = Node::checked_before(&cur.leaf);
+            if cur.pos > 0 {
+                let key = n.key(cur.pos - 1);
+                if !within(key, &self.lo, &self.hi) {
+                    self.done = true;
+                    return Ok(None);
+                }
+                let rid = entry_row(n.value(cur.pos - 1), cur.page)?;
+                cur.pos -= 1;
+                exclude(&mut self.hi, key);
+                return Ok(Some(rid));
+            }
+            let prev = n.prev();
+            if prev == 0 {
+                self.done = true;
+                return Ok(None);
+            }
+            let leaf = self.leaf(prev)?;
+            let pos = Node::checked_before(&leaf).len();
+            self.back = Some(Cursor { page: prev, leaf, pos });
+        }
+    }
+
+    /// An end's step as an iterator's item: an error ends the scan.
+    fn item(&mut self, step: Result<Option<RowId>>) -> Option<Result<RowId>> {
+        match step {
+            Ok(r) => r.map(Ok),
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    fn row(&self, id: RowId) -> Result<RowGuard<'t>> {
+        get_row(&self.ctx, &self.table, id).map_err(|e| match e {
+            Error::UnknownRow(id) => corrupt(
+                id.page,
+                format!(
+                    "index {:?} holds row {id}, which is not a live row of its table",
+                    self.meta.name
+                ),
+            ),
+            e => e,
+        })
+    }
+}
+
+impl<'t> Iterator for IndexScan<'t> {
+    type Item = Result<RowGuard<'t>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let step = self.step_front();
+        let id = self.item(step)?;
+        Some(id.and_then(|id| self.row(id)))
+    }
+}
+
+impl DoubleEndedIterator for IndexScan<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let step = self.step_back();
+        let id = self.item(step)?;
+        Some(id.and_then(|id| self.row(id)))
+    }
+}
+
+/// The row ids of an [`IndexScan`], from [`IndexScan::ids`].
+#[derive(Debug)]
+pub struct IndexIds<'t>(IndexScan<'t>);
+
+impl Iterator for IndexIds<'_> {
+    type Item = Result<RowId>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let step = self.0.step_front();
+        self.0.item(step)
+    }
+}
+
+impl DoubleEndedIterator for IndexIds<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let step = self.0.step_back();
+        self.0.item(step)
+    }
+}

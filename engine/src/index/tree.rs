@@ -1,0 +1,387 @@
+//! The B+tree: descents (readers and the writer), and the writer's insert, remove and bulk build.
+//!
+//! Nodes are pages of the buffer manager (`node.rs`), changed like heap pages: the writer's
+//! private copies, logged by the write-back hook and forced at commit, so a split or a freed page
+//! needs nothing new from the log, abort or recovery. Readers descend through their snapshot's
+//! versions of the pages (SE2: in place, no copy).
+//!
+//! Shape: a split moves the upper half of a full node (by bytes) into a new right sibling and
+//! adds a separator to the parent (a new root above a split root). A leaf's separator is the
+//! shortest prefix of its first key above the left leaf's last key. A remove that empties a leaf
+//! unlinks it from its siblings and from its parent (an inner node left empty goes too), and a
+//! root with one child gives way to the child; emptied pages are freed and reused once no
+//! snapshot reads them (R6). Half-empty nodes are not merged (as PostgreSQL's nbtree): every
+//! leaf stays at the same depth whatever the sequence of inserts and removes, and space comes
+//! back page by page as leaves empty.
+//!
+//! One irregularity is allowed: entry 0 of an inner node routes every key below entry 1's, so
+//! its own key may be above some keys it routes (after the entry before it was removed). Searches
+//! never depend on it, and a split places the new entry by its position, not its key.
+
+use nvpage_buffer::{PageMut, PageRef, View};
+use nvpage_storage::PageId;
+
+use super::key;
+use super::node::{self, Node};
+use crate::catalog::{self, Catalog, IndexMeta};
+use crate::db::Database;
+use crate::error::{Error, Result};
+use crate::table::RowId;
+
+/// A damaged index page.
+pub(crate) fn corrupt(page: u64, reason: impl Into<String>) -> Error {
+    Error::CorruptPage { page, reason: reason.into() }
+}
+
+/// Where a descent goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Target<'k> {
+    /// The leaf where this key is, or would be.
+    Key(&'k [u8]),
+    /// The last leaf.
+    Last,
+}
+
+/// Descends from `meta`'s root to the leaf of `target`, reading pages as `view` sees them, and
+/// returns the leaf (read, checked); `path` gets each inner node passed and the entry followed.
+pub(crate) fn descend<'a>(
+    db: &'a Database,
+    view: View,
+    meta: &IndexMeta,
+    target: Target<'_>,
+    path: &mut Vec<(u64, usize)>,
+) -> Result<(u64, PageRef<'a>)> {
+    let mut page = meta.root;
+    let mut above: Option<u8> = None;
+    loop {
+        let g = db.pool.read(PageId(page), view)?;
+        let n = Node::new(&g, meta.id, page)?;
+        if above.is_some_and(|l| n.level() + 1 != l) {
+            return Err(corrupt(page, "a child not one level below its parent"));
+        }
+        if n.level() == 0 {
+            return Ok((page, g));
+        }
+        if n.len() == 0 {
+            return Err(corrupt(page, "an inner node without entries"));
+        }
+        let i = match target {
+            Target::Key(k) => n.child_for(k),
+            Target::Last => n.len() - 1,
+        };
+        path.push((page, i));
+        above = Some(n.level());
+        page = n.child(i);
+    }
+}
+
+/// The shortest key `s` with `left < s <= right` (for `left < right`): a leaf's separator.
+pub(crate) fn separator(left: &[u8], right: &[u8]) -> Vec<u8> {
+    let common = left.iter().zip(right).take_while(|(a, b)| a == b).count();
+    right[..(common + 1).min(right.len())].to_vec()
+}
+
+/// The row id a leaf entry's value holds.
+pub(crate) fn entry_row(value: &[u8], page: u64) -> Result<RowId> {
+    key::row_id(value).ok_or_else(|| corrupt(page, "a leaf entry without a row id"))
+}
+
+/// The writer's operations on one index of its private catalog (`cat.indexes[ix]`).
+#[derive(Debug)]
+pub(crate) struct TreeWriter<'a, 'c> {
+    pub(crate) db: &'a Database,
+    pub(crate) cat: &'c mut Catalog,
+    pub(crate) ix: usize,
+    /// The commit the transaction will be (pages it frees wait for snapshots older than it).
+    pub(crate) pending: u64,
+}
+
+impl<'a> TreeWriter<'a, '_> {
+    fn meta(&self) -> &IndexMeta {
+        &self.cat.indexes[self.ix]
+    }
+
+    fn meta_mut(&mut self) -> &mut IndexMeta {
+        &mut self.cat.indexes[self.ix]
+    }
+
+    fn write(&self, page: u64) -> Result<PageMut<'a>> {
+        let db = self.db;
+        let g = db.pool.write(PageId(page))?;
+        Node::new(&g, self.meta().id, page)?;
+        Ok(g)
+    }
+
+    /// A page for the tree, formatted as an empty node at `level`: one it freed before that no
+    /// snapshot reads any more, else the next page of its extents.
+    pub(crate) fn alloc(&mut self, level: u8) -> Result<(u64, PageMut<'a>)> {
+        let db = self.db;
+        let Catalog { indexes, free, .. } = &mut *self.cat;
+        let x = &mut indexes[self.ix];
+        let page = match x.free_pages.pop() {
+            Some(p) => p,
+            None => catalog::next_page(&mut x.extents, &mut x.used_in_last, free, |len| {
+                let start = db.pool.file().page_count();
+                db.pool.grow(start + u64::from(len))?;
+                Ok(start)
+            })?,
+        };
+        let mut g = db.pool.new_page(PageId(page))?;
+        node::init(&mut g, x.id, level);
+        Ok((page, g))
+    }
+
+    /// Lets `page` go: free once no snapshot older than this transaction's commit is live.
+    fn release(&mut self, page: u64) {
+        let pending = self.pending;
+        self.meta_mut().pending_free_pages.push((pending, page));
+    }
+
+    /// Adds `key` → `rid`. The key must not be in the tree (a unique key is checked first, a
+    /// non-unique one ends with its row id): finding it is damage.
+    pub(crate) fn insert(&mut self, key: &[u8], rid: RowId) -> Result<()> {
+        let value = key::row_id_bytes(rid);
+        let mut path = Vec::new();
+        let (leaf, g) = descend(self.db, View::Writer, self.meta(), Target::Key(key), &mut path)?;
+        drop(g);
+        let fitted = {
+            let mut g = self.write(leaf)?;
+            let pos = Node::new(&g, self.meta().id, leaf)?
+                .search(key)
+                .err()
+                .ok_or_else(|| corrupt(leaf, "an index entry added twice"))?;
+            node::insert_at(&mut g, pos, key, &value)
+        };
+        if !fitted {
+            let (sep, right) = self.split_leaf(leaf, key, &value)?;
+            self.insert_above(path, sep, right)?;
+        }
+        self.meta_mut().entries += 1;
+        Ok(())
+    }
+
+    /// Splits full leaf `leaf` and adds the entry to the half it belongs in; returns the new
+    /// right leaf and its separator.
+    fn split_leaf(&mut self, leaf: u64, key: &[u8], value: &[u8]) -> Result<(Vec<u8>, u64)> {
+        let id = self.meta().id;
+        let (right, mut rg) = self.alloc(0)?;
+        let mut lg = self.write(leaf)?;
+        node::split(&mut lg, &mut rg).ok_or_else(|| corrupt(leaf, "a full node of one entry"))?;
+        let (l, r) = (Node::new(&lg, id, leaf)?, Node::new(&rg, id, right)?);
+        let sep = separator(l.key(l.len() - 1), r.key(0));
+        let next = l.next();
+        node::set_prev(&mut rg, leaf);
+        node::set_next(&mut rg, next);
+        node::set_next(&mut lg, right);
+        let (g, page) = if key >= sep.as_slice() { (&mut rg, right) } else { (&mut lg, leaf) };
+        let pos = Node::new(g, id, page)?
+            .search(key)
+            .err()
+            .ok_or_else(|| corrupt(page, "an index entry added twice"))?;
+        if !node::insert_at(g, pos, key, value) {
+            return Err(corrupt(page, "no room in half a split node"));
+        }
+        drop((lg, rg));
+        if next != 0 {
+            let mut g = self.write(next)?;
+            node::set_prev(&mut g, right);
+        }
+        Ok((sep, right))
+    }
+
+    /// Adds separator `sep` → `right` above the node split last, up `path` (the inner nodes
+    /// from the root down and the entry followed in each), splitting full nodes on the way and
+    /// the root last.
+    fn insert_above(
+        &mut self,
+        mut path: Vec<(u64, usize)>,
+        mut sep: Vec<u8>,
+        mut right: u64,
+    ) -> Result<()> {
+        let id = self.meta().id;
+        while let Some((page, followed)) = path.pop() {
+            let child = right.to_le_bytes();
+            let pos = followed + 1;
+            let mut g = self.write(page)?;
+            let n = Node::new(&g, id, page)?;
+            let level = n.level();
+            if pos > n.len() {
+                return Err(corrupt(page, "a descent's entry past the node"));
+            }
+            if node::insert_at(&mut g, pos, &sep, &child) {
+                return Ok(());
+            }
+            drop(g);
+            // By position, not key: entry 0's key may be above the keys it routes.
+            let (new_right, mut rg) = self.alloc(level)?;
+            let mut lg = self.write(page)?;
+            let mid = node::split(&mut lg, &mut rg)
+                .ok_or_else(|| corrupt(page, "a full node of one entry"))?;
+            let up = Node::new(&rg, id, new_right)?.key(0).to_vec();
+            let fitted = if pos <= mid {
+                node::insert_at(&mut lg, pos, &sep, &child)
+            } else {
+                node::insert_at(&mut rg, pos - mid, &sep, &child)
+            };
+            if !fitted {
+                return Err(corrupt(page, "no room in half a split node"));
+            }
+            sep = up;
+            right = new_right;
+        }
+        let old = self.meta().root;
+        let level = {
+            let g = self.db.pool.read(PageId(old), View::Writer)?;
+            Node::new(&g, id, old)?.level()
+        };
+        let level = level.checked_add(1).ok_or_else(|| corrupt(old, "a tree 256 levels deep"))?;
+        let (root, mut g) = self.alloc(level)?;
+        let fitted = node::insert_at(&mut g, 0, &[], &old.to_le_bytes())
+            && node::insert_at(&mut g, 1, &sep, &right.to_le_bytes());
+        if !fitted {
+            return Err(corrupt(root, "no room in a new root"));
+        }
+        self.meta_mut().root = root;
+        Ok(())
+    }
+
+    /// Removes `key`'s entry; a missing entry is damage.
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Result<()> {
+        let id = self.meta().id;
+        let mut path = Vec::new();
+        let (leaf, g) = descend(self.db, View::Writer, self.meta(), Target::Key(key), &mut path)?;
+        drop(g);
+        let (emptied, prev, next) = {
+            let mut g = self.write(leaf)?;
+            let n = Node::new(&g, id, leaf)?;
+            let pos =
+                n.search(key).map_err(|_| corrupt(leaf, "an index entry to remove is missing"))?;
+            let found = (n.len() == 1, n.prev(), n.next());
+            node::remove_at(&mut g, pos);
+            found
+        };
+        let m = self.meta_mut();
+        m.entries = m.entries.saturating_sub(1);
+        if !emptied || path.is_empty() {
+            return Ok(());
+        }
+        // The leaf emptied: unlink it, then take it out of its parent (and an inner node that
+        // empties out of its own), then let a root with one child give way to it.
+        if prev != 0 {
+            node::set_next(&mut self.write(prev)?, next);
+        }
+        if next != 0 {
+            node::set_prev(&mut self.write(next)?, prev);
+        }
+        self.release(leaf);
+        while let Some((page, followed)) = path.pop() {
+            let mut g = self.write(page)?;
+            let len = Node::new(&g, id, page)?.len();
+            if followed >= len {
+                return Err(corrupt(page, "a descent's entry past the node"));
+            }
+            node::remove_at(&mut g, followed);
+            if len > 1 {
+                break;
+            }
+            if path.is_empty() {
+                // The root emptied (it cannot, as roots keep two entries; an empty tree is a
+                // leaf all the same).
+                node::init(&mut g, id, 0);
+                return Ok(());
+            }
+            drop(g);
+            self.release(page);
+        }
+        loop {
+            let root = self.meta().root;
+            let child = {
+                let g = self.db.pool.read(PageId(root), View::Writer)?;
+                let n = Node::new(&g, id, root)?;
+                if n.level() == 0 || n.len() != 1 {
+                    return Ok(());
+                }
+                n.child(0)
+            };
+            self.release(root);
+            self.meta_mut().root = child;
+        }
+    }
+
+    /// Fills the tree, which must be one empty leaf, with `entries` (in key order, keys
+    /// distinct), bottom up: leaves filled to nine tenths, linked left to right, then each
+    /// level of inner nodes above them, to a single root.
+    pub(crate) fn build<'k>(
+        &mut self,
+        entries: impl Iterator<Item = (&'k [u8], RowId)>,
+    ) -> Result<()> {
+        let id = self.meta().id;
+        let budget = (self.db.page_size() - node::SLOTS_OFFSET) * 9 / 10;
+        let first = self.meta().root;
+        // (the lowest key a node takes, the node), for the level above.
+        let mut nodes: Vec<(Vec<u8>, u64)> = vec![(Vec::new(), first)];
+        let mut cur = (first, self.write(first)?);
+        if Node::new(&cur.1, id, first)?.len() != 0 {
+            return Err(corrupt(first, "a bulk build into a tree that is not empty"));
+        }
+        let (mut used, mut count, mut total) = (0, 0, 0u64);
+        let mut last: Vec<u8> = Vec::new();
+        for (k, rid) in entries {
+            let cost = node::entry_cost(k.len(), 0);
+            if count > 0 && used + cost > budget {
+                let (page, mut g) = self.alloc(0)?;
+                node::set_next(&mut cur.1, page);
+                node::set_prev(&mut g, cur.0);
+                nodes.push((separator(&last, k), page));
+                cur = (page, g);
+                (used, count) = (0, 0);
+            }
+            if !node::insert_at(&mut cur.1, count, k, &key::row_id_bytes(rid)) {
+                return Err(corrupt(cur.0, "no room for an entry in a new leaf"));
+            }
+            (used, count, total) = (used + cost, count + 1, total + 1);
+            last.clear();
+            last.extend_from_slice(k);
+        }
+        drop(cur);
+        self.meta_mut().entries = total;
+        let mut level = 0u8;
+        while nodes.len() > 1 {
+            level += 1;
+            let mut above = Vec::new();
+            let mut cur: Option<(u64, PageMut<'a>)> = None;
+            for (k, child) in nodes {
+                let cost = node::entry_cost(k.len(), level);
+                if cur.is_none() || (count > 0 && used + cost > budget) {
+                    let (page, g) = self.alloc(level)?;
+                    above.push((k.clone(), page));
+                    cur = Some((page, g));
+                    (used, count) = (0, 0);
+                }
+                let (page, g) = cur.as_mut().expect("set above");
+                if !node::insert_at(g, count, &k, &child.to_le_bytes()) {
+                    return Err(corrupt(*page, "no room for an entry in a new inner node"));
+                }
+                (used, count) = (used + cost, count + 1);
+            }
+            nodes = above;
+        }
+        self.meta_mut().root = nodes[0].1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::separator;
+
+    #[test]
+    fn separators_are_short_and_between() {
+        for (l, r) in [(&b"abc"[..], &b"abd"[..]), (b"ab", b"abz"), (b"", b"x"), (b"a\xff", b"b")] {
+            let s = separator(l, r);
+            assert!(l < s.as_slice() && s.as_slice() <= r, "{l:?} {s:?} {r:?}");
+        }
+        assert_eq!(separator(b"apple", b"banana"), b"b");
+        assert_eq!(separator(b"ab", b"abz"), b"abz");
+    }
+}

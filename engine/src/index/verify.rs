@@ -1,0 +1,221 @@
+//! What [`Database::check`](crate::Database::check) verifies of an index: every node readable
+//! and of the index, one level below its parent, keys strictly ascending within each node and
+//! inside the range its parent's separators give it, every leaf at one depth and linked to its
+//! neighbours both ways, every page of the index either in the tree once or free, the entry
+//! count the catalog keeps, and that index and table agree both ways (every row indexed once
+//! under its key, every entry a live row with that key).
+
+use std::collections::HashSet;
+
+use super::node::Node;
+use super::tree::entry_row;
+use crate::catalog::IndexMeta;
+use crate::error::Result;
+use crate::table::RowId;
+
+/// One index in a [`CheckReport`](crate::CheckReport).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IndexReport {
+    /// The index's name.
+    pub name: String,
+    /// The table it indexes.
+    pub table: String,
+    /// Entries according to the catalog.
+    pub entries_in_catalog: u64,
+    /// Entries found in its leaves.
+    pub entries_found: u64,
+    /// Levels, the leaves' included (0 if the root could not be read).
+    pub depth: u32,
+    /// Pages in its tree.
+    pub pages: u64,
+}
+
+/// Reads a page for the check: its bytes if they verify (checksum, id), else `None` (the
+/// reader reported it).
+pub(crate) type ReadPage<'r> = dyn FnMut(u64) -> Result<Option<Vec<u8>>> + 'r;
+
+struct Walk<'a, 'r> {
+    x: &'a IndexMeta,
+    read: &'a mut ReadPage<'r>,
+    damage: &'a mut Vec<String>,
+    runs: Vec<(u64, u64)>,
+    seen: HashSet<u64>,
+    /// Leaves in key order: (page, prev, next).
+    leaves: Vec<(u64, u64, u64)>,
+    entries: Vec<(Vec<u8>, RowId)>,
+    depth: Option<u32>,
+}
+
+impl Walk<'_, '_> {
+    fn damaged(&mut self, page: u64, what: impl std::fmt::Display) {
+        self.damage.push(format!("index {:?}, page {page}: {what}", self.x.name));
+    }
+
+    fn node(
+        &mut self,
+        page: u64,
+        level: Option<u8>,
+        lo: &[u8],
+        hi: Option<&[u8]>,
+        depth: u32,
+    ) -> Result<()> {
+        if !self.runs.iter().any(|&(s, n)| page >= s && page < s + n) {
+            self.damaged(page, "a node outside the index's pages");
+            return Ok(());
+        }
+        if !self.seen.insert(page) {
+            self.damaged(page, "a node reached twice");
+            return Ok(());
+        }
+        let Some(bytes) = (self.read)(page)? else { return Ok(()) };
+        let n = match Node::new(&bytes, self.x.id, page) {
+            Ok(n) => n,
+            Err(e) => {
+                self.damage.push(format!("index {:?}: {e}", self.x.name));
+                return Ok(());
+            }
+        };
+        if level.is_some_and(|l| l != n.level()) {
+            self.damaged(
+                page,
+                format!("level {} below a node of level {}", n.level(), level.unwrap_or(0) + 1),
+            );
+            return Ok(());
+        }
+        for i in 1..n.len() {
+            if n.key(i - 1) >= n.key(i) {
+                self.damaged(page, format!("entry {i}'s key is not above entry {}'s", i - 1));
+            }
+        }
+        let outside = |k: &[u8]| k < lo || hi.is_some_and(|h| k >= h);
+        if n.level() == 0 {
+            if *self.depth.get_or_insert(depth) != depth {
+                self.damaged(
+                    page,
+                    format!("a leaf at depth {depth}, others at {}", self.depth.unwrap_or(0)),
+                );
+            }
+            for i in 0..n.len() {
+                if outside(n.key(i)) {
+                    self.damaged(page, format!("entry {i} outside its parent's separators"));
+                }
+                match entry_row(n.value(i), page) {
+                    Ok(id) => self.entries.push((n.key(i).to_vec(), id)),
+                    Err(e) => self.damage.push(e.to_string()),
+                }
+            }
+            self.leaves.push((page, n.prev(), n.next()));
+            return Ok(());
+        }
+        if n.len() == 0 {
+            self.damaged(page, "an inner node without entries");
+            return Ok(());
+        }
+        // Entry 0 routes everything below entry 1, whatever its own key.
+        for i in 1..n.len() {
+            if outside(n.key(i)) {
+                self.damaged(page, format!("separator {i} outside its parent's separators"));
+            }
+        }
+        for i in 0..n.len() {
+            let child_lo = if i == 0 { lo.to_vec() } else { n.key(i).to_vec() };
+            let child_hi =
+                if i + 1 < n.len() { Some(n.key(i + 1).to_vec()) } else { hi.map(<[u8]>::to_vec) };
+            self.node(n.child(i), Some(n.level() - 1), &child_lo, child_hi.as_deref(), depth + 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// Verifies index `x` against `expected`, the (key, row) of every row of its table, reading
+/// pages with `read`; adds what is wrong to `damage`, and the pages of its tree to `in_use`.
+pub(crate) fn verify(
+    x: &IndexMeta,
+    table: &str,
+    mut expected: Vec<(Vec<u8>, RowId)>,
+    read: &mut ReadPage<'_>,
+    damage: &mut Vec<String>,
+    in_use: &mut HashSet<u64>,
+) -> Result<IndexReport> {
+    let mut w = Walk {
+        x,
+        read,
+        damage,
+        runs: x.runs(),
+        seen: HashSet::new(),
+        leaves: Vec::new(),
+        entries: Vec::new(),
+        depth: None,
+    };
+    w.node(x.root, None, &[], None, 1)?;
+    let name = &x.name;
+    for (i, &(page, prev, next)) in w.leaves.iter().enumerate() {
+        let want_prev = if i == 0 { 0 } else { w.leaves[i - 1].0 };
+        let want_next = w.leaves.get(i + 1).map_or(0, |l| l.0);
+        if (prev, next) != (want_prev, want_next) {
+            w.damage.push(format!(
+                "index {name:?}, page {page}: leaf links {prev} and {next}, its neighbours are {want_prev} and {want_next}"
+            ));
+        }
+    }
+    let free: HashSet<u64> =
+        x.free_pages.iter().chain(x.pending_free_pages.iter().map(|(_, p)| p)).copied().collect();
+    for &(s, n) in &w.runs {
+        for p in s..s + n {
+            match (w.seen.contains(&p), free.contains(&p)) {
+                (true, true) => {
+                    w.damage.push(format!("index {name:?}, page {p}: free and in the tree"))
+                }
+                (false, false) => {
+                    w.damage.push(format!("index {name:?}, page {p}: neither in the tree nor free"))
+                }
+                _ => {}
+            }
+        }
+    }
+    let found = w.entries.len() as u64;
+    if found != x.entries {
+        w.damage.push(format!(
+            "index {name:?}: the catalog counts {} entries, its leaves hold {found}",
+            x.entries
+        ));
+    }
+    let mut entries = std::mem::take(&mut w.entries);
+    entries.sort();
+    expected.sort();
+    let (mut i, mut j, mut shown) = (0, 0, 0);
+    while i < entries.len() || j < expected.len() {
+        let (e, r) = (entries.get(i), expected.get(j));
+        let missing = match (e, r) {
+            (Some(e), Some(r)) if e == r => {
+                i += 1;
+                j += 1;
+                continue;
+            }
+            (Some(e), Some(r)) => r < e,
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        if shown < 10 {
+            w.damage.push(if missing {
+                format!("index {name:?}: row {} of {table:?} has no entry under its key", expected[j].1)
+            } else {
+                format!("index {name:?}: an entry for row {}, which is no live row of {table:?} with that key", entries[i].1)
+            });
+        }
+        shown += 1;
+        if missing { j += 1 } else { i += 1 }
+    }
+    if shown > 10 {
+        w.damage.push(format!("index {name:?}: {} more disagreements with its table", shown - 10));
+    }
+    in_use.extend(w.seen.iter().copied());
+    Ok(IndexReport {
+        name: x.name.clone(),
+        table: table.into(),
+        entries_in_catalog: x.entries,
+        entries_found: found,
+        depth: w.depth.unwrap_or(0),
+        pages: w.seen.len() as u64,
+    })
+}

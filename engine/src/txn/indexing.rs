@@ -1,0 +1,242 @@
+//! The write transaction's index statements (create, drop), and the upkeep of a table's indexes
+//! as its rows are inserted, updated and deleted.
+//!
+//! A unique violation is found before a statement changes anything (the key is looked up in
+//! each unique index first), so it leaves the transaction as it was. An index's pages are
+//! written like a table's: private copies until commit, before-images logged at write-back.
+
+use nvpage_buffer::View;
+
+use super::WriteTxn;
+use crate::catalog::IndexMeta;
+use crate::error::{Error, Result};
+use crate::index::node::{self, Node};
+use crate::index::tree::{Target, TreeWriter, descend, entry_row};
+use crate::index::{Index, describe_key, key, row_key};
+use crate::row::RowRef;
+use crate::table::{RowId, Table};
+use crate::txn::ReadOps;
+
+impl WriteTxn<'_> {
+    /// Creates index `name` over `columns` of `table` (in key order): any number of rows may
+    /// share a key, ordered by row id. Rows the table holds are indexed by a sorted bottom-up
+    /// build. Index names are their own namespace (an index may share a table's name).
+    pub fn create_index(&mut self, name: &str, table: &Table, columns: &[&str]) -> Result<Index> {
+        self.statement(|t| t.create_index_inner(name, table, columns, false))
+    }
+
+    /// Creates unique index `name` over `columns` of `table`: no two rows may have one key
+    /// (keys with a NULL aside, which never collide, as in SQL). An insert or update that
+    /// would break that is [`Error::UniqueViolation`], found before the statement changes
+    /// anything; so is this call on a table holding two rows with one key.
+    pub fn create_unique_index(
+        &mut self,
+        name: &str,
+        table: &Table,
+        columns: &[&str],
+    ) -> Result<Index> {
+        self.statement(|t| t.create_index_inner(name, table, columns, true))
+    }
+
+    fn create_index_inner(
+        &mut self,
+        name: &str,
+        table: &Table,
+        columns: &[&str],
+        unique: bool,
+    ) -> Result<Index> {
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidSchema("an index name is 1 to 255 bytes".into()));
+        }
+        if self.catalog.index(name).is_some() {
+            return Err(Error::IndexExists(name.into()));
+        }
+        let schema = self.meta(table)?.schema.clone();
+        if columns.is_empty() {
+            return Err(Error::InvalidSchema("an index needs at least one column".into()));
+        }
+        let mut cols = Vec::with_capacity(columns.len());
+        for c in columns {
+            let i = schema.index_of(c)? as u16;
+            if cols.contains(&i) {
+                return Err(Error::InvalidSchema(format!("column {c:?} twice in one index")));
+            }
+            cols.push(i);
+        }
+        let (bytes, max) = (key::max_len(&schema, &cols, true), node::max_key(self.db.page_size()));
+        if bytes > max {
+            return Err(Error::KeyTooLarge { bytes, max });
+        }
+        let id = self.catalog.next_table_id;
+        let next_id =
+            id.checked_add(1).ok_or_else(|| Error::InvalidSchema("table ids exhausted".into()))?;
+        let meta = IndexMeta {
+            id,
+            name: name.into(),
+            table_id: table.id,
+            columns: cols,
+            unique,
+            root: 0,
+            entries: 0,
+            extents: Vec::new(),
+            used_in_last: 0,
+            free_pages: Vec::new(),
+            pending_free_pages: Vec::new(),
+        };
+        // Every row's key, sorted, before anything changes: two rows with one key in a unique
+        // index leave the transaction as it was. Keys sit end to end in one buffer.
+        let (mut keys, mut entries, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        self.for_each_row(table, |row| {
+            row_key(&meta, &schema, &row, &mut buf)?;
+            entries.push((keys.len(), buf.len(), row.id()));
+            keys.extend_from_slice(&buf);
+            Ok(())
+        })?;
+        let key_of = |&(at, len, _): &(usize, usize, RowId)| &keys[at..at + len];
+        entries.sort_unstable_by(|a, b| key_of(a).cmp(key_of(b)));
+        if let Some(w) = entries.windows(2).find(|w| key_of(&w[0]) == key_of(&w[1])) {
+            let row = self.get(table, w[1].2)?;
+            let key = describe_key(&meta, &row.row()?);
+            return Err(Error::UniqueViolation { index: name.into(), key });
+        }
+        self.catalog.next_table_id = next_id;
+        self.catalog.indexes.push(meta);
+        self.catalog_dirty = true;
+        let ix = self.catalog.indexes.len() - 1;
+        let mut tree =
+            TreeWriter { db: self.db, cat: &mut self.catalog, ix, pending: self.pending };
+        let (root, g) = tree.alloc(0)?;
+        drop(g);
+        tree.cat.indexes[ix].root = root;
+        tree.build(entries.iter().map(|e| (key_of(e), e.2)))?;
+        let t = self.meta(table)?;
+        Ok(Index::from_meta(&self.catalog.indexes[ix], t))
+    }
+
+    /// Drops index `name`. Its pages become free to reuse once no read transaction that can
+    /// still see the index is live.
+    pub fn drop_index(&mut self, name: &str) -> Result<()> {
+        self.statement(|t| {
+            let i = t.catalog.indexes.iter().position(|x| x.name == name);
+            let x = t.catalog.indexes.remove(i.ok_or_else(|| Error::UnknownIndex(name.into()))?);
+            t.release_index(&x)
+        })
+    }
+
+    /// Lets a dropped index's pages go, as a dropped table's.
+    pub(super) fn release_index(&mut self, x: &IndexMeta) -> Result<()> {
+        for &(start, n) in &x.runs() {
+            for p in start..start + n {
+                self.db.pool.discard_writer(nvpage_storage::PageId(p))?;
+            }
+        }
+        let pending = self.pending;
+        self.catalog.pending_free.extend(x.extents.iter().map(|&e| (pending, e)));
+        self.catalog_dirty = true;
+        Ok(())
+    }
+
+    /// Whether `table` has an index.
+    pub(super) fn indexed(&self, table: &Table) -> bool {
+        self.catalog.indexes.iter().any(|x| x.table_id == table.id)
+    }
+
+    /// Fails with [`Error::UniqueViolation`] if `row` (encoded, of `table`) would give a unique
+    /// index a key another row holds; `except` is the row being updated, which may keep its key.
+    pub(super) fn check_unique(
+        &self,
+        table: &Table,
+        row: &[u8],
+        except: Option<RowId>,
+    ) -> Result<()> {
+        let mut unique = self.catalog.indexes.iter().filter(|x| x.table_id == table.id && x.unique);
+        let Some(first) = unique.next() else { return Ok(()) };
+        let schema = table.schema();
+        let r = RowRef::new(schema, row, except.unwrap_or(RowId { page: 0, slot: 0 }))?;
+        let mut k = Vec::new();
+        for x in std::iter::once(first).chain(unique) {
+            if x.columns.iter().any(|&c| r.is_null(usize::from(c))) {
+                continue;
+            }
+            row_key(x, schema, &r, &mut k)?;
+            let (leaf, g) = descend(self.db, View::Writer, x, Target::Key(&k), &mut Vec::new())?;
+            let n = Node::new(&g, x.id, leaf)?;
+            if let Ok(i) = n.search(&k)
+                && Some(entry_row(n.value(i), leaf)?) != except
+            {
+                return Err(Error::UniqueViolation {
+                    index: x.name.clone(),
+                    key: describe_key(x, &r),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `table`'s row `id`, copied (an update's or delete's old keys).
+    pub(super) fn row_bytes(&self, table: &Table, id: RowId) -> Result<Vec<u8>> {
+        let g = self.get(table, id)?;
+        Ok(g.row()?.bytes().to_vec())
+    }
+
+    /// Adds row `id` (encoded as `row`) to each of `table`'s indexes.
+    pub(super) fn index_insert(&mut self, table: &Table, row: &[u8], id: RowId) -> Result<()> {
+        self.index_change(table, None, Some((row, id)))
+    }
+
+    /// Takes row `id` (encoded as `row`) out of each of `table`'s indexes.
+    pub(super) fn index_delete(&mut self, table: &Table, row: &[u8], id: RowId) -> Result<()> {
+        self.index_change(table, Some((row, id)), None)
+    }
+
+    /// Moves each of `table`'s index entries for row `old` to row `new` (each encoded row with
+    /// its id), where its key or id changed.
+    pub(super) fn index_update(
+        &mut self,
+        table: &Table,
+        old: (&[u8], RowId),
+        new: (&[u8], RowId),
+    ) -> Result<()> {
+        self.index_change(table, Some(old), Some(new))
+    }
+
+    fn index_change(
+        &mut self,
+        table: &Table,
+        old: Option<(&[u8], RowId)>,
+        new: Option<(&[u8], RowId)>,
+    ) -> Result<()> {
+        let schema = table.schema();
+        let old = old.map(|(b, id)| RowRef::new(schema, b, id)).transpose()?;
+        let new = new.map(|(b, id)| RowRef::new(schema, b, id)).transpose()?;
+        let (mut ok, mut nk) = (Vec::new(), Vec::new());
+        for ix in 0..self.catalog.indexes.len() {
+            let x = &self.catalog.indexes[ix];
+            if x.table_id != table.id {
+                continue;
+            }
+            if let Some(r) = &old {
+                row_key(x, schema, r, &mut ok)?;
+            }
+            if let Some(r) = &new {
+                row_key(x, schema, r, &mut nk)?;
+            }
+            if let (Some(o), Some(n)) = (&old, &new)
+                && ok == nk
+                && o.id() == n.id()
+            {
+                continue;
+            }
+            let mut tree =
+                TreeWriter { db: self.db, cat: &mut self.catalog, ix, pending: self.pending };
+            if old.is_some() {
+                tree.remove(&ok)?;
+            }
+            if let Some(r) = &new {
+                tree.insert(&nk, r.id())?;
+            }
+            self.catalog_dirty = true;
+        }
+        Ok(())
+    }
+}

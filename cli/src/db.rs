@@ -73,7 +73,8 @@ fn io_failure(e: io::Error) -> Failure {
     format!("writing the report: {e}")
 }
 
-/// `nvpage check PATH`: every page in use, the catalog against the tables' pages, the log.
+/// `nvpage check PATH`: every page in use, the catalog against the tables' pages, each index
+/// against its table, the log.
 pub fn check(place: Place<'_>, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     let path = place.path;
     let db = open(place)?;
@@ -86,14 +87,16 @@ pub fn check(place: Place<'_>, out: &mut dyn Write, err: &mut dyn Write) -> Resu
     }
     writeln!(
         out,
-        "{}: sound: {} of {} pages in use verified ({} unused), {} tables, {} rows; log generation \
-         {}, {} records",
+        "{}: sound: {} of {} pages in use verified ({} unused), {} tables, {} rows, {} indexes \
+         ({} entries, each matching its row); log generation {}, {} records",
         path.display(),
         r.pages_verified,
         r.page_count,
         r.pages_unused,
         r.tables.len(),
         r.tables.iter().map(|t| t.rows_scanned).sum::<u64>(),
+        r.indexes.len(),
+        r.indexes.iter().map(|x| x.entries_found).sum::<u64>(),
         r.log_generation,
         r.log_records
     )
@@ -136,6 +139,16 @@ pub fn info(place: Place<'_>, out: &mut dyn Write) -> Result<(), Failure> {
             let rows = rx.row_count(t).map_err(io::Error::other)?;
             let pages = rx.page_count(t).map_err(io::Error::other)?;
             writeln!(out, "  {:<24} {rows:>12} rows {pages:>10} pages", t.name())?;
+            for x in rx.indexes(t).map_err(io::Error::other)? {
+                let entries = rx.index_len(&x).map_err(io::Error::other)?;
+                let kind = if x.is_unique() { "unique index" } else { "index" };
+                writeln!(
+                    out,
+                    "    {kind} {} ({}): {entries} entries",
+                    x.name(),
+                    x.columns().join(", ")
+                )?;
+            }
         }
         match &log_state {
             Ok((cap, generation, used, records, _)) => {

@@ -27,7 +27,8 @@ fn fails_cleanly(out: &Output, what: &str) -> String {
     stderr
 }
 
-/// A database with one table of 3000 rows; returns the first heap page.
+/// A database with one table of 3000 rows and a unique index on its ids; returns the first heap
+/// page.
 fn make(path: &Path) -> u64 {
     let db = Database::builder().pool_bytes(64 << 10).open(path).unwrap();
     let mut tx = db.begin_write().unwrap();
@@ -37,6 +38,7 @@ fn make(path: &Path) -> u64 {
     ])
     .unwrap();
     let t = tx.create_table("items", schema).unwrap();
+    tx.create_unique_index("items_id", &t, &["id"]).unwrap();
     let mut first = None;
     for i in 0..3000 {
         let id = tx.insert(&t, &[Value::I64(i), Value::Str("some name or other")]).unwrap();
@@ -55,13 +57,21 @@ fn check_and_info_on_good_damaged_missing_and_unrecovered_databases() {
     let out = nvpage(&["check"], &path);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("sound"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("1 indexes (3000 entries"), "{}", text(&out.stdout));
 
     let out = nvpage(&["info"], &path);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let info = text(&out.stdout);
-    for want in
-        ["format:", "page size:   8192", "page count:", "durability:", "items", "3000 rows", "log:"]
-    {
+    for want in [
+        "format:",
+        "page size:   8192",
+        "page count:",
+        "durability:",
+        "items",
+        "3000 rows",
+        "unique index items_id (id): 3000 entries",
+        "log:",
+    ] {
         assert!(info.contains(want), "info lacks {want:?}:\n{info}");
     }
     assert!(info.contains("generation"), "{info}");

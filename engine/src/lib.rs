@@ -33,8 +33,45 @@
 //! # }
 //! ```
 //!
-//! What it is not: there are no indexes (rows are found by scans or by their [`RowId`]), no SQL,
-//! and one writer at a time (readers run beside it).
+//! Rows are found by scans, by their [`RowId`], or through indexes: B+trees over one or more
+//! columns ([`WriteTxn::create_index`], [`WriteTxn::create_unique_index`]), read with
+//! [`ReadOps::get_by`], [`ReadOps::lookup`] and [`ReadOps::index_range`]:
+//!
+//! ```
+//! use std::ops::Bound;
+//! use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Value, kind};
+//!
+//! # fn main() -> nvpage::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! let db = Database::open(dir.path().join("people"))?;
+//! let mut tx = db.begin_write()?;
+//! let people = tx.create_table("people", Schema::new(vec![
+//!     Column::new("id", ColumnType::I64),
+//!     Column::new("city", ColumnType::VarChar { max_len: 40 }),
+//! ])?)?;
+//! let by_id = tx.create_unique_index("people_id", &people, &["id"])?;
+//! let by_city = tx.create_index("people_city", &people, &["city"])?;
+//! for (id, city) in [(1, "Oslo"), (2, "Bergen"), (3, "Oslo"), (4, "Tromsø")] {
+//!     tx.insert(&people, &[Value::I64(id), Value::Str(city)])?;
+//! }
+//! tx.commit()?;
+//!
+//! let rx = db.begin_read()?;
+//! let id = people.col::<kind::I64>("id")?;
+//! let row = rx.get_by(&by_id, &[Value::I64(3)])?.expect("a row with id 3");
+//! assert_eq!(row.row()?.get(id)?, 3);
+//! assert_eq!(rx.lookup(&by_city, &[Value::Str("Oslo")])?.count(), 2);
+//! // Cities after "Bergen", the last first.
+//! let mut ids = Vec::new();
+//! for row in rx.index_range(&by_city, Bound::Excluded(&[Value::Str("Bergen")]), Bound::Unbounded)?.rev() {
+//!     ids.push(row?.row()?.get(id)?);
+//! }
+//! assert_eq!(ids, [4, 3, 1]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! What it is not: no SQL, and one writer at a time (readers run beside it).
 //!
 //! # Cargo features
 //!

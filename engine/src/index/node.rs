@@ -82,18 +82,24 @@ pub fn init(page: &mut [u8], index_id: u32, level: u8) {
     page[INDEX_ID_OFFSET..INDEX_ID_OFFSET + 4].copy_from_slice(&index_id.to_le_bytes());
 }
 
-/// A node checked for internal consistency, so that reading its entries never goes out of
-/// bounds. Key order is not checked here (a search in a disordered node finds wrong entries,
-/// never reads out of bounds); `check` verifies it.
+/// A node whose header was checked: the slot array lies inside the page. Each entry is checked
+/// when it is read (so a lookup's binary search checks the dozen entries it reads, not the
+/// hundreds in the node); an entry outside the page is [`Error::CorruptPage`], never a read out
+/// of bounds. [`Node::check_entries`] checks them all, as the writer does before it changes a
+/// node in place. Key order is not checked here (a search in a disordered node finds wrong
+/// entries, never reads out of bounds); `check` verifies it.
 #[derive(Clone, Copy, Debug)]
 pub struct Node<'p> {
     bytes: &'p [u8],
     count: usize,
     level: u8,
+    free_end: usize,
+    page: u64,
 }
 
 impl<'p> Node<'p> {
-    /// Checks `bytes` (a whole page) as a node of index `index_id`.
+    /// Checks `bytes` (a whole page, `page`) as a node of index `index_id`: type, index, and
+    /// that the slot array fits.
     pub fn new(bytes: &'p [u8], index_id: u32, page: u64) -> Result<Self> {
         let bad = |why: String| Error::CorruptPage { page, reason: why };
         if bytes.len() < SLOTS_OFFSET || bytes[TYPE_OFFSET] != INDEX_PAGE {
@@ -113,24 +119,12 @@ impl<'p> Node<'p> {
                 "{count} entries and free end {free_end} do not fit the page"
             )));
         }
-        let value = value_len(level);
-        for i in 0..count {
-            let off = u16_at(bytes, SLOTS_OFFSET + i * SLOT_BYTES);
-            let fits = off >= free_end
-                && off + KEY_LEN_BYTES <= bytes.len()
-                && off + KEY_LEN_BYTES + u16_at(bytes, off) + value <= bytes.len();
-            if !fits {
-                return Err(bad(format!("entry {i} lies outside the entry area")));
-            }
-        }
-        Ok(Self { bytes, count, level })
+        Ok(Self { bytes, count, level, free_end, page })
     }
 
-    /// `bytes` as a node again, unchanged since [`Node::new`] checked them (a scan holding the
-    /// page between steps): only the header is read. Bytes that were not checked may make its
-    /// methods panic, never read out of bounds.
-    pub fn checked_before(bytes: &'p [u8]) -> Self {
-        Self { bytes, count: u16_at(bytes, COUNT_OFFSET), level: bytes[LEVEL_OFFSET] }
+    /// Checks every entry, as reading each would.
+    pub fn check_entries(&self) -> Result<()> {
+        (0..self.count).try_for_each(|i| self.entry(i).map(drop))
     }
 
     /// Entries in the node.
@@ -153,55 +147,73 @@ impl<'p> Node<'p> {
         u64_at(self.bytes, NEXT_OFFSET)
     }
 
-    fn entry(&self, i: usize) -> (usize, usize) {
+    /// Entry `i`'s key's offset and length, checked against the page.
+    fn entry(&self, i: usize) -> Result<(usize, usize)> {
+        let bad = |why: String| Error::CorruptPage { page: self.page, reason: why };
+        if i >= self.count {
+            return Err(bad(format!("entry {i} of {}", self.count)));
+        }
         let off = u16_at(self.bytes, SLOTS_OFFSET + i * SLOT_BYTES);
-        (off + KEY_LEN_BYTES, u16_at(self.bytes, off))
+        if off < self.free_end || off + KEY_LEN_BYTES > self.bytes.len() {
+            return Err(bad(format!("entry {i} lies outside the entry area")));
+        }
+        let len = u16_at(self.bytes, off);
+        if off + KEY_LEN_BYTES + len + value_len(self.level) > self.bytes.len() {
+            return Err(bad(format!("entry {i} runs past the page")));
+        }
+        Ok((off + KEY_LEN_BYTES, len))
     }
 
-    /// Entry `i`'s key (`i < len()`).
-    pub fn key(&self, i: usize) -> &'p [u8] {
-        let (at, len) = self.entry(i);
-        &self.bytes[at..at + len]
+    /// Entry `i`'s key.
+    pub fn key(&self, i: usize) -> Result<&'p [u8]> {
+        let (at, len) = self.entry(i)?;
+        Ok(&self.bytes[at..at + len])
     }
 
     /// Entry `i`'s value: a leaf's row id bytes, an inner node's child.
-    pub fn value(&self, i: usize) -> &'p [u8] {
-        let (at, len) = self.entry(i);
-        &self.bytes[at + len..at + len + value_len(self.level)]
+    pub fn value(&self, i: usize) -> Result<&'p [u8]> {
+        let (at, len) = self.entry(i)?;
+        Ok(&self.bytes[at + len..at + len + value_len(self.level)])
     }
 
     /// Entry `i`'s child page (inner nodes).
-    pub fn child(&self, i: usize) -> u64 {
-        u64::from_le_bytes(self.value(i).try_into().unwrap_or([0; 8]))
+    pub fn child(&self, i: usize) -> Result<u64> {
+        let v = self.value(i)?;
+        v.try_into().map(u64::from_le_bytes).map_err(|_| Error::CorruptPage {
+            page: self.page,
+            reason: "a leaf's entry read as a child".into(),
+        })
     }
 
     /// Where `key` is: `Ok(i)` if entry `i` holds it, else `Err(i)`, the position it would take.
-    pub fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
+    pub fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
         let (mut lo, mut hi) = (0, self.count);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.key(mid).cmp(key) {
+            match self.key(mid)?.cmp(key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
+                std::cmp::Ordering::Equal => return Ok(Ok(mid)),
             }
         }
-        Err(lo)
+        Ok(Err(lo))
     }
 
     /// The entry of an inner node to follow for `key`: the last whose key is at most `key`, or 0.
-    pub fn child_for(&self, key: &[u8]) -> usize {
-        match self.search(key) {
+    pub fn child_for(&self, key: &[u8]) -> Result<usize> {
+        Ok(match self.search(key)? {
             Ok(i) => i,
             Err(i) => i.saturating_sub(1),
-        }
+        })
     }
 
-    /// Bytes an insert could use after compaction.
-    pub fn free_space(&self) -> usize {
-        let used: usize =
-            (0..self.count).map(|i| KEY_LEN_BYTES + self.entry(i).1 + value_len(self.level)).sum();
-        self.bytes.len() - SLOTS_OFFSET - self.count * SLOT_BYTES - used
+    /// Bytes an insert could use after compaction (entries checked).
+    pub fn free_space(&self) -> Result<usize> {
+        let mut used = 0;
+        for i in 0..self.count {
+            used += KEY_LEN_BYTES + self.entry(i)?.1 + value_len(self.level);
+        }
+        Ok(self.bytes.len() - SLOTS_OFFSET - self.count * SLOT_BYTES - used)
     }
 }
 
@@ -220,7 +232,7 @@ pub fn set_next(page: &mut [u8], next: u64) {
     page[NEXT_OFFSET..NEXT_OFFSET + 8].copy_from_slice(&next.to_le_bytes());
 }
 
-/// Inserts an entry at position `pos` of a checked node; `false` if it does not fit.
+/// Inserts an entry at position `pos` of a node whose entries were checked ([`Node::check_entries`]); `false` if it does not fit.
 pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool {
     let count = u16_at(page, COUNT_OFFSET);
     let level = page[LEVEL_OFFSET];
@@ -228,7 +240,8 @@ pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool 
     let need = KEY_LEN_BYTES + key.len() + value.len();
     let slots_end = SLOTS_OFFSET + (count + 1) * SLOT_BYTES;
     if u32_at(page, FREE_END_OFFSET) < slots_end + need {
-        let free = Node { bytes: page, count, level }.free_space();
+        let free =
+            Node { bytes: page, count, level, free_end: 0, page: 0 }.free_space().unwrap_or(0);
         if free < need + SLOT_BYTES {
             return false;
         }
@@ -246,7 +259,7 @@ pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool 
     true
 }
 
-/// Removes entry `pos` of a checked node (its bytes are reclaimed by the next compaction).
+/// Removes entry `pos` of a node whose entries were checked (its bytes are reclaimed by the next compaction).
 pub fn remove_at(page: &mut [u8], pos: usize) {
     let count = u16_at(page, COUNT_OFFSET);
     let at = SLOTS_OFFSET + pos * SLOT_BYTES;
@@ -254,7 +267,7 @@ pub fn remove_at(page: &mut [u8], pos: usize) {
     put_u16(page, COUNT_OFFSET, count - 1);
 }
 
-/// Packs a checked node's entries against the end of the page.
+/// Packs the entries of a node whose entries were checked against the end of the page.
 fn compact(page: &mut [u8]) {
     let count = u16_at(page, COUNT_OFFSET);
     let level = page[LEVEL_OFFSET];
@@ -332,7 +345,7 @@ mod tests {
         loop {
             let key = (k.wrapping_mul(2_654_435_761)).to_be_bytes().to_vec();
             let n = Node::new(&p, 3, 1).unwrap();
-            let pos = n.search(&key).unwrap_err();
+            let pos = n.search(&key).unwrap().unwrap_err();
             if !insert_at(&mut p, pos, &key, &rid) {
                 break;
             }
@@ -341,19 +354,19 @@ mod tests {
         }
         keys.sort();
         let n = Node::new(&p, 3, 1).unwrap();
-        assert_eq!((0..n.len()).map(|i| n.key(i).to_vec()).collect::<Vec<_>>(), keys);
-        assert!(n.free_space() < entry_cost(4, 0));
+        assert_eq!((0..n.len()).map(|i| n.key(i).unwrap().to_vec()).collect::<Vec<_>>(), keys);
+        assert!(n.free_space().unwrap() < entry_cost(4, 0));
         let mut right = node(0);
         assert!(split(&mut p, &mut right).is_some());
         let (l, r) = (Node::new(&p, 3, 1).unwrap(), Node::new(&right, 3, 2).unwrap());
         assert!(l.len() >= 2 && r.len() >= 2);
-        let mut both: Vec<Vec<u8>> = (0..l.len()).map(|i| l.key(i).to_vec()).collect();
-        both.extend((0..r.len()).map(|i| r.key(i).to_vec()));
+        let mut both: Vec<Vec<u8>> = (0..l.len()).map(|i| l.key(i).unwrap().to_vec()).collect();
+        both.extend((0..r.len()).map(|i| r.key(i).unwrap().to_vec()));
         assert_eq!(both, keys, "a split loses and reorders nothing");
         // Removing entries frees their room for the next insert.
-        let before = l.free_space();
+        let before = l.free_space().unwrap();
         remove_at(&mut p, 0);
-        assert_eq!(Node::new(&p, 3, 1).unwrap().free_space(), before + entry_cost(4, 0));
+        assert_eq!(Node::new(&p, 3, 1).unwrap().free_space().unwrap(), before + entry_cost(4, 0));
     }
 
     #[test]
@@ -364,7 +377,7 @@ mod tests {
         }
         let n = Node::new(&p, 3, 1).unwrap();
         for (key, child) in [(&b"a"[..], 100), (b"m", 101), (b"s", 101), (b"t", 102), (b"z", 102)] {
-            assert_eq!(n.child(n.child_for(key)), child, "{key:?}");
+            assert_eq!(n.child(n.child_for(key).unwrap()).unwrap(), child, "{key:?}");
         }
     }
 
@@ -374,11 +387,17 @@ mod tests {
         assert!(insert_at(&mut p, 0, b"key", &[1; ROW_ID_LEN]));
         assert!(Node::new(&p, 4, 1).is_err(), "another index's page");
         let mut bad = p.clone();
+        put_u16(&mut bad, COUNT_OFFSET, 3000);
+        assert!(Node::new(&bad, 3, 1).is_err(), "more slots than the page has room for");
+        let mut bad = p.clone();
         bad[COUNT_OFFSET] = 200;
-        assert!(Node::new(&bad, 3, 1).is_err(), "too many slots");
+        let n = Node::new(&bad, 3, 1).unwrap();
+        assert!(n.check_entries().is_err() && n.key(199).is_err(), "slots of no entry");
         let mut bad = p.clone();
         put_u16(&mut bad, SLOTS_OFFSET, 4094);
-        assert!(Node::new(&bad, 3, 1).is_err(), "an entry past the page");
+        let n = Node::new(&bad, 3, 1).unwrap();
+        assert!(n.key(0).is_err() && n.check_entries().is_err(), "an entry past the page");
+        assert!(n.search(b"key").is_err() && n.key(1).is_err());
         let mut bad = p;
         bad[TYPE_OFFSET] = b'H';
         assert!(Node::new(&bad, 3, 1).is_err(), "a heap page");

@@ -166,24 +166,24 @@ impl<'t> IndexScan<'t> {
             };
             let (page, leaf) =
                 descend(self.ctx.db, self.ctx.view, self.meta, target, &mut Vec::new())?;
-            let n = Node::checked_before(&leaf);
+            let n = Node::new(&leaf, self.meta.id, page)?;
             let pos = match &self.lo {
-                Bound::Included(k) => n.search(k).unwrap_or_else(|i| i),
-                Bound::Excluded(k) => n.search(k).map_or_else(|i| i, |i| i + 1),
+                Bound::Included(k) => n.search(k)?.unwrap_or_else(|i| i),
+                Bound::Excluded(k) => n.search(k)?.map_or_else(|i| i, |i| i + 1),
                 Bound::Unbounded => 0,
             };
             self.front = Some(Cursor { page, leaf, pos });
         }
         loop {
             let cur = self.front.as_mut().expect("set above");
-            let n = Node::checked_before(&cur.leaf);
+            let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
             if cur.pos < n.len() {
-                let key = n.key(cur.pos);
+                let key = n.key(cur.pos)?;
                 if !within(key, &self.lo, &self.hi) {
                     self.done = true;
                     return Ok(None);
                 }
-                let rid = entry_row(n.value(cur.pos), cur.page)?;
+                let rid = entry_row(n.value(cur.pos)?, cur.page)?;
                 cur.pos += 1;
                 exclude(&mut self.lo, key);
                 return Ok(Some(rid));
@@ -209,24 +209,24 @@ impl<'t> IndexScan<'t> {
             };
             let (page, leaf) =
                 descend(self.ctx.db, self.ctx.view, self.meta, target, &mut Vec::new())?;
-            let n = Node::checked_before(&leaf);
+            let n = Node::new(&leaf, self.meta.id, page)?;
             let pos = match &self.hi {
-                Bound::Included(k) => n.search(k).map_or_else(|i| i, |i| i + 1),
-                Bound::Excluded(k) => n.search(k).unwrap_or_else(|i| i),
+                Bound::Included(k) => n.search(k)?.map_or_else(|i| i, |i| i + 1),
+                Bound::Excluded(k) => n.search(k)?.unwrap_or_else(|i| i),
                 Bound::Unbounded => n.len(),
             };
             self.back = Some(Cursor { page, leaf, pos });
         }
         loop {
             let cur = self.back.as_mut().expect("set above");
-            let n = Node::checked_before(&cur.leaf);
+            let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
             if cur.pos > 0 {
-                let key = n.key(cur.pos - 1);
+                let key = n.key(cur.pos - 1)?;
                 if !within(key, &self.lo, &self.hi) {
                     self.done = true;
                     return Ok(None);
                 }
-                let rid = entry_row(n.value(cur.pos - 1), cur.page)?;
+                let rid = entry_row(n.value(cur.pos - 1)?, cur.page)?;
                 cur.pos -= 1;
                 exclude(&mut self.hi, key);
                 return Ok(Some(rid));
@@ -237,7 +237,7 @@ impl<'t> IndexScan<'t> {
                 return Ok(None);
             }
             let leaf = self.leaf(prev)?;
-            let pos = Node::checked_before(&leaf).len();
+            let pos = Node::new(&leaf, self.meta.id, prev)?.len();
             self.back = Some(Cursor { page: prev, leaf, pos });
         }
     }

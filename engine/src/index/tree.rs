@@ -66,12 +66,12 @@ pub(crate) fn descend<'a>(
             return Err(corrupt(page, "an inner node without entries"));
         }
         let i = match target {
-            Target::Key(k) => n.child_for(k),
+            Target::Key(k) => n.child_for(k)?,
             Target::Last => n.len() - 1,
         };
         path.push((page, i));
         above = Some(n.level());
-        page = n.child(i);
+        page = n.child(i)?;
     }
 }
 
@@ -105,10 +105,12 @@ impl<'a> TreeWriter<'a, '_> {
         &mut self.cat.indexes[self.ix]
     }
 
+    /// Page `page` to change: a node of this index whose every entry lies inside it (the
+    /// changes in `node.rs` rely on that).
     fn write(&self, page: u64) -> Result<PageMut<'a>> {
         let db = self.db;
         let g = db.pool.write(PageId(page))?;
-        Node::new(&g, self.meta().id, page)?;
+        Node::new(&g, self.meta().id, page)?.check_entries()?;
         Ok(g)
     }
 
@@ -147,7 +149,7 @@ impl<'a> TreeWriter<'a, '_> {
         let fitted = {
             let mut g = self.write(leaf)?;
             let pos = Node::new(&g, self.meta().id, leaf)?
-                .search(key)
+                .search(key)?
                 .err()
                 .ok_or_else(|| corrupt(leaf, "an index entry added twice"))?;
             node::insert_at(&mut g, pos, key, &value)
@@ -168,14 +170,14 @@ impl<'a> TreeWriter<'a, '_> {
         let mut lg = self.write(leaf)?;
         node::split(&mut lg, &mut rg).ok_or_else(|| corrupt(leaf, "a full node of one entry"))?;
         let (l, r) = (Node::new(&lg, id, leaf)?, Node::new(&rg, id, right)?);
-        let sep = separator(l.key(l.len() - 1), r.key(0));
+        let sep = separator(l.key(l.len() - 1)?, r.key(0)?);
         let next = l.next();
         node::set_prev(&mut rg, leaf);
         node::set_next(&mut rg, next);
         node::set_next(&mut lg, right);
         let (g, page) = if key >= sep.as_slice() { (&mut rg, right) } else { (&mut lg, leaf) };
         let pos = Node::new(g, id, page)?
-            .search(key)
+            .search(key)?
             .err()
             .ok_or_else(|| corrupt(page, "an index entry added twice"))?;
         if !node::insert_at(g, pos, key, value) {
@@ -217,7 +219,7 @@ impl<'a> TreeWriter<'a, '_> {
             let mut lg = self.write(page)?;
             let mid = node::split(&mut lg, &mut rg)
                 .ok_or_else(|| corrupt(page, "a full node of one entry"))?;
-            let up = Node::new(&rg, id, new_right)?.key(0).to_vec();
+            let up = Node::new(&rg, id, new_right)?.key(0)?.to_vec();
             let fitted = if pos <= mid {
                 node::insert_at(&mut lg, pos, &sep, &child)
             } else {
@@ -255,7 +257,7 @@ impl<'a> TreeWriter<'a, '_> {
             let mut g = self.write(leaf)?;
             let n = Node::new(&g, id, leaf)?;
             let pos =
-                n.search(key).map_err(|_| corrupt(leaf, "an index entry to remove is missing"))?;
+                n.search(key)?.map_err(|_| corrupt(leaf, "an index entry to remove is missing"))?;
             let found = (n.len() == 1, n.prev(), n.next());
             node::remove_at(&mut g, pos);
             found
@@ -301,7 +303,7 @@ impl<'a> TreeWriter<'a, '_> {
                 if n.level() == 0 || n.len() != 1 {
                     return Ok(());
                 }
-                n.child(0)
+                n.child(0)?
             };
             self.release(root);
             self.meta_mut().root = child;

@@ -82,8 +82,17 @@ impl Walk<'_, '_> {
             );
             return Ok(());
         }
-        for i in 1..n.len() {
-            if n.key(i - 1) >= n.key(i) {
+        // Every entry inside the page, then (key, value) pairs to hold to the rules.
+        let entries: Vec<(&[u8], &[u8])> =
+            match (0..n.len()).map(|i| Ok((n.key(i)?, n.value(i)?))).collect::<Result<_>>() {
+                Ok(e) => e,
+                Err(e) => {
+                    self.damage.push(format!("index {:?}: {e}", self.x.name));
+                    return Ok(());
+                }
+            };
+        for i in 1..entries.len() {
+            if entries[i - 1].0 >= entries[i].0 {
                 self.damaged(page, format!("entry {i}'s key is not above entry {}'s", i - 1));
             }
         }
@@ -95,33 +104,36 @@ impl Walk<'_, '_> {
                     format!("a leaf at depth {depth}, others at {}", self.depth.unwrap_or(0)),
                 );
             }
-            for i in 0..n.len() {
-                if outside(n.key(i)) {
+            for (i, &(k, v)) in entries.iter().enumerate() {
+                if outside(k) {
                     self.damaged(page, format!("entry {i} outside its parent's separators"));
                 }
-                match entry_row(n.value(i), page) {
-                    Ok(id) => self.entries.push((n.key(i).to_vec(), id)),
+                match entry_row(v, page) {
+                    Ok(id) => self.entries.push((k.to_vec(), id)),
                     Err(e) => self.damage.push(e.to_string()),
                 }
             }
             self.leaves.push((page, n.prev(), n.next()));
             return Ok(());
         }
-        if n.len() == 0 {
+        if entries.is_empty() {
             self.damaged(page, "an inner node without entries");
             return Ok(());
         }
         // Entry 0 routes everything below entry 1, whatever its own key.
-        for i in 1..n.len() {
-            if outside(n.key(i)) {
+        for (i, &(k, _)) in entries.iter().enumerate().skip(1) {
+            if outside(k) {
                 self.damaged(page, format!("separator {i} outside its parent's separators"));
             }
         }
-        for i in 0..n.len() {
-            let child_lo = if i == 0 { lo.to_vec() } else { n.key(i).to_vec() };
-            let child_hi =
-                if i + 1 < n.len() { Some(n.key(i + 1).to_vec()) } else { hi.map(<[u8]>::to_vec) };
-            self.node(n.child(i), Some(n.level() - 1), &child_lo, child_hi.as_deref(), depth + 1)?;
+        for (i, &(k, v)) in entries.iter().enumerate() {
+            let child_lo = if i == 0 { lo.to_vec() } else { k.to_vec() };
+            let child_hi = match entries.get(i + 1) {
+                Some(next) => Some(next.0.to_vec()),
+                None => hi.map(<[u8]>::to_vec),
+            };
+            let child = u64::from_le_bytes(v.try_into().unwrap_or([0; 8]));
+            self.node(child, Some(n.level() - 1), &child_lo, child_hi.as_deref(), depth + 1)?;
         }
         Ok(())
     }

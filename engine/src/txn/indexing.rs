@@ -161,8 +161,8 @@ impl WriteTxn<'_> {
             row_key(x, schema, &r, &mut k)?;
             let (leaf, g) = descend(self.db, View::Writer, x, Target::Key(&k), &mut Vec::new())?;
             let n = Node::new(&g, x.id, leaf)?;
-            if let Ok(i) = n.search(&k)
-                && Some(entry_row(n.value(i), leaf)?) != except
+            if let Ok(i) = n.search(&k)?
+                && Some(entry_row(n.value(i)?, leaf)?) != except
             {
                 return Err(Error::UniqueViolation {
                     index: x.name.clone(),

@@ -144,7 +144,9 @@ impl Database {
                 for (slot, bytes) in h.rows() {
                     tr.rows_scanned += 1;
                     let id = RowId { page: p.0, slot: slot as u16 };
-                    let row = match RowRef::new(&t.schema, bytes, id) {
+                    let row = match RowRef::new(&t.schema, bytes, id)
+                        .and_then(|r| r.check_strings().map(|()| r))
+                    {
                         Ok(row) => row,
                         Err(e) => {
                             report.damage.push(format!(

@@ -72,32 +72,14 @@ pub struct HeapPage<'p> {
 impl<'p> HeapPage<'p> {
     /// Checks `bytes` as a heap page of table `table_id`.
     pub fn new(bytes: &'p [u8], table_id: u32, page: u64) -> Result<Self> {
-        let bad = |why: String| Error::CorruptPage { page, reason: why };
-        if bytes[TYPE_OFFSET] != HEAP_PAGE {
-            return Err(bad(format!("type byte {:#04x} is not a heap page", bytes[TYPE_OFFSET])));
-        }
-        let found = u32_at(bytes, TABLE_ID_OFFSET);
-        if found != table_id {
-            return Err(bad(format!("belongs to table {found}, not {table_id}")));
-        }
-        let slots = u16_at(bytes, SLOT_COUNT_OFFSET);
-        let free_end = u32_at(bytes, FREE_END_OFFSET) as usize;
-        let slots_end = SLOTS_OFFSET + slots * SLOT_BYTES;
-        if slots_end > free_end || free_end > bytes.len() {
-            return Err(bad(format!("{slots} slots and free end {free_end} do not fit the page")));
-        }
+        let (slots, free_end) = header(bytes, table_id, page)?;
         let mut used = 0;
         for s in 0..slots {
             let (off, len) = slot(bytes, s);
-            if (off == 0 && len != 0) || (off != 0 && (off < free_end || off + len > bytes.len())) {
-                return Err(bad(format!("slot {s} points outside the row area")));
-            }
+            check_slot(bytes, page, s, off, len, free_end)?;
             used += len;
         }
-        // Rows that overlap would make the free space negative (and compaction overrun).
-        if used > bytes.len() - slots_end {
-            return Err(bad(format!("{used} bytes of rows do not fit the row area")));
-        }
+        check_used(bytes, page, slots, used)?;
         Ok(Self { bytes, slots })
     }
 
@@ -115,23 +97,107 @@ impl<'p> HeapPage<'p> {
         (0..self.slots).filter_map(move |s| self.get(s).map(|r| (s, r)))
     }
 
-    /// The live rows and their slots, last slot first. Rows are stored from the page's end
-    /// down, so this walks memory upwards — the hardware prefetcher streams the page — and it
-    /// reads each slot once, from the slot array [`HeapPage::new`] checked (a row outside the
-    /// page cannot be met: `get` is only the second guard).
-    pub fn rows_rev(self) -> impl Iterator<Item = (usize, &'p [u8])> + 'p {
-        let array = &self.bytes[SLOTS_OFFSET..SLOTS_OFFSET + self.slots * SLOT_BYTES];
-        array.chunks_exact(SLOT_BYTES).enumerate().rev().filter_map(move |(s, e)| {
-            let off = usize::from(u16::from_le_bytes([e[0], e[1]]));
-            let len = usize::from(u16::from_le_bytes([e[2], e[3]]));
-            (off != 0).then(|| self.bytes.get(off..off + len)).flatten().map(|r| (s, r))
-        })
-    }
-
     /// Bytes an insert could use after compaction (a new slot's 4 bytes not yet taken).
     pub fn free_space(&self) -> usize {
         free_space(self.bytes)
     }
+}
+
+/// Checks a heap page's header: its type, its table, and that the slot array fits. Returns the
+/// slot count and the free end.
+fn header(bytes: &[u8], table_id: u32, page: u64) -> Result<(usize, usize)> {
+    let bad = |why: String| Error::CorruptPage { page, reason: why };
+    if bytes[TYPE_OFFSET] != HEAP_PAGE {
+        return Err(bad(format!("type byte {:#04x} is not a heap page", bytes[TYPE_OFFSET])));
+    }
+    let found = u32_at(bytes, TABLE_ID_OFFSET);
+    if found != table_id {
+        return Err(bad(format!("belongs to table {found}, not {table_id}")));
+    }
+    let slots = u16_at(bytes, SLOT_COUNT_OFFSET);
+    let free_end = u32_at(bytes, FREE_END_OFFSET) as usize;
+    let slots_end = SLOTS_OFFSET + slots * SLOT_BYTES;
+    if slots_end > free_end || free_end > bytes.len() {
+        return Err(bad(format!("{slots} slots and free end {free_end} do not fit the page")));
+    }
+    Ok((slots, free_end))
+}
+
+/// Checks slot `s`, `(off, len)`: empty, or a row inside the row area.
+#[inline]
+fn check_slot(
+    bytes: &[u8],
+    page: u64,
+    s: usize,
+    off: usize,
+    len: usize,
+    free_end: usize,
+) -> Result<()> {
+    if (off == 0 && len != 0) || (off != 0 && (off < free_end || off + len > bytes.len())) {
+        return Err(Error::CorruptPage {
+            page,
+            reason: format!("slot {s} points outside the row area"),
+        });
+    }
+    Ok(())
+}
+
+/// Checks that `used` bytes of rows fit the row area: rows that overlap would make the free
+/// space negative (and compaction overrun).
+fn check_used(bytes: &[u8], page: u64, slots: usize, used: usize) -> Result<()> {
+    if used > bytes.len() - SLOTS_OFFSET - slots * SLOT_BYTES {
+        return Err(Error::CorruptPage {
+            page,
+            reason: format!("{used} bytes of rows do not fit the row area"),
+        });
+    }
+    Ok(())
+}
+
+/// How many rows ahead [`fold_rows_rev`] asks for a row's bytes.
+const PREFETCH_AHEAD: usize = 4;
+/// The most cache lines of a row it asks for.
+const PREFETCH_LINES: usize = 4;
+
+/// Folds the live rows of `bytes` (page `page`, a heap page of table `table_id`) with `f`, last
+/// slot first (rows are stored from the page's end down, so this walks memory upwards and the
+/// hardware prefetcher streams the page), checking the page as it goes: the header before any
+/// row, each slot before its row is read, the rows' total size after the last — every check of
+/// [`HeapPage::new`], in the fold's one pass over the slots instead of a pass of its own. A
+/// damaged page is [`Error::CorruptPage`], and the fold's value so far goes with it.
+#[inline]
+pub fn fold_rows_rev<'p, A>(
+    bytes: &'p [u8],
+    table_id: u32,
+    page: u64,
+    init: A,
+    mut f: impl FnMut(A, usize, &'p [u8]) -> Result<A>,
+) -> Result<A> {
+    let (slots, free_end) = header(bytes, table_id, page)?;
+    let array = &bytes[SLOTS_OFFSET..SLOTS_OFFSET + slots * SLOT_BYTES];
+    let (mut acc, mut used) = (init, 0);
+    for (s, e) in array.chunks_exact(SLOT_BYTES).enumerate().rev() {
+        let off = usize::from(u16::from_le_bytes([e[0], e[1]]));
+        let len = usize::from(u16::from_le_bytes([e[2], e[3]]));
+        check_slot(bytes, page, s, off, len, free_end)?;
+        // The row PREFETCH_AHEAD slots on is on its way while this one is folded: each of its
+        // cache lines (up to PREFETCH_LINES), since a query's columns may lie on any of them
+        // (a hardware prefetcher restarts at every 4 KiB and ramps up slowly).
+        if let Some(a) = s.checked_sub(PREFETCH_AHEAD) {
+            let e = &array[a * SLOT_BYTES..a * SLOT_BYTES + SLOT_BYTES];
+            let o = usize::from(u16::from_le_bytes([e[0], e[1]]));
+            let n = usize::from(u16::from_le_bytes([e[2], e[3]]));
+            for line in (0..n.min(PREFETCH_LINES * 64)).step_by(64) {
+                nvpage_storage::prefetch::prefetch(bytes.get(o + line..).unwrap_or_default());
+            }
+        }
+        if off != 0 {
+            used += len;
+            acc = f(acc, s, &bytes[off..off + len])?;
+        }
+    }
+    check_used(bytes, page, slots, used)?;
+    Ok(acc)
 }
 
 fn slot(p: &[u8], s: usize) -> (usize, usize) {
@@ -261,8 +327,27 @@ mod tests {
         let h = HeapPage::new(&p, 7, 1).unwrap();
         let mut fwd: Vec<_> = h.rows().collect();
         fwd.reverse();
-        assert_eq!(h.rows_rev().collect::<Vec<_>>(), fwd);
+        let rev = fold_rows_rev(&p, 7, 1, Vec::new(), |mut v, s, r| {
+            v.push((s, r));
+            Ok(v)
+        });
+        assert_eq!(rev.unwrap(), fwd);
         assert_eq!(fwd, [(d, &b"delta"[..]), (c, &b"gamma"[..])]);
+        // The fold checks what HeapPage::new checks: a slot pointing past the page, rows that
+        // overlap, another table's page.
+        let mut bad = p.clone();
+        set_slot(&mut bad, d, p.len() - 2, 5);
+        assert!(HeapPage::new(&bad, 7, 1).is_err());
+        assert!(fold_rows_rev(&bad, 7, 1, 0, |n, _, _| Ok(n + 1)).is_err());
+        let mut bad = p.clone();
+        // Both rows cover the whole row area.
+        let off = SLOTS_OFFSET + u16_at(&p, SLOT_COUNT_OFFSET) * SLOT_BYTES;
+        put_u32(&mut bad, FREE_END_OFFSET, off as u32);
+        set_slot(&mut bad, d, off, p.len() - off);
+        set_slot(&mut bad, c, off, p.len() - off);
+        assert!(HeapPage::new(&bad, 7, 1).is_err());
+        assert!(fold_rows_rev(&bad, 7, 1, 0, |n, _, _| Ok(n + 1)).is_err());
+        assert!(fold_rows_rev(&p, 8, 1, 0, |n, _, _| Ok(n + 1)).is_err());
     }
 
     #[test]

@@ -202,8 +202,11 @@ pub struct RowRef<'r> {
 }
 
 impl<'r> RowRef<'r> {
-    /// Checks that `bytes` can be read as a row of `schema` (length, and every variable-length
-    /// value inside the row), so getters never read out of bounds; `id` is where it lives.
+    /// Checks that `bytes` can be read as a row of `schema`: long enough for its null bitmap and
+    /// fixed area, so that every fixed-width getter reads inside it. A string's slot is checked
+    /// when the string is read (one pointing outside the row is then [`Error::CorruptRow`]), so
+    /// a scan that reads no string pays nothing for them; [`RowRef::check_strings`] checks every
+    /// one at once. `id` is where the row lives.
     #[inline]
     pub fn new(schema: &'r Schema, bytes: &'r [u8], id: RowId) -> Result<Self> {
         if bytes.len() < schema.fixed_end() {
@@ -213,23 +216,24 @@ impl<'r> RowRef<'r> {
                 schema.fixed_end()
             )));
         }
-        if schema.has_var() {
-            // Only the variable-length columns need a check: a per-row loop over every column
-            // was the largest cost of a scan (TPC-H Q6).
-            for &i in schema.var_cols() {
-                let c = &schema.columns()[i];
-                if !(c.nullable && bytes[i / 8] & (1 << (i % 8)) != 0) {
-                    let (off, len) = var_slot(bytes, schema.offset(i));
-                    if off < schema.fixed_end() || off + len > bytes.len() {
-                        return Err(Error::CorruptRow(format!(
-                            "column {:?} points outside the row",
-                            c.name
-                        )));
-                    }
+        Ok(Self { schema, bytes, id })
+    }
+
+    /// Checks that every non-NULL variable-length value lies inside the row (what reading each
+    /// would check), as `check` does for every row.
+    pub fn check_strings(&self) -> Result<()> {
+        for &i in self.schema.var_cols() {
+            if !self.is_null(i) {
+                let (off, len) = var_slot(self.bytes, self.schema.offset(i));
+                if off < self.schema.fixed_end() || off + len > self.bytes.len() {
+                    let name = &self.schema.columns()[i].name;
+                    return Err(Error::CorruptRow(format!(
+                        "column {name:?} points outside the row"
+                    )));
                 }
             }
         }
-        Ok(Self { schema, bytes, id })
+        Ok(())
     }
 
     /// Where the row lives (its page and slot), for an update or a delete of it.
@@ -497,9 +501,9 @@ pub mod kind {
         }
     }
 
-    /// A `Char`'s bytes without trailing blanks, or a `VarChar`'s bytes. The slot was checked by
-    /// [`RowRef::new`] for this schema; a handle from another schema is caught by `get`'s check of
-    /// the fixed area's size, and the range is checked again here, so no read is out of bounds.
+    /// A `Char`'s bytes without trailing blanks, or a `VarChar`'s bytes. The fixed slot at `at`
+    /// lies inside the row (`get` checked the handle against the row's fixed area); a
+    /// `VarChar`'s value is checked here, so no read is out of bounds.
     fn string_bytes(row: &[u8], at: usize, ty: ColumnType) -> Result<&[u8]> {
         let b = match ty {
             ColumnType::Char { len } => {
@@ -509,7 +513,9 @@ pub mod kind {
             }
             _ => {
                 let (off, len) = var_slot(row, at);
-                row.get(off..off + len).ok_or(Error::ColumnMismatch)?
+                row.get(off..off + len).ok_or_else(|| {
+                    Error::CorruptRow(format!("a string at {off}, {len} bytes, past the row"))
+                })?
             }
         };
         Ok(b)

@@ -14,7 +14,7 @@ use nvpage_storage::PageId;
 
 use crate::db::Database;
 use crate::error::Result;
-use crate::heap::HeapPage;
+use crate::heap::{self, HeapPage};
 use crate::row::RowRef;
 use crate::schema::Schema;
 use crate::table::{RowId, Table};
@@ -176,13 +176,13 @@ where
             db.pool.will_need(PageId(start), len);
             for id in start..start + len {
                 let page = read_page(db, view, id, &mut ring)?;
-                let h = HeapPage::new(&page, table.id, id)?;
                 // The fold promises no order: the last slot first walks the page's memory
-                // upwards (a third less time per row on a cold cache than slot order).
-                for (slot, bytes) in h.rows_rev() {
+                // upwards (a third less time per row on a cold cache than slot order), and
+                // the page is checked in the same pass.
+                acc = heap::fold_rows_rev(&page, table.id, id, acc, |acc, slot, bytes| {
                     let rid = RowId { page: id, slot: slot as u16 };
-                    acc = fold(acc, RowRef::new(&schema, bytes, rid)?)?;
-                }
+                    fold(acc, RowRef::new(&schema, bytes, rid)?)
+                })?;
             }
         }
     };

@@ -136,7 +136,7 @@ struct SchemaInner {
     columns: Vec<Column>,
     offsets: Vec<usize>,
     fixed_end: usize,
-    /// Indices of the `VarChar` columns, whose slots [`crate::RowRef::new`] checks per row.
+    /// Indices of the `VarChar` columns, whose slots [`crate::RowRef::check_strings`] checks.
     var_cols: Vec<usize>,
 }
 
@@ -198,11 +198,6 @@ impl Schema {
     /// Bytes before the variable data: bitmap plus fixed slots (the smallest possible row).
     pub(crate) fn fixed_end(&self) -> usize {
         self.0.fixed_end
-    }
-
-    /// Whether any column is a `VarChar`.
-    pub(crate) fn has_var(&self) -> bool {
-        !self.0.var_cols.is_empty()
     }
 
     /// Indices of the `VarChar` columns.

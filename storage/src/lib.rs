@@ -42,6 +42,7 @@ pub mod mapping;
 pub mod page;
 mod pagefile;
 pub mod persist;
+pub mod prefetch;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod sim_tag;

@@ -82,9 +82,13 @@ pub fn init(page: &mut [u8], index_id: u32, level: u8) {
     page[INDEX_ID_OFFSET..INDEX_ID_OFFSET + 4].copy_from_slice(&index_id.to_le_bytes());
 }
 
-/// A node checked for internal consistency, so that reading its entries never goes out of
-/// bounds. Key order is not checked here (a search in a disordered node finds wrong entries,
-/// never reads out of bounds); `check` verifies it.
+/// A node checked for internal consistency: its slots lie below `free end`, every entry (key
+/// length, key, value of its level's length) lies between `free end` and the end of the page,
+/// and the entries' bytes add up to no more than that area holds. So reading its entries never
+/// goes out of bounds, and neither do the writer's edits (`insert_at`, `compact`, `split`),
+/// whose arithmetic relies on the sum: a damaged slot array whose slots share one entry would
+/// otherwise count it many times over. Key order is not checked here (a search in a disordered
+/// node finds wrong entries, never reads out of bounds); `check` verifies it.
 #[derive(Clone, Copy, Debug)]
 pub struct Node<'p> {
     bytes: &'p [u8],
@@ -114,6 +118,7 @@ impl<'p> Node<'p> {
             )));
         }
         let value = value_len(level);
+        let mut used = 0;
         for i in 0..count {
             let off = u16_at(bytes, SLOTS_OFFSET + i * SLOT_BYTES);
             let fits = off >= free_end
@@ -122,6 +127,15 @@ impl<'p> Node<'p> {
             if !fits {
                 return Err(bad(format!("entry {i} lies outside the entry area")));
             }
+            used += KEY_LEN_BYTES + u16_at(bytes, off) + value;
+        }
+        // Entries are disjoint in a sound node; overlapping ones could add up to more than the
+        // page, and `free_space` would underflow.
+        if used > bytes.len() - free_end {
+            return Err(bad(format!(
+                "entries of {used} bytes in an entry area of {}",
+                bytes.len() - free_end
+            )));
         }
         Ok(Self { bytes, count, level })
     }
@@ -379,8 +393,18 @@ mod tests {
         let mut bad = p.clone();
         put_u16(&mut bad, SLOTS_OFFSET, 4094);
         assert!(Node::new(&bad, 3, 1).is_err(), "an entry past the page");
-        let mut bad = p;
+        let mut bad = p.clone();
         bad[TYPE_OFFSET] = b'H';
         assert!(Node::new(&bad, 3, 1).is_err(), "a heap page");
+        // Every slot on the one entry: each lies in the entry area, but together they claim
+        // more bytes than the page has, and an insert's free-space sum would underflow.
+        let mut bad = p;
+        let count = 1000;
+        let off = u16_at(&bad, SLOTS_OFFSET);
+        for i in 0..count {
+            put_u16(&mut bad, SLOTS_OFFSET + i * SLOT_BYTES, off);
+        }
+        put_u16(&mut bad, COUNT_OFFSET, count);
+        assert!(Node::new(&bad, 3, 1).is_err(), "slots sharing one entry");
     }
 }

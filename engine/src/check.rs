@@ -184,7 +184,8 @@ impl Database {
                     Ok(ok.then_some(b))
                 };
                 let ir = verify(x, &t.name, keys, &mut read_page, &mut report.damage, &mut in_use)?;
-                report.damage.append(&mut found);
+                // A page that does not verify is named by the storage layer's error; say whose.
+                report.damage.extend(found.into_iter().map(|e| format!("index {:?}: {e}", x.name)));
                 report.pages_verified += verified;
                 report.indexes.push(ir);
             }

@@ -166,6 +166,7 @@ pub mod fuzzing {
     use crate::catalog::Catalog;
     use crate::error::{Error, Result};
     use crate::heap::HeapPage;
+    use crate::index::node::{self, Node};
     use crate::row::{Value, encode_row};
     use crate::schema::Schema;
 
@@ -197,6 +198,90 @@ pub mod fuzzing {
         let mut out = Vec::new();
         encode_row(schema, values, &mut out)?;
         Ok(out)
+    }
+
+    /// An index node's level, left and right siblings, and entries (key, value), in slot order.
+    pub type IndexNode<'p> = (u8, u64, u64, Vec<(&'p [u8], &'p [u8])>);
+
+    /// Checks `page` (a whole page, as the engine always passes) as a node of index `index_id`
+    /// and checks every entry as the writer does before an edit (each inside the page, their
+    /// sum inside the entry area; a descent checks each entry it reads), and returns what it
+    /// holds.
+    pub fn index_node(page: &[u8], index_id: u32, id: u64) -> Result<IndexNode<'_>> {
+        let n = Node::new(whole_page(page)?, index_id, id)?;
+        n.check_entries()?;
+        let entries = (0..n.len()).map(|i| Ok((n.key(i)?, n.value(i)?))).collect::<Result<_>>()?;
+        Ok((n.level(), n.prev(), n.next(), entries))
+    }
+
+    /// A search for `key` in the node `page` (checked as [`index_node`] does): where the key is
+    /// (`Ok`) or would go (`Err`), the entry a descent follows, and the bytes an insert could
+    /// use after compaction.
+    pub fn index_search(
+        page: &[u8],
+        index_id: u32,
+        id: u64,
+        key: &[u8],
+    ) -> Result<(std::result::Result<usize, usize>, usize, usize)> {
+        index_node(page, index_id, id)?;
+        let n = Node::new(whole_page(page)?, index_id, id)?;
+        Ok((n.search(key)?, n.child_for(key)?, n.free_space()?))
+    }
+
+    /// The writer's insert into the node `page` (all its entries checked first, as the writer
+    /// does), as the tree makes it: `key` → `value`
+    /// where a search puts it, compacting the node if needed; a full node is split into
+    /// `right` (a page of the same size, formatted here) and the entry added to the half its
+    /// position falls in. Returns how many entries `page` kept if it split. An error if the
+    /// node does not check, holds the key already, `value` is not its level's length, or the
+    /// entry does not fit even half a node.
+    pub fn index_insert(
+        page: &mut [u8],
+        index_id: u32,
+        id: u64,
+        key: &[u8],
+        value: &[u8],
+        right: &mut [u8],
+    ) -> Result<Option<usize>> {
+        let bad = |why: &str| Error::CorruptPage { page: id, reason: why.into() };
+        let n = Node::new(whole_page(page)?, index_id, id)?;
+        n.check_entries()?;
+        let level = n.level();
+        if value.len() != node::value_len(level) || right.len() != page.len() {
+            return Err(Error::InvalidOption("a value or page of the wrong length".into()));
+        }
+        let pos = n.search(key)?.err().ok_or_else(|| bad("the key is there already"))?;
+        if node::insert_at(page, pos, key, value) {
+            return Ok(None);
+        }
+        node::init(right, index_id, level);
+        let mid = node::split(page, right).ok_or_else(|| bad("a full node of one entry"))?;
+        let fitted = if pos <= mid {
+            node::insert_at(page, pos, key, value)
+        } else {
+            node::insert_at(right, pos - mid, key, value)
+        };
+        if fitted { Ok(Some(mid)) } else { Err(bad("no room in half a split node")) }
+    }
+
+    /// The writer's removal of entry `pos` from the node `page` (all its entries checked first).
+    pub fn index_remove(page: &mut [u8], index_id: u32, id: u64, pos: usize) -> Result<()> {
+        let n = Node::new(whole_page(page)?, index_id, id)?;
+        n.check_entries()?;
+        if pos >= n.len() {
+            return Err(Error::InvalidOption(format!("no entry {pos} in {}", n.len())));
+        }
+        node::remove_at(page, pos);
+        Ok(())
+    }
+
+    fn whole_page(page: &[u8]) -> Result<&[u8]> {
+        let sizes = nvpage_storage::page::MIN_PAGE_SIZE..=nvpage_storage::page::MAX_PAGE_SIZE;
+        if sizes.contains(&page.len()) && page.len().is_power_of_two() {
+            Ok(page)
+        } else {
+            Err(Error::InvalidOption("index nodes are whole pages".into()))
+        }
     }
 }
 

@@ -70,6 +70,145 @@ pub fn real_data_file() -> Vec<u8> {
     file
 }
 
+/// The index pages of a real database (4 KiB pages), with their page ids: a table of long
+/// names sharing a 150-byte prefix (so separators are long and the trees have inner nodes)
+/// under a unique index on its integer key kept row by row as the rows are inserted, and a
+/// non-unique index on the names (keys end with the row id) built bottom up on the loaded
+/// table.
+pub fn real_index_pages() -> Vec<(u64, Vec<u8>)> {
+    const PS: usize = 4096;
+    let dir = scratch_tempdir();
+    let db = nvpage::Database::builder()
+        .layer(Layer::Pread)
+        .page_size(PS as u64)
+        .pool_bytes(1 << 20)
+        .open(dir.path())
+        .expect("create");
+    let schema = nvpage::Schema::new(vec![
+        nvpage::Column::new("id", nvpage::ColumnType::I64),
+        nvpage::Column::new("name", nvpage::ColumnType::VarChar { max_len: 200 }),
+    ])
+    .expect("a schema");
+    let mut tx = db.begin_write().expect("begin");
+    let t = tx.create_table("t", schema).expect("create table");
+    tx.create_unique_index("t_id", &t, &["id"]).expect("create an index");
+    for k in 0..400i64 {
+        let name = format!("{}{:05}", "n".repeat(150), (k * 7919) % 10_007);
+        tx.insert(&t, &[Value::I64(k), Value::Str(&name)]).expect("insert");
+    }
+    tx.create_index("t_name", &t, &["name"]).expect("create an index");
+    tx.commit().expect("commit");
+    drop(db);
+    let file = std::fs::read(dir.path().join(nvpage::DATA_FILE)).expect("read the data file");
+    let page_count = u64::from_le_bytes(file[32..40].try_into().unwrap()) as usize;
+    (0..page_count)
+        .map(|p| (p as u64, file[p * PS..(p + 1) * PS].to_vec()))
+        .filter(|(_, page)| page[16] == b'X')
+        .collect()
+}
+
+/// `index_page` inputs: flags, index id, page id, key, page.
+fn index_input(flags: u8, index_id: u32, id: u64, key: &[u8], page: &[u8]) -> Vec<u8> {
+    let mut v = vec![flags];
+    v.extend_from_slice(&index_id.to_le_bytes());
+    v.extend_from_slice(&id.to_le_bytes());
+    v.push(key.len().min(255) as u8);
+    v.extend_from_slice(&key[..key.len().min(255)]);
+    v.extend_from_slice(page);
+    v
+}
+
+/// Seeds for `index_page`: a leaf and an inner node of each index, searched for and added to
+/// (a new key, one they hold, an entry removed first, the node filled until the next insert
+/// splits it), and damaged copies (an entry count too
+/// large, a slot past the page, slots sharing one entry, keys out of order, a leaf's level
+/// byte 255, free end below the slots, a heap page's type, another index's id).
+fn index_seeds() -> Vec<Vec<u8>> {
+    const EDIT: u8 = 8;
+    const REMOVE: u8 = 16;
+    let u16_at = |p: &[u8], at: usize| usize::from(u16::from_le_bytes([p[at], p[at + 1]]));
+    let pages = real_index_pages();
+    let owner = |p: &[u8]| u32::from_le_bytes(p[24..28].try_into().unwrap());
+    let mut owners: Vec<u32> = pages.iter().map(|(_, p)| owner(p)).collect();
+    owners.sort_unstable();
+    owners.dedup();
+    // One leaf and one inner node of each index.
+    let picked = owners.iter().flat_map(|&x| {
+        let of = |inner: bool| pages.iter().find(|(_, p)| owner(p) == x && (p[17] > 0) == inner);
+        [of(false), of(true)].into_iter().flatten()
+    });
+    let mut out = Vec::new();
+    for (id, page) in picked.filter(|(_, p)| u16_at(p, 18) > 0) {
+        let index_id = u32::from_le_bytes(page[24..28].try_into().unwrap());
+        let first = u16_at(page, 48);
+        let first_key = &page[first + 2..first + 2 + u16_at(page, first)];
+        let mut new_key = first_key.to_vec();
+        new_key.push(0x7F);
+        out.push(index_input(0, index_id, *id, first_key, page));
+        out.push(index_input(EDIT, index_id, *id, &new_key, page));
+        out.push(index_input(EDIT | REMOVE | 4, 0, *id, &new_key, page));
+        out.push(index_input(EDIT, index_id, *id, first_key, page));
+        // The node filled by the writer's inserts until one more splits it.
+        let (full, key) = fill(page, index_id, *id, first_key);
+        out.push(index_input(EDIT, index_id, *id, &key, &full));
+        let count = u16_at(page, 18);
+        let mut damaged: Vec<Vec<u8>> = Vec::new();
+        let mut p = page.clone();
+        p[18..20].copy_from_slice(&(count as u16 + 1).to_le_bytes());
+        damaged.push(p);
+        let mut p = page.clone();
+        p[48..50].copy_from_slice(&4094u16.to_le_bytes());
+        damaged.push(p);
+        // As many slots as fit below entry 0, all on it: more bytes than the page holds.
+        let mut p = page.clone();
+        let shared = (first - 48) / 2;
+        for i in 0..shared {
+            p[48 + 2 * i..50 + 2 * i].copy_from_slice(&(first as u16).to_le_bytes());
+        }
+        p[18..20].copy_from_slice(&(shared as u16).to_le_bytes());
+        p[20..24].copy_from_slice(&((48 + 2 * shared) as u32).to_le_bytes());
+        damaged.push(p);
+        let mut p = page.clone();
+        p.swap(48, 50);
+        p.swap(49, 51);
+        damaged.push(p);
+        let mut p = page.clone();
+        p[17] = 255;
+        damaged.push(p);
+        let mut p = page.clone();
+        p[20..24].copy_from_slice(&40u32.to_le_bytes());
+        damaged.push(p);
+        let mut p = page.clone();
+        p[16] = b'H';
+        damaged.push(p);
+        for d in damaged {
+            out.push(index_input(EDIT, index_id, *id, &new_key, &d));
+        }
+        out.push(index_input(0, index_id + 1, *id, first_key, page));
+    }
+    out
+}
+
+/// `page` (a node of index `index_id`) after inserts of keys above `first` until the next one
+/// would split it, and that key.
+fn fill(page: &[u8], index_id: u32, id: u64, first: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let value = vec![1u8; if page[17] == 0 { 10 } else { 8 }];
+    let mut full = page.to_vec();
+    let mut right = vec![0u8; page.len()];
+    for i in 0..=u16::MAX {
+        let mut key = first.to_vec();
+        key.push(0x7F);
+        key.extend_from_slice(&i.to_be_bytes());
+        let mut next = full.clone();
+        match fuzzing::index_insert(&mut next, index_id, id, &key, &value, &mut right) {
+            Ok(None) => full = next,
+            Ok(Some(_)) => return (full, key),
+            Err(e) => panic!("an insert into a real node: {e}"),
+        }
+    }
+    unreachable!("a node of one page splits before 65,536 inserts")
+}
+
 /// A row of the wide schema (`row_schemas()[1]`).
 fn wide_values(k: i32) -> Vec<Value<'static>> {
     vec![
@@ -156,6 +295,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             [0u8, 1, 2, 4 | 8].iter().map(|&m| with_prefix(&[m], &file)).collect()
         }
         "api_countdown" => api_seeds(),
+        "index_page" => index_seeds(),
         other => panic!("no fuzz target named {other}"),
     }
 }

@@ -80,6 +80,11 @@ fn replay_api_countdown() {
 }
 
 #[test]
+fn replay_index_page() {
+    replay("index_page");
+}
+
+#[test]
 fn every_target_has_a_corpus() {
     for t in TARGETS {
         assert!(corpus_dir(t).is_dir(), "{t} has no corpus directory");
@@ -104,6 +109,18 @@ fn seeds_reach_the_paths_behind_the_checksums() {
         rx.tables().iter().map(|t| rx.row_count(t).unwrap()).collect::<Vec<_>>()
     });
     assert_eq!(got, vec![12, 3]);
+    // The index seeds are real nodes of two indexes, leaves and inner nodes, that decode.
+    let nodes: Vec<(u32, u8)> = fuzz_seeds::real_index_pages()
+        .iter()
+        .map(|(id, page)| {
+            let index_id = u32::from_le_bytes(page[24..28].try_into().unwrap());
+            let (level, ..) = nvpage::fuzzing::index_node(page, index_id, *id).expect("a node");
+            (index_id, level)
+        })
+        .collect();
+    for x in [1, 2] {
+        assert!(nodes.contains(&(x, 0)) && nodes.contains(&(x, 1)), "index {x}: {nodes:?}");
+    }
     for t in TARGETS {
         let seeds = fuzz_seeds::seeds(t);
         assert!(!seeds.is_empty(), "{t}: no seeds");

@@ -122,9 +122,24 @@ impl<'p> Node<'p> {
         Ok(Self { bytes, count, level, free_end, page })
     }
 
-    /// Checks every entry, as reading each would.
+    /// Checks every entry, as reading each would, and that together they fit the entry area
+    /// (entries of a sound node are disjoint; slots sharing one entry would count it many times
+    /// over, and the writer's edits — `insert_at`, `compact`, `split` — rely on the sum).
     pub fn check_entries(&self) -> Result<()> {
-        (0..self.count).try_for_each(|i| self.entry(i).map(drop))
+        let mut used = 0;
+        for i in 0..self.count {
+            used += KEY_LEN_BYTES + self.entry(i)?.1 + value_len(self.level);
+        }
+        if used > self.bytes.len() - self.free_end {
+            return Err(Error::CorruptPage {
+                page: self.page,
+                reason: format!(
+                    "entries of {used} bytes in an entry area of {}",
+                    self.bytes.len() - self.free_end
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Entries in the node.
@@ -398,8 +413,19 @@ mod tests {
         let n = Node::new(&bad, 3, 1).unwrap();
         assert!(n.key(0).is_err() && n.check_entries().is_err(), "an entry past the page");
         assert!(n.search(b"key").is_err() && n.key(1).is_err());
-        let mut bad = p;
+        let mut bad = p.clone();
         bad[TYPE_OFFSET] = b'H';
         assert!(Node::new(&bad, 3, 1).is_err(), "a heap page");
+        // Every slot on the one entry: each lies in the entry area, but together they claim
+        // more bytes than the page has, and an insert's free-space sum would underflow.
+        let mut bad = p;
+        let count = 1000;
+        let off = u16_at(&bad, SLOTS_OFFSET);
+        for i in 0..count {
+            put_u16(&mut bad, SLOTS_OFFSET + i * SLOT_BYTES, off);
+        }
+        put_u16(&mut bad, COUNT_OFFSET, count);
+        let n = Node::new(&bad, 3, 1).unwrap();
+        assert!(n.key(999).is_ok() && n.check_entries().is_err(), "slots sharing one entry");
     }
 }

@@ -4,6 +4,9 @@
 //! chain, holding one leaf per end: the leaf is read as the transaction sees it (a snapshot's
 //! version, or the writer's own copy) and, on SE2, in place. Rows are fetched in place too
 //! ([`RowGuard`]). The range shrinks as either end yields, so the two ends meet and stop.
+//! Damage a walk can see is an error, not a shorter scan: a key that is not beyond the last one
+//! its end yielded, a sibling whose link back does not lead to the leaf just left, more steps
+//! than the index has pages.
 
 use std::ops::Bound;
 
@@ -50,18 +53,20 @@ struct Cursor<'t> {
     pos: usize,
 }
 
-fn within(key: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
-    let above = match lo {
+fn above(key: &[u8], lo: &Bound<Vec<u8>>) -> bool {
+    match lo {
         Bound::Included(l) => key >= l.as_slice(),
         Bound::Excluded(l) => key > l.as_slice(),
         Bound::Unbounded => true,
-    };
-    let below = match hi {
+    }
+}
+
+fn below(key: &[u8], hi: &Bound<Vec<u8>>) -> bool {
+    match hi {
         Bound::Included(h) => key <= h.as_slice(),
         Bound::Excluded(h) => key < h.as_slice(),
         Bound::Unbounded => true,
-    };
-    above && below
+    }
 }
 
 /// Sets `bound` to exclude `key` and everything beyond it, reusing its buffer.
@@ -142,15 +147,21 @@ impl<'t> IndexScan<'t> {
         IndexIds(self)
     }
 
-    /// Reads leaf `page`, reached by a sibling link.
-    fn leaf(&mut self, page: u64) -> Result<PageRef<'t>> {
+    /// Reads leaf `page`, reached by a sibling link from leaf `from` (`forward`: its right
+    /// link), which `page`'s link the other way must lead back to: a link to a wrong leaf
+    /// (one skipped, or a loop back) is damage, not a silently shorter scan.
+    fn leaf(&mut self, page: u64, from: u64, forward: bool) -> Result<PageRef<'t>> {
         self.steps_left = self
             .steps_left
             .checked_sub(1)
             .ok_or_else(|| corrupt(page, "the index's leaf links loop"))?;
         let g = self.ctx.db.pool.read(PageId(page), self.ctx.view)?;
-        if Node::new(&g, self.meta.id, page)?.level() != 0 {
+        let n = Node::new(&g, self.meta.id, page)?;
+        if n.level() != 0 {
             return Err(corrupt(page, "a leaf's sibling is not a leaf"));
+        }
+        if (if forward { n.prev() } else { n.next() }) != from {
+            return Err(corrupt(page, format!("its link back does not lead to leaf {from}")));
         }
         Ok(g)
     }
@@ -179,7 +190,12 @@ impl<'t> IndexScan<'t> {
             let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
             if cur.pos < n.len() {
                 let key = n.key(cur.pos)?;
-                if !within(key, &self.lo, &self.hi) {
+                // Keys ahead of the front are above its bound in a sound tree; beyond the
+                // other bound is where the range (or the back's walk) ends.
+                if !above(key, &self.lo) {
+                    return Err(corrupt(cur.page, "leaf keys out of order"));
+                }
+                if !below(key, &self.hi) {
                     self.done = true;
                     return Ok(None);
                 }
@@ -193,7 +209,8 @@ impl<'t> IndexScan<'t> {
                 self.done = true;
                 return Ok(None);
             }
-            let leaf = self.leaf(next)?;
+            let from = cur.page;
+            let leaf = self.leaf(next, from, true)?;
             self.front = Some(Cursor { page: next, leaf, pos: 0 });
         }
     }
@@ -222,7 +239,10 @@ impl<'t> IndexScan<'t> {
             let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
             if cur.pos > 0 {
                 let key = n.key(cur.pos - 1)?;
-                if !within(key, &self.lo, &self.hi) {
+                if !below(key, &self.hi) {
+                    return Err(corrupt(cur.page, "leaf keys out of order"));
+                }
+                if !above(key, &self.lo) {
                     self.done = true;
                     return Ok(None);
                 }
@@ -236,7 +256,8 @@ impl<'t> IndexScan<'t> {
                 self.done = true;
                 return Ok(None);
             }
-            let leaf = self.leaf(prev)?;
+            let from = cur.page;
+            let leaf = self.leaf(prev, from, false)?;
             let pos = Node::new(&leaf, self.meta.id, prev)?.len();
             self.back = Some(Cursor { page: prev, leaf, pos });
         }

@@ -56,7 +56,9 @@ pub(crate) fn descend<'a>(
     loop {
         let g = db.pool.read(PageId(page), view)?;
         let n = Node::new(&g, meta.id, page)?;
-        if above.is_some_and(|l| n.level() + 1 != l) {
+        // Levels fall by one at each step, so the descent ends; checked, so that a damaged
+        // level byte of 255 is an error, not an overflow.
+        if above.is_some_and(|l| n.level().checked_add(1) != Some(l)) {
             return Err(corrupt(page, "a child not one level below its parent"));
         }
         if n.level() == 0 {
@@ -295,14 +297,21 @@ impl<'a> TreeWriter<'a, '_> {
             drop(g);
             self.release(page);
         }
+        // The root's one entry left may be one this descent did not follow: its child is
+        // checked to be a level below (else a damaged link back up would loop here forever).
+        let mut above: Option<u8> = None;
         loop {
             let root = self.meta().root;
             let child = {
                 let g = self.db.pool.read(PageId(root), View::Writer)?;
                 let n = Node::new(&g, id, root)?;
+                if above.is_some_and(|l| n.level().checked_add(1) != Some(l)) {
+                    return Err(corrupt(root, "a child not one level below its parent"));
+                }
                 if n.level() == 0 || n.len() != 1 {
                     return Ok(());
                 }
+                above = Some(n.level());
                 n.child(0)?
             };
             self.release(root);

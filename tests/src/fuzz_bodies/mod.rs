@@ -7,6 +7,7 @@
 
 mod api_countdown;
 mod db_open;
+mod index;
 mod log;
 mod page;
 mod row;
@@ -16,13 +17,14 @@ use std::path::{Path, PathBuf};
 pub use api_countdown::api_countdown;
 pub use db_open::db_open;
 pub use db_open::{builder as db_open_builder, with_data_file};
+pub use index::index_page;
 pub use log::{log_decode, log_records, log_recovery, log_scan};
 pub use page::page_decode;
 pub use row::row_decode;
 pub use row::schemas as row_schemas;
 
 /// The names of the targets, as the directories of `fuzz/corpus/` and the binaries of `fuzz/`.
-pub const TARGETS: [&str; 8] = [
+pub const TARGETS: [&str; 9] = [
     "log_records",
     "log_decode",
     "log_recovery",
@@ -31,6 +33,7 @@ pub const TARGETS: [&str; 8] = [
     "row_decode",
     "db_open",
     "api_countdown",
+    "index_page",
 ];
 
 /// Runs the body of target `name` on `data`.
@@ -44,6 +47,7 @@ pub fn run(name: &str, data: &[u8]) {
         "row_decode" => row_decode(data),
         "db_open" => db_open(data),
         "api_countdown" => api_countdown(data),
+        "index_page" => index_page(data),
         other => panic!("no fuzz target named {other}"),
     }
 }

@@ -1,0 +1,169 @@
+//! `index_page`: index nodes (`Node::new`, its search, and the writer's insert, split and
+//! remove on a checked node) on arbitrary bytes, through `nvpage::fuzzing`.
+
+use nvpage::{Error, fuzzing};
+
+use super::Input;
+
+/// Where the index page header keeps what the body compares the decoder's answers with
+/// (engine/src/index/node.rs).
+const TYPE: usize = 16;
+const LEVEL: usize = 17;
+const COUNT: usize = 18;
+const FREE_END: usize = 20;
+const INDEX_ID: usize = 24;
+const PREV: usize = 32;
+const NEXT: usize = 40;
+const SLOTS: usize = 48;
+/// A row id's bytes (a leaf's values), a child page's (an inner node's).
+const ROW_ID_LEN: usize = 10;
+const CHILD_LEN: usize = 8;
+
+fn le(p: &[u8], at: usize, n: usize) -> u64 {
+    p[at..at + n].iter().rev().fold(0, |acc, &b| acc << 8 | u64::from(b))
+}
+
+/// `part`'s offset in `page`, if it is a sub-slice of it.
+fn offset_in(page: &[u8], part: &[u8]) -> Option<usize> {
+    let (start, at) = (page.as_ptr() as usize, part.as_ptr() as usize);
+    (at >= start && at + part.len() <= start + page.len()).then(|| at - start)
+}
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Checks `page` as a node and holds the answer to what the decoder promises; the entries, if
+/// it checked.
+fn decode(page: &[u8], index_id: u32, id: u64) -> Option<(u8, Entries)> {
+    match fuzzing::index_node(page, index_id, id) {
+        Ok((level, prev, next, entries)) => {
+            assert_eq!(page[TYPE], b'X', "a node that is not an index page");
+            assert_eq!(le(page, INDEX_ID, 4), u64::from(index_id), "another index's node");
+            assert_eq!(level, page[LEVEL]);
+            assert_eq!((prev, next), (le(page, PREV, 8), le(page, NEXT, 8)));
+            assert_eq!(entries.len() as u64, le(page, COUNT, 2));
+            let free_end = le(page, FREE_END, 4) as usize;
+            assert!(SLOTS + 2 * entries.len() <= free_end && free_end <= page.len());
+            let value_len = if level == 0 { ROW_ID_LEN } else { CHILD_LEN };
+            let mut used = 0;
+            for (i, (key, value)) in entries.iter().enumerate() {
+                let k = offset_in(page, key).expect("a key inside the page");
+                let v = offset_in(page, value).expect("a value inside the page");
+                assert!(k >= free_end + 2, "entry {i}'s key below the entry area");
+                assert_eq!(le(page, k - 2, 2) as usize, key.len(), "entry {i}'s key length");
+                assert_eq!((v, value.len()), (k + key.len(), value_len), "entry {i}'s value");
+                used += 2 + key.len() + value_len;
+            }
+            assert!(
+                used <= page.len() - free_end,
+                "entries of {used} bytes past free end {free_end}"
+            );
+            let owned = entries.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+            Some((level, owned))
+        }
+        Err(e) => {
+            assert!(
+                matches!(e, Error::CorruptPage { page, .. } if page == id),
+                "not a CorruptPage error naming page {id}: {e:?}"
+            );
+            let _ = e.to_string();
+            None
+        }
+    }
+}
+
+/// A search answers as a binary search must, and exactly so where keys ascend.
+fn search(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8]) {
+    let (found, child, free) =
+        fuzzing::index_search(page, index_id, id, key).expect("a checked node searches");
+    let n = entries.len();
+    let used: usize = entries.iter().map(|(k, v)| 2 + k.len() + v.len()).sum();
+    assert_eq!(free, page.len() - SLOTS - 2 * n - used, "free space");
+    match found {
+        Ok(i) => assert!(i < n && entries[i].0 == key, "found {i} of {n}"),
+        Err(i) => assert!(i <= n, "position {i} of {n}"),
+    }
+    assert!(child < n.max(1), "child {child} of {n}");
+    if entries.windows(2).all(|w| w[0].0 < w[1].0) {
+        let at = entries.partition_point(|(k, _)| k.as_slice() < key);
+        let want = if entries.get(at).is_some_and(|(k, _)| k == key) { Ok(at) } else { Err(at) };
+        assert_eq!(found, want, "a search in an ordered node");
+        assert_eq!(child, want.unwrap_or_else(|i| i.saturating_sub(1)), "child_for");
+    }
+}
+
+/// The writer's edits keep a checked node checked and lose, add or reorder nothing.
+fn edit(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8], remove: bool) {
+    let value = vec![0xAB; if page[LEVEL] == 0 { ROW_ID_LEN } else { CHILD_LEN }];
+    let mut left = page.to_vec();
+    let mut want = entries.clone();
+    if remove && !entries.is_empty() {
+        let pos = usize::from(key.first().copied().unwrap_or(0)) % entries.len();
+        fuzzing::index_remove(&mut left, index_id, id, pos).expect("remove from a checked node");
+        want.remove(pos);
+        let (_, got) = decode(&left, index_id, id).expect("a node checks after a removal");
+        assert_eq!(got, want, "a removal");
+    }
+    // Where the insert goes: where a search of the node puts it (in a disordered node, not
+    // necessarily between a smaller and a larger key).
+    let pos = match fuzzing::index_search(&left, index_id, id, key) {
+        Ok((Err(i), ..)) => Some(i),
+        _ => None,
+    };
+    let mut right = vec![0u8; page.len()];
+    match fuzzing::index_insert(&mut left, index_id, id, key, &value, &mut right) {
+        Ok(split) => {
+            let pos = pos.expect("an insert of a key the node holds");
+            let (_, mut all) = decode(&left, index_id, id).expect("a node checks after an insert");
+            if let Some(mid) = split {
+                // The entry went left if its position is within the entries kept there.
+                assert_eq!(all.len(), mid + usize::from(pos <= mid), "the split's left half");
+                let right_id = id.wrapping_add(1);
+                let (level, r) =
+                    decode(&right, index_id, right_id).expect("a split's right half checks");
+                assert_eq!(level, page[LEVEL], "a split's right half at the node's level");
+                assert!(!r.is_empty() && mid > 0, "a split leaves entries in both halves");
+                all.extend(r);
+            }
+            want.insert(pos, (key.to_vec(), value));
+            assert_eq!(all, want, "an insert lost, changed or reordered entries");
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
+}
+
+/// Target `index_page`. Input: flags u8 (bits 0-1: page size 4, 8, 16 or 64 KiB; bit 2: use
+/// the page's own index id; bit 3: edit it — insert the key, after removing an entry if bit 4
+/// is set), index id u32, page id u64, key length u8, the key, then the page (zero-padded or
+/// cut to the page size).
+///
+/// Properties: no panic; a node that checks is an index page of that index whose level,
+/// siblings and entry count are its header's, whose entries each lie (key length, key, value of
+/// its level's length) between `free end` and the end of the page, adding up to no more than
+/// that area; a node that does not check is a `CorruptPage` error naming the page. A search
+/// lands inside the node, and where keys ascend (not promised by the decoder: `check` verifies
+/// order) it is exact. An insert or removal leaves a node that checks, with every other entry
+/// kept in order; a split's halves both check and hold them all.
+pub fn index_page(data: &[u8]) {
+    let mut input = Input::new(data);
+    let flags = input.u8();
+    let size = [4096, 8192, 16384, 65536][usize::from(flags & 3)];
+    let mut index_id = input.u32();
+    let id = input.u64();
+    let key_len = usize::from(input.u8());
+    let key: Vec<u8> = (0..key_len).map(|_| input.u8()).collect();
+    let mut page = input.rest().to_vec();
+    page.resize(size, 0);
+    if flags & 4 == 4 {
+        index_id = le(&page, INDEX_ID, 4) as u32;
+    }
+    let Some((_, entries)) = decode(&page, index_id, id) else { return };
+    search(&page, index_id, id, &entries, &key);
+    if let Some((k, _)) = entries.first() {
+        search(&page, index_id, id, &entries, k);
+    }
+    if flags & 8 == 8 {
+        edit(&page, index_id, id, &entries, &key, flags & 16 == 16);
+    }
+}

@@ -77,6 +77,11 @@ impl TableMeta {
         })
     }
 
+    /// Whether page `p` is one of the table's pages in use (no allocation: a row read's check).
+    pub fn holds(&self, p: u64) -> bool {
+        holds(&self.extents, self.used_in_last, p)
+    }
+
     /// The table's pages as runs `(first, count)`.
     pub fn runs(&self) -> Vec<(u64, u64)> {
         runs(&self.extents, self.used_in_last)
@@ -117,10 +122,28 @@ pub struct IndexMeta {
 }
 
 impl IndexMeta {
+    /// Pages taken from its extents (in the tree or free).
+    pub fn page_count(&self) -> u64 {
+        let n = self.extents.len();
+        self.extents
+            .iter()
+            .enumerate()
+            .map(|(i, e)| u64::from(if i + 1 == n { self.used_in_last } else { e.len }))
+            .sum()
+    }
+
     /// Its pages' runs `(first, count)`, as a table's (pages in use and free ones).
     pub fn runs(&self) -> Vec<(u64, u64)> {
         runs(&self.extents, self.used_in_last)
     }
+}
+
+fn holds(extents: &[Extent], used_in_last: u32, p: u64) -> bool {
+    let n = extents.len();
+    extents.iter().enumerate().any(|(i, e)| {
+        let len = if i + 1 == n { used_in_last } else { e.len };
+        p >= e.start && p < e.start + u64::from(len)
+    })
 }
 
 fn runs(extents: &[Extent], used_in_last: u32) -> Vec<(u64, u64)> {

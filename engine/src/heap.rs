@@ -154,6 +154,24 @@ fn check_used(bytes: &[u8], page: u64, slots: usize, used: usize) -> Result<()> 
     Ok(())
 }
 
+/// The row in `slot` of `bytes` (page `page`, a heap page of table `table_id`) as its offset and
+/// length, if the slot holds one: the header and that slot are checked, which is all a reader of
+/// one row needs (an edit checks the whole page first, with [`HeapPage::new`]).
+pub fn row_at(
+    bytes: &[u8],
+    table_id: u32,
+    page: u64,
+    slot: usize,
+) -> Result<Option<(usize, usize)>> {
+    let (slots, free_end) = header(bytes, table_id, page)?;
+    if slot >= slots {
+        return Ok(None);
+    }
+    let (off, len) = self::slot(bytes, slot);
+    check_slot(bytes, page, slot, off, len, free_end)?;
+    Ok((off != 0).then_some((off, len)))
+}
+
 /// How many rows ahead [`fold_rows_rev`] asks for a row's bytes.
 const PREFETCH_AHEAD: usize = 4;
 /// The most cache lines of a row it asks for.

@@ -482,28 +482,33 @@ impl<T: sealed::Reads> ReadOps for T {}
 
 /// The row `id` of `table`, read in place as `ctx` sees it.
 pub(crate) fn get_row<'a>(ctx: &Ctx<'a>, table: &Table, id: RowId) -> Result<RowGuard<'a>> {
-    check_row_page(ctx, table, id)?;
+    get_in(ctx, ctx.meta(table)?, id)
+}
+
+/// The row `id` of the table `t` (of `ctx`'s catalog), read in place. A page that is not the
+/// table's is [`Error::UnknownRow`], not a read of another table's page.
+pub(crate) fn get_in<'a>(ctx: &Ctx<'a>, t: &'a TableMeta, id: RowId) -> Result<RowGuard<'a>> {
+    if !t.holds(id.page) {
+        return Err(Error::UnknownRow(id));
+    }
     let page = ctx.db.pool.read(PageId(id.page), ctx.view)?;
-    let h = HeapPage::new(&page, table.id, id.page)?;
-    let (off, len) = match h.get(usize::from(id.slot)) {
-        Some(r) => (r.as_ptr() as usize - page.as_ptr() as usize, r.len()),
-        None => return Err(Error::UnknownRow(id)),
+    let Some((off, len)) = heap::row_at(&page, t.id, id.page, usize::from(id.slot))? else {
+        return Err(Error::UnknownRow(id));
     };
-    Ok(RowGuard { page, schema: table.schema().clone(), off, len, id })
+    Ok(RowGuard { page, schema: &t.schema, off, len, id })
 }
 
 /// Fails unless `id`'s page belongs to `table` (so a stale or foreign id is an error, not a read
 /// of another table's page).
 fn check_row_page(ctx: &Ctx<'_>, table: &Table, id: RowId) -> Result<()> {
-    let inside = ctx.meta(table)?.runs().iter().any(|&(s, n)| id.page >= s && id.page < s + n);
-    if inside { Ok(()) } else { Err(Error::UnknownRow(id)) }
+    if ctx.meta(table)?.holds(id.page) { Ok(()) } else { Err(Error::UnknownRow(id)) }
 }
 
 /// A row read in place, holding its page; [`RowGuard::row`] gives the typed view.
 #[derive(Debug)]
 pub struct RowGuard<'t> {
     page: nvpage_buffer::PageRef<'t>,
-    schema: Schema,
+    schema: &'t Schema,
     off: usize,
     len: usize,
     id: RowId,
@@ -512,7 +517,7 @@ pub struct RowGuard<'t> {
 impl RowGuard<'_> {
     /// The row's typed view.
     pub fn row(&self) -> Result<crate::RowRef<'_>> {
-        crate::RowRef::new(&self.schema, &self.page[self.off..self.off + self.len], self.id)
+        crate::RowRef::new(self.schema, &self.page[self.off..self.off + self.len], self.id)
     }
 }
 

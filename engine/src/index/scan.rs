@@ -17,11 +17,11 @@ use super::Index;
 use super::key;
 use super::node::Node;
 use super::tree::{Target, corrupt, descend, entry_row};
-use crate::catalog::IndexMeta;
+use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
 use crate::row::Value;
-use crate::table::{RowId, Table};
-use crate::txn::{Ctx, RowGuard, get_row};
+use crate::table::RowId;
+use crate::txn::{Ctx, RowGuard, get_in};
 
 /// Rows of an index's key range, in key order (then row id order for a non-unique index), from
 /// [`ReadOps::index_range`](crate::ReadOps::index_range) or
@@ -32,7 +32,7 @@ use crate::txn::{Ctx, RowGuard, get_row};
 pub struct IndexScan<'t> {
     ctx: Ctx<'t>,
     meta: &'t IndexMeta,
-    table: Table,
+    table: &'t TableMeta,
     /// What is left of the range: each end's step moves its bound past the key it yields.
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
@@ -128,18 +128,8 @@ impl<'t> IndexScan<'t> {
             }
             Bound::Excluded(v) => Bound::Excluded(encode(v)?),
         };
-        let steps_left = meta.runs().iter().map(|r| r.1).sum::<u64>() + 1;
-        Ok(Self {
-            ctx,
-            meta,
-            table: Table::from_meta(tmeta),
-            lo,
-            hi,
-            front: None,
-            back: None,
-            done,
-            steps_left,
-        })
+        let steps_left = meta.page_count() + 1;
+        Ok(Self { ctx, meta, table: tmeta, lo, hi, front: None, back: None, done, steps_left })
     }
 
     /// The row ids alone, in the same order (no row is read).
@@ -275,7 +265,7 @@ impl<'t> IndexScan<'t> {
     }
 
     fn row(&self, id: RowId) -> Result<RowGuard<'t>> {
-        get_row(&self.ctx, &self.table, id).map_err(|e| match e {
+        get_in(&self.ctx, self.table, id).map_err(|e| match e {
             Error::UnknownRow(id) => corrupt(
                 id.page,
                 format!(

@@ -246,10 +246,10 @@ impl Server {
         Ok((rows, size))
     }
 
-    /// Runs query `q` with at most `workers` parallel workers per gather, measured as
-    /// [`Server::run_measured`] says.
-    pub fn query(&self, q: Query, workers: Option<u32>) -> Result<PgRun, BoxError> {
-        self.run_measured(pg_sql::query(q), workers)
+    /// Runs query `q` (on data of scale factor `sf`) with at most `workers` parallel workers per
+    /// gather, measured as [`Server::run_measured`] says.
+    pub fn query(&self, q: Query, sf: f64, workers: Option<u32>) -> Result<PgRun, BoxError> {
+        self.run_measured(&pg_sql::query(q, sf), workers)
     }
 
     /// Runs one statement `sql` (no trailing `;`) in a session of its own, with at most

@@ -484,7 +484,7 @@ fn run_postgres(ctx: &mut Ctx<'_>, loads: &mut Vec<LoadRecord>) -> Result<(), Bo
                         server.restart(kb)?;
                         server.evict()?;
                     }
-                    let pg = server.query(q, workers)?;
+                    let pg = server.query(q, cfg.sf, workers)?;
                     let ours = ctx.checker.get(q).ok_or("PostgreSQL ran before nvpage")?;
                     if let Some(d) = compare(ours, &pg.rows) {
                         return Err(

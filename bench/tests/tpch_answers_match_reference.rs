@@ -13,7 +13,7 @@ use nvpage_bench::tpch::load::load_all;
 use nvpage_bench::tpch::runner::builder;
 use nvpage_bench::tpch::{Medium, Query, QueryResult};
 
-const SF: f64 = 0.03;
+const SF: f64 = nvpage_bench::tpch::answers::REFERENCE_TEST_SF;
 
 fn expected(data: &tpch_reference::Data, q: Query) -> QueryResult {
     let (columns, rows) = tpch_reference::answer(data, q.number());

@@ -4,6 +4,10 @@
 //! our exact sums carry four or six).
 
 use super::postgres::round_to;
+
+/// The scale factor at which the tests check every plan against the plain-Rust reference
+/// (`bench/tests/tpch_answers_match_reference.rs`), as the report says.
+pub const REFERENCE_TEST_SF: f64 = 0.03;
 use super::queries::{Query, QueryResult};
 
 fn places(v: &str) -> usize {

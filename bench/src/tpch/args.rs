@@ -73,11 +73,19 @@ pub struct TpchArgs {
     /// Draw the query times as an SVG chart to PATH
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
-    /// Also run PostgreSQL on the same data (a throwaway server in --dir-disk, as an
-    /// unprivileged user)
+    /// Write the detailed tables (every query in every configuration) to PATH instead of
+    /// printing them after the summary
+    #[arg(long, value_name = "PATH")]
+    pub detail: Option<PathBuf>,
+    /// Also print the summary as a Markdown table (the README's)
+    #[arg(long)]
+    pub markdown: bool,
+    /// Also run PostgreSQL on the same data, on each medium (a throwaway server with its data
+    /// directory in --dir-disk and --dir-tmpfs, run as an unprivileged user)
     #[arg(long)]
     pub with_postgres: bool,
-    /// No progress bars
+    /// No progress on stderr: neither bars (on a terminal) nor a line per finished load and
+    /// configuration
     #[arg(long)]
     pub quiet: bool,
 }
@@ -140,9 +148,9 @@ pub struct Config {
     pub cold: bool,
     /// Whether warm runs are made.
     pub warm: bool,
-    /// Whether PostgreSQL runs too.
+    /// Whether PostgreSQL runs too, on each medium.
     pub with_postgres: bool,
-    /// No progress bars.
+    /// No progress on stderr.
     #[serde(skip)]
     pub quiet: bool,
 }
@@ -180,8 +188,7 @@ impl Config {
         let queries =
             if args.queries.is_empty() { Query::ALL.to_vec() } else { dedup(&args.queries) };
         let MediaDirs { dir_disk, dir_tmpfs } = args.dirs.clone();
-        // PostgreSQL's server lives in the disk directory whatever the media.
-        if media.contains(&Medium::Disk) || args.with_postgres {
+        if media.contains(&Medium::Disk) {
             check_dir(&dir_disk, "--dir-disk")?;
         }
         if media.contains(&Medium::Tmpfs) {

@@ -88,7 +88,22 @@ pub struct TpchArgs {
     /// configuration
     #[arg(long)]
     pub quiet: bool,
+    /// The reduced matrix for large scale factors, where the full one runs for hours: Q1, Q3,
+    /// Q6, Q12; pread and SE2; on disk; a pool holding a tenth of the data; cold and warm
+    #[arg(long, conflicts_with_all = ["layers", "media", "pool_fraction", "queries"])]
+    pub reduced: bool,
+    /// Run the matrix at each of these scale factors in turn, comma-separated, and end with the
+    /// scaling table: load and query time against the data's size
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_sf,
+          conflicts_with = "sf")]
+    pub scaling: Vec<f64>,
 }
+
+/// The reduced matrix's queries (`--reduced`): the two single-table scans and two joins.
+pub const REDUCED_QUERIES: [Query; 4] = [Query::Q01, Query::Q03, Query::Q06, Query::Q12];
+
+/// The reduced matrix's pool size (`--reduced`): a tenth of the data.
+pub const REDUCED_POOL_FRACTION: f64 = 0.1;
 
 fn parse_sf(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
@@ -150,6 +165,8 @@ pub struct Config {
     pub warm: bool,
     /// Whether PostgreSQL runs too, on each medium.
     pub with_postgres: bool,
+    /// Whether this is `--reduced`'s matrix.
+    pub reduced: bool,
     /// No progress on stderr.
     #[serde(skip)]
     pub quiet: bool,
@@ -176,17 +193,26 @@ fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {
 impl Config {
     /// Validates `args` (what clap cannot check alone) and fills in the defaults.
     pub fn from_args(args: &TpchArgs) -> Result<Config, BoxError> {
-        let layers = if args.layers.is_empty() { Layer::compiled() } else { dedup(&args.layers) };
-        let media = dedup(&args.media);
+        let (layers, media, pool_fractions, queries) = if args.reduced {
+            let layers: Vec<Layer> =
+                [Layer::Pread, Layer::Se2].into_iter().filter(|l| l.is_compiled()).collect();
+            if layers.is_empty() {
+                return Err("--reduced runs pread and SE2: neither is compiled in".into());
+            }
+            (layers, vec![Medium::Disk], vec![REDUCED_POOL_FRACTION], REDUCED_QUERIES.to_vec())
+        } else {
+            let layers =
+                if args.layers.is_empty() { Layer::compiled() } else { dedup(&args.layers) };
+            let queries =
+                if args.queries.is_empty() { Query::ALL.to_vec() } else { dedup(&args.queries) };
+            (layers, dedup(&args.media), dedup(&args.pool_fraction), queries)
+        };
         if media.is_empty() {
             return Err("--media needs at least one of disk, tmpfs".into());
         }
-        let pool_fractions = dedup(&args.pool_fraction);
         if pool_fractions.is_empty() {
             return Err("--pool-fraction needs at least one fraction".into());
         }
-        let queries =
-            if args.queries.is_empty() { Query::ALL.to_vec() } else { dedup(&args.queries) };
         let MediaDirs { dir_disk, dir_tmpfs } = args.dirs.clone();
         if media.contains(&Medium::Disk) {
             check_dir(&dir_disk, "--dir-disk")?;
@@ -203,7 +229,7 @@ impl Config {
             (c, w) => (c, w),
         };
         Ok(Config {
-            sf: args.sf,
+            sf: args.scaling.first().copied().unwrap_or(args.sf),
             layers,
             media,
             dir_disk,
@@ -215,6 +241,7 @@ impl Config {
             cold,
             warm,
             with_postgres: args.with_postgres,
+            reduced: args.reduced,
             quiet: args.quiet,
         })
     }

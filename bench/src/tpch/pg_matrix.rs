@@ -11,9 +11,9 @@ use std::time::Instant;
 use super::args::Medium;
 use super::output::pool_label;
 use super::postgres::{Server, compare};
-use super::runner::{Ctx, LoadRecord, RunRecord, medium_dir};
+use super::runner::{Ctx, LoadRecord, RunRecord, medium_dir, room_for_postgres};
 use crate::BoxError;
-use crate::dirs::check_medium;
+use crate::dirs::{check_medium, check_room};
 
 /// What PostgreSQL's data directory survives on `medium`.
 fn durability(version: &str, medium: Medium) -> String {
@@ -35,6 +35,8 @@ pub(super) fn run(ctx: &mut Ctx<'_>, loads: &mut Vec<LoadRecord>) -> Result<Stri
         let dir = medium_dir(cfg, medium);
         let flag = format!("--dir-{}", medium.name());
         check_medium(dir, medium == Medium::Tmpfs, &flag)?;
+        let what = format!("PostgreSQL's database at SF {}", cfg.sf);
+        check_room(dir, room_for_postgres(cfg.sf), &what, &flag)?;
         let server = Server::start(dir, 128 << 10)?;
         let durability = durability(&server.version, medium);
         let t0 = Instant::now();

@@ -18,11 +18,28 @@ use super::progress::Progress;
 use super::queries::{Query, QueryResult};
 use crate::BoxError;
 use crate::cputime::CpuTimes;
+use crate::dirs::check_room;
 use crate::machine::Machine;
 use crate::memlimit::MemoryLimit;
 
 /// The smallest pool, whatever the fraction: 64 pages of 8 KiB.
 const MIN_POOL_BYTES: u64 = 64 * 8192;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The room one nvpage database takes at scale factor `sf`, with a margin: its data file was
+/// 144 MiB at SF 0.1 (1.41 GiB per unit of SF; 1.6 counted), and its log is 64 MiB. The matrix
+/// holds one database at a time.
+pub fn room_for_database(sf: f64) -> u64 {
+    (1.6 * GIB * sf) as u64 + (64 << 20)
+}
+
+/// The room PostgreSQL's database takes at scale factor `sf`, with a margin: 145 MiB at SF 0.1
+/// without indexes (1.6 GiB per unit of SF counted), and its WAL, recycled at checkpoints
+/// (`max_wal_size` is 1 GiB; 1.5 GiB counted).
+pub fn room_for_postgres(sf: f64) -> u64 {
+    (1.6 * GIB * sf) as u64 + (3 << 29)
+}
 
 /// One measured run of one query in one configuration: a line of the JSON's `runs`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -396,6 +413,12 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
         for &layer in &cfg.layers {
             let dir = base.path().join(layer.name());
             let what = format!("{layer}/{}", medium.name());
+            check_room(
+                base.path(),
+                room_for_database(cfg.sf),
+                &format!("an nvpage database at SF {}", cfg.sf),
+                &format!("--dir-{}", medium.name()),
+            )?;
             let pb = ctx.progress.load_bar(load::estimated_rows(cfg.sf), &what);
             let (rec, _) = load_database(&dir, layer, medium, cfg.sf, &pb)?;
             ctx.progress.clear_bar();
@@ -420,6 +443,13 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
     }
     if cfg.with_postgres {
         notes.push(pg_matrix::run(&mut ctx, &mut loads)?);
+    }
+    if cfg.reduced {
+        notes.push(format!(
+            "the reduced matrix (--reduced), for large scale factors: queries {}; pread and SE2; \
+             disk; a pool holding a tenth of the data",
+            cfg.queries.iter().map(|q| q.name()).collect::<Vec<_>>().join(", ")
+        ));
     }
     let results = ctx.checker.answers();
     let data_bytes = loads.iter().map(|l| l.data_bytes).max().unwrap_or(0);

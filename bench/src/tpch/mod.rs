@@ -148,7 +148,7 @@ pub fn check_answers(report: &Report) -> Result<String, BoxError> {
         for r in &report.results {
             let q = Query::parse(&r.query).ok_or("unknown query in the results")?;
             let ours = QueryResult { columns: r.columns.clone(), rows: r.rows.clone() };
-            match answers::check_sf1(q, &ours) {
+            match answers::check_sf1_counted(q, &ours) {
                 Ok(n) => within += n,
                 Err(d) => bad.push(format!("{q}: {d}")),
             }

@@ -301,9 +301,10 @@ pub fn loads_line(loads: &[LoadRecord]) -> String {
     let (s0, s1) = range(&|l| l.seconds);
     let (r0, r1) = range(&|l| l.rows_per_s);
     format!(
-        "{} databases of {} rows, each loaded in {s0:.1}–{s1:.1} s ({:.0}–{:.0} k rows/s, \
+        "{} database{} of {} rows, each loaded in {s0:.1}–{s1:.1} s ({:.0}–{:.0} k rows/s, \
          generation included), data file {:.0} MiB",
         ours.len(),
+        if ours.len() == 1 { "" } else { "s" },
         first.rows,
         r0 / 1e3,
         r1 / 1e3,

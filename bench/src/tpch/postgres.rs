@@ -1,11 +1,11 @@
 //! `--with-postgres`: the same data and queries on a throwaway PostgreSQL server, side by side.
 //!
-//! The server is our own: `initdb` into a temporary directory, listening on a Unix socket in that
-//! directory only (`listen_addresses = ''`), run as an unprivileged user (`postgres` if it exists,
+//! The server is our own: `initdb` into a temporary directory (on the disk or on tmpfs: one
+//! server per medium, see `pg_matrix`), listening on a Unix socket in that directory only (`listen_addresses = ''`), run as an unprivileged user (`postgres` if it exists,
 //! else `nobody`) when we are root, since the server refuses root; stopped when dropped. A server
 //! the user already runs is never touched. Each query runs with `max_parallel_workers_per_gather`
 //! 0 (one worker, `postgres-1w`) and with PostgreSQL's default (`postgres`), cold (server
-//! restarted, its files evicted from the OS cache) and warm, with `shared_buffers` set to the
+//! restarted, and on disk its files evicted from the OS cache) and warm, with `shared_buffers` set to the
 //! same fraction of the data as nvpage's pool. Its answers must equal ours (after rounding its
 //! longer averages and ratios to our places, and trimming `char(n)` padding).
 //!

@@ -83,7 +83,7 @@ impl Progress {
     }
 
     /// A bar for a load of about `rows` rows (hidden when quiet or not on a terminal), showing
-    /// the rows so far and, after [`RATE_AFTER`], the rate.
+    /// the rows so far and, after its first second, the rate.
     pub fn load_bar(&mut self, rows: u64, prefix: &str) -> ProgressBar {
         self.bar = self.new_bar(
             rows,

@@ -69,6 +69,31 @@ pub fn check_dir(dir: &Path, flag: &str) -> Result<(), BoxError> {
         .into())
 }
 
+/// The bytes an unprivileged user may still write in `dir`'s file system (`statvfs`).
+pub fn free_bytes(dir: &Path) -> Result<u64, BoxError> {
+    let st =
+        nix::sys::statvfs::statvfs(dir).map_err(|e| format!("{}: statvfs: {e}", dir.display()))?;
+    Ok(st.blocks_available() * st.fragment_size())
+}
+
+/// Fails, before anything is written, unless `dir` has room for `need_bytes` (`what` says for
+/// what, in the message).
+pub fn check_room(dir: &Path, need_bytes: u64, what: &str, flag: &str) -> Result<(), BoxError> {
+    let free = free_bytes(dir)?;
+    if free < need_bytes {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        return Err(format!(
+            "{} has {:.1} GiB free, and {what} needs about {:.1} GiB: free some space or choose \
+             another directory with {flag}",
+            dir.display(),
+            gib(free),
+            gib(need_bytes)
+        )
+        .into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -97,5 +122,17 @@ mod tests {
     fn a_missing_directory_names_itself_and_the_option() {
         let e = check_dir(Path::new("/no/such/nvpage"), "--dir-disk").unwrap_err().to_string();
         assert!(e.contains("/no/such/nvpage") && e.contains("--dir-disk"), "{e}");
+    }
+
+    #[test]
+    fn room_is_checked_and_a_shortfall_names_the_directory_and_the_option() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(free_bytes(dir.path()).unwrap() > 0);
+        check_room(dir.path(), 1, "a byte", "--dir-disk").unwrap();
+        let err = check_room(dir.path(), u64::MAX, "an nvpage database", "--dir-disk")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&dir.path().display().to_string()), "{err}");
+        assert!(err.contains("an nvpage database") && err.contains("--dir-disk"), "{err}");
     }
 }

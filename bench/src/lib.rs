@@ -6,9 +6,9 @@
 //! - [`storage`]: the file layers against each other and against the machine (issue 2).
 //! - [`tpch`]: the TPC-H query-time comparison across layers, media, pool sizes, cold and warm
 //!   (issue 6).
-//! - [`cputime`], [`dirs`], [`machine`], [`memory`], [`report`], [`stats`]: what every benchmark
-//!   shares — CPU time, the disk and tmpfs directories, machine facts, memory baselines, tables
-//!   and JSON, medians.
+//! - [`cputime`], [`dirs`], [`machine`], [`memlimit`], [`memory`], [`report`], [`stats`]: what
+//!   every benchmark shares — CPU time, the disk and tmpfs directories, machine facts, the
+//!   memory limit in force, memory baselines, tables and JSON, medians.
 //!
 //! What it is not: a test suite. Nothing here asserts on a time.
 
@@ -19,6 +19,7 @@ pub mod dirs;
 pub mod engine;
 pub mod log;
 pub mod machine;
+pub mod memlimit;
 pub mod memory;
 pub mod report;
 pub mod stats;

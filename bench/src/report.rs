@@ -65,9 +65,9 @@ pub struct Sample {
     pub unit: Unit,
     /// Wall time of the measured interval.
     pub wall_ms: f64,
-    /// User CPU time of the interval (10 ms resolution, see `cputime`).
+    /// User CPU time of the interval (microseconds from `getrusage`, see `cputime`).
     pub user_ms: f64,
-    /// System CPU time of the interval (10 ms resolution).
+    /// System CPU time of the interval (as `user_ms`).
     pub sys_ms: f64,
     /// Operations (pages) in the interval.
     pub ops: u64,
@@ -94,16 +94,17 @@ pub struct Row {
     /// How many samples.
     pub samples: usize,
     /// System share of CPU time, `sys / (user + sys)`, pooled over samples; `None` when fewer
-    /// than [`MIN_SHARE_TICKS`] ticks fell in the intervals (too short to split).
+    /// than [`MIN_SHARE_CPU_US`] of CPU time fell in the intervals (too short to split).
     pub sys_cpu_share: Option<f64>,
     /// For throughputs: the median of each sample's ratio to the memory read bandwidth measured
     /// right before it, or else the median over the median of all `mem-read` samples.
     pub of_mem_read: Option<f64>,
 }
 
-/// The fewest clock ticks (10 ms each) a row's intervals must hold for its system-CPU share to be
-/// shown: below that the kernel's per-tick sampling makes the split meaningless.
-pub const MIN_SHARE_TICKS: u64 = 10;
+/// The least CPU time, in microseconds, a row's intervals must hold for its system-CPU share to
+/// be shown: the kernel splits CPU time between user and system in the proportion its per-tick
+/// (10 ms) samples saw, so below ten ticks the split is meaningless.
+pub const MIN_SHARE_CPU_US: u64 = 10 * crate::cputime::US_PER_TICK;
 
 /// Groups samples into rows, in the order subjects first appear.
 pub fn summarize_rows(samples: &[Sample]) -> Vec<Row> {
@@ -119,8 +120,8 @@ pub fn summarize_rows(samples: &[Sample]) -> Vec<Row> {
             let mine: Vec<&Sample> = samples.iter().filter(|s| &s.subject == subject).collect();
             let values: Vec<f64> = mine.iter().map(|s| s.value).collect();
             let sum = summarize(&values)?;
-            let user: u64 = mine.iter().map(|s| s.cpu.user_ticks).sum();
-            let sys: u64 = mine.iter().map(|s| s.cpu.sys_ticks).sum();
+            let user: u64 = mine.iter().map(|s| s.cpu.user_us).sum();
+            let sys: u64 = mine.iter().map(|s| s.cpu.sys_us).sum();
             let ratios: Option<Vec<f64>> = mine.iter().map(|s| s.of_mem_read).collect();
             Some(Row {
                 subject: subject.clone(),
@@ -129,7 +130,7 @@ pub fn summarize_rows(samples: &[Sample]) -> Vec<Row> {
                 min: sum.min,
                 max: sum.max,
                 samples: mine.len(),
-                sys_cpu_share: sys_share(user, sys).filter(|_| user + sys >= MIN_SHARE_TICKS),
+                sys_cpu_share: sys_share(user, sys).filter(|_| user + sys >= MIN_SHARE_CPU_US),
                 of_mem_read: ratios.and_then(|r| summarize(&r)).map(|s| s.median),
             })
         })
@@ -238,7 +239,7 @@ mod tests {
             sys_ms: 0.0,
             ops: 1,
             of_mem_read: None,
-            cpu: CpuTimes { user_ticks: user, sys_ticks: sys },
+            cpu: CpuTimes::from_ticks(user, sys),
         }
     }
 

@@ -61,6 +61,26 @@ fn lists_and_passes_parse() {
 }
 
 #[test]
+fn reduced_is_the_documented_small_matrix() {
+    let cfg = Config::from_args(&parse(&["--reduced", "--sf", "10"]).unwrap()).unwrap();
+    assert!(cfg.reduced);
+    assert_eq!(cfg.sf, 10.0);
+    assert_eq!(cfg.queries, vec![Query::Q01, Query::Q03, Query::Q06, Query::Q12]);
+    let want: Vec<nvpage::Layer> = [nvpage::Layer::Pread, nvpage::Layer::Se2]
+        .into_iter()
+        .filter(|l| l.is_compiled())
+        .collect();
+    assert_eq!(cfg.layers, want);
+    assert_eq!(cfg.media, vec![Medium::Disk]);
+    assert_eq!(cfg.pool_fractions, vec![0.1]);
+    assert!(cfg.cold && cfg.warm);
+    // Scaling takes a list, and its first scale factor is the configuration's.
+    let a = parse(&["--scaling", "0.1,1,3,10", "--reduced"]).unwrap();
+    assert_eq!(a.scaling, vec![0.1, 1.0, 3.0, 10.0]);
+    assert_eq!(Config::from_args(&a).unwrap().sf, 0.1);
+}
+
+#[test]
 fn bad_values_are_clear_errors() {
     let cases: &[(&[&str], &str)] = &[
         (&["--sf", "0"], "scale factor"),
@@ -74,9 +94,13 @@ fn bad_values_are_clear_errors() {
         (&["--pool-fraction", "x"], "\"x\" is not a number"),
         (&["--runs", "0"], "--runs"),
         (&["--threads", "0"], "--threads"),
-        (&["--queries", "q2"], "unknown or unimplemented query \"q2\""),
+        (&["--queries", "q23"], "unknown query \"q23\""),
         (&["--queries", "q1,,q6"], "query"),
         (&["--cold", "--warm"], "cannot be used with"),
+        (&["--reduced", "--layers", "se1"], "cannot be used with"),
+        (&["--reduced", "--queries", "q2"], "cannot be used with"),
+        (&["--scaling", "0.1,1", "--sf", "1"], "cannot be used with"),
+        (&["--scaling", "0.1,0"], "scale factor"),
         (&["--bogus"], "--bogus"),
     ];
     for (args, want) in cases {

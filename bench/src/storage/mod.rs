@@ -336,7 +336,7 @@ fn standard_notes(cfg: &Config) -> Vec<String> {
     vec![
         format!(
             "GB = 10^9 bytes. Median over {} runs, min–max across runs; sys CPU = sys/(user+sys) \
-             from /proc/self/stat (10 ms ticks), pooled over runs.",
+             from getrusage (microseconds), pooled over runs.",
             cfg.runs
         ),
         format!(

@@ -58,7 +58,7 @@ pub struct TpchArgs {
     /// Scan worker threads [default: every core]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
-    /// Queries, comma-separated (q1, q06, 19, ...) [default: every implemented query]
+    /// Queries, comma-separated (q1, q06, 19, ...) [default: all 22]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_query)]
     pub queries: Vec<Query>,
     /// Cold runs only (empty pool, fresh mappings, the file evicted from the OS cache)
@@ -73,14 +73,37 @@ pub struct TpchArgs {
     /// Draw the query times as an SVG chart to PATH
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
-    /// Also run PostgreSQL on the same data (a throwaway server in --dir-disk, as an
-    /// unprivileged user)
+    /// Write the detailed tables (every query in every configuration) to PATH instead of
+    /// printing them after the summary
+    #[arg(long, value_name = "PATH")]
+    pub detail: Option<PathBuf>,
+    /// Also print the summary as a Markdown table (the README's)
+    #[arg(long)]
+    pub markdown: bool,
+    /// Also run PostgreSQL on the same data, on each medium (a throwaway server with its data
+    /// directory in --dir-disk and --dir-tmpfs, run as an unprivileged user)
     #[arg(long)]
     pub with_postgres: bool,
-    /// No progress bars
+    /// No progress on stderr: neither bars (on a terminal) nor a line per finished load and
+    /// configuration
     #[arg(long)]
     pub quiet: bool,
+    /// The reduced matrix for large scale factors, where the full one runs for hours: Q1, Q3,
+    /// Q6, Q12; pread and SE2; on disk; a pool holding a tenth of the data; cold and warm
+    #[arg(long, conflicts_with_all = ["layers", "media", "pool_fraction", "queries"])]
+    pub reduced: bool,
+    /// Run the matrix at each of these scale factors in turn, comma-separated, and end with the
+    /// scaling table: load and query time against the data's size
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_sf,
+          conflicts_with = "sf")]
+    pub scaling: Vec<f64>,
 }
+
+/// The reduced matrix's queries (`--reduced`): the two single-table scans and two joins.
+pub const REDUCED_QUERIES: [Query; 4] = [Query::Q01, Query::Q03, Query::Q06, Query::Q12];
+
+/// The reduced matrix's pool size (`--reduced`): a tenth of the data.
+pub const REDUCED_POOL_FRACTION: f64 = 0.1;
 
 fn parse_sf(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
@@ -109,7 +132,7 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
 fn parse_query(s: &str) -> Result<Query, String> {
     Query::parse(s).ok_or_else(|| {
         let names: Vec<String> = Query::ALL.iter().map(|q| q.name()).collect();
-        format!("unknown or unimplemented query {s:?}: expected one of {}", names.join(", "))
+        format!("unknown query {s:?}: expected one of {}", names.join(", "))
     })
 }
 
@@ -140,9 +163,11 @@ pub struct Config {
     pub cold: bool,
     /// Whether warm runs are made.
     pub warm: bool,
-    /// Whether PostgreSQL runs too.
+    /// Whether PostgreSQL runs too, on each medium.
     pub with_postgres: bool,
-    /// No progress bars.
+    /// Whether this is `--reduced`'s matrix.
+    pub reduced: bool,
+    /// No progress on stderr.
     #[serde(skip)]
     pub quiet: bool,
 }
@@ -168,20 +193,28 @@ fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {
 impl Config {
     /// Validates `args` (what clap cannot check alone) and fills in the defaults.
     pub fn from_args(args: &TpchArgs) -> Result<Config, BoxError> {
-        let layers = if args.layers.is_empty() { Layer::compiled() } else { dedup(&args.layers) };
-        let media = dedup(&args.media);
+        let (layers, media, pool_fractions, queries) = if args.reduced {
+            let layers: Vec<Layer> =
+                [Layer::Pread, Layer::Se2].into_iter().filter(|l| l.is_compiled()).collect();
+            if layers.is_empty() {
+                return Err("--reduced runs pread and SE2: neither is compiled in".into());
+            }
+            (layers, vec![Medium::Disk], vec![REDUCED_POOL_FRACTION], REDUCED_QUERIES.to_vec())
+        } else {
+            let layers =
+                if args.layers.is_empty() { Layer::compiled() } else { dedup(&args.layers) };
+            let queries =
+                if args.queries.is_empty() { Query::ALL.to_vec() } else { dedup(&args.queries) };
+            (layers, dedup(&args.media), dedup(&args.pool_fraction), queries)
+        };
         if media.is_empty() {
             return Err("--media needs at least one of disk, tmpfs".into());
         }
-        let pool_fractions = dedup(&args.pool_fraction);
         if pool_fractions.is_empty() {
             return Err("--pool-fraction needs at least one fraction".into());
         }
-        let queries =
-            if args.queries.is_empty() { Query::ALL.to_vec() } else { dedup(&args.queries) };
         let MediaDirs { dir_disk, dir_tmpfs } = args.dirs.clone();
-        // PostgreSQL's server lives in the disk directory whatever the media.
-        if media.contains(&Medium::Disk) || args.with_postgres {
+        if media.contains(&Medium::Disk) {
             check_dir(&dir_disk, "--dir-disk")?;
         }
         if media.contains(&Medium::Tmpfs) {
@@ -196,7 +229,7 @@ impl Config {
             (c, w) => (c, w),
         };
         Ok(Config {
-            sf: args.sf,
+            sf: args.scaling.first().copied().unwrap_or(args.sf),
             layers,
             media,
             dir_disk,
@@ -208,6 +241,7 @@ impl Config {
             cold,
             warm,
             with_postgres: args.with_postgres,
+            reduced: args.reduced,
             quiet: args.quiet,
         })
     }

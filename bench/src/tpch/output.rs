@@ -1,11 +1,17 @@
-//! What the terminal shows: the loads, one line per query and configuration (median and range
-//! over runs, CPU split, pages), and the comparison with pread per medium, as the paper reports
-//! it.
+//! What the report prints: first the summary ([`super::summary`], the paper's table) with the
+//! lines a reader needs to trust it — what the answers were checked against, the loads, the
+//! memory floor, the durability of every file, the notes —; then the detailed tables (or into a
+//! file, `--detail`): the loads, one line per query and configuration (median and range over
+//! runs, CPU split, pages), and each query's time relative to pread's. Every column names its
+//! unit.
+
+use std::io::{self, Write};
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use super::runner::{LoadRecord, Report, RunRecord};
+use super::summary;
 use crate::cputime::sys_share;
 use crate::stats::summarize;
 
@@ -42,7 +48,8 @@ pub struct Line {
     pub bytes_copied: f64,
 }
 
-fn layer_rank(l: &str) -> usize {
+/// The order layers are shown in: nvpage's, then PostgreSQL's.
+pub fn layer_rank(l: &str) -> usize {
     ["pread", "se1", "se2", "postgres", "postgres-1w"].iter().position(|x| *x == l).unwrap_or(9)
 }
 
@@ -90,8 +97,9 @@ pub fn lines(runs: &[RunRecord]) -> Vec<Line> {
                 summarize(&mine.iter().map(|r| f(r)).collect::<Vec<_>>()).map_or(0.0, |s| s.median)
             };
             let wall = summarize(&mine.iter().map(|r| r.wall_ms).collect::<Vec<_>>())?;
-            let user: f64 = mine.iter().map(|r| r.user_ms).sum();
-            let sys: f64 = mine.iter().map(|r| r.sys_ms).sum();
+            // Summed in microseconds, the unit they were measured in.
+            let user: f64 = mine.iter().map(|r| r.user_ms * 1e3).sum();
+            let sys: f64 = mine.iter().map(|r| r.sys_ms * 1e3).sum();
             Some(Line {
                 median_ms: wall.median,
                 min_ms: wall.min,
@@ -128,6 +136,12 @@ pub fn medium_label(m: &str) -> String {
     if m == "tmpfs" { "tmpfs (emulated NVM)".into() } else { m.into() }
 }
 
+/// A pool fraction as the tables show it: the share of the data the pool holds.
+pub fn pool_label(f: f64) -> String {
+    let p = f * 100.0;
+    if (p - p.round()).abs() < 1e-9 { format!("{p:.0}%") } else { format!("{p}%") }
+}
+
 fn ms(v: f64) -> String {
     if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.1}") }
 }
@@ -138,7 +152,7 @@ pub fn load_table(loads: &[LoadRecord]) -> Table {
         "layer",
         "medium",
         "rows",
-        "seconds",
+        "load s",
         "rows/s",
         "user s",
         "sys s",
@@ -165,7 +179,7 @@ pub fn load_table(loads: &[LoadRecord]) -> Table {
 pub fn query_table(lines: &[Line]) -> Table {
     let mut t = new_table(&[
         "medium",
-        "pool",
+        "pool holds",
         "pass",
         "query",
         "layer",
@@ -173,9 +187,9 @@ pub fn query_table(lines: &[Line]) -> Table {
         "min–max ms",
         "user ms",
         "sys ms",
-        "sys CPU",
+        "sys CPU %",
         "pages read",
-        "redirected",
+        "redirected pages",
         "copied MiB",
     ]);
     for l in lines {
@@ -183,7 +197,7 @@ pub fn query_table(lines: &[Line]) -> Table {
         let counted = |v: String| if l.layer.starts_with("postgres") { "-".into() } else { v };
         t.add_row(vec![
             Cell::new(medium_label(&l.medium)),
-            right(format!("{}", l.pool_fraction)),
+            right(pool_label(l.pool_fraction)),
             Cell::new(if l.cold { "cold" } else { "warm" }),
             Cell::new(&l.query),
             Cell::new(&l.layer),
@@ -201,7 +215,8 @@ pub fn query_table(lines: &[Line]) -> Table {
 }
 
 /// Per medium, pool and pass: each layer's median time as a percentage of pread's, per query
-/// and on average (the paper's comparison of SE1 and SE2 with the unmodified file layer).
+/// and as the geometric mean over the queries (the paper's comparison of SE1 and SE2 with the
+/// unmodified file layer).
 pub fn comparison_table(lines: &[Line]) -> Table {
     let mut layers: Vec<String> = Vec::new();
     for l in lines {
@@ -210,9 +225,11 @@ pub fn comparison_table(lines: &[Line]) -> Table {
         }
     }
     layers.sort_by_key(|l| layer_rank(l));
-    let mut header: Vec<String> =
-        ["medium", "pool", "pass", "query", "pread ms"].iter().map(|s| s.to_string()).collect();
-    header.extend(layers.iter().map(|l| format!("{l} / pread")));
+    let mut header: Vec<String> = ["medium", "pool holds", "pass", "query", "pread median ms"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(layers.iter().map(|l| format!("{l} / pread %")));
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
     t.set_header(header);
@@ -234,7 +251,7 @@ pub fn comparison_table(lines: &[Line]) -> Table {
         let row = |query: String, base: String, cells: Vec<String>| {
             let mut r = vec![
                 Cell::new(medium_label(&medium)),
-                right(format!("{pool}")),
+                right(pool_label(pool)),
                 Cell::new(if cold { "cold" } else { "warm" }),
                 Cell::new(query),
                 right(base),
@@ -261,46 +278,82 @@ pub fn comparison_table(lines: &[Line]) -> Table {
         let cells = ratios
             .iter()
             .map(|r| {
-                if r.is_empty() {
-                    "-".into()
-                } else {
-                    let mean = r.iter().sum::<f64>() / r.len() as f64;
+                summary::geo_mean(r).map_or("-".into(), |mean| {
                     format!("{:.0}% ({:+.1}%)", mean * 100.0, (mean - 1.0) * 100.0)
-                }
+                })
             })
             .collect();
-        t.add_row(row("mean".into(), String::new(), cells));
+        t.add_row(row("geo. mean".into(), String::new(), cells));
     }
     t
 }
 
-/// Prints the whole report.
-pub fn print(report: &Report) {
-    println!("{}", report.machine.summary());
+/// The loads in one line: rows, time and rate per database, the data file's size.
+pub fn loads_line(loads: &[LoadRecord]) -> String {
+    let ours: Vec<&LoadRecord> =
+        loads.iter().filter(|l| !l.layer.starts_with("postgres")).collect();
+    let range = |f: &dyn Fn(&LoadRecord) -> f64| {
+        let v: Vec<f64> = ours.iter().map(|l| f(l)).collect();
+        let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        (lo, hi)
+    };
+    let Some(first) = ours.first() else { return "no nvpage database loaded".into() };
+    let (s0, s1) = range(&|l| l.seconds);
+    let (r0, r1) = range(&|l| l.rows_per_s);
+    format!(
+        "{} database{} of {} rows, each loaded in {s0:.1}–{s1:.1} s ({:.0}–{:.0} k rows/s, \
+         generation included), data file {:.0} MiB",
+        ours.len(),
+        if ours.len() == 1 { "" } else { "s" },
+        first.rows,
+        r0 / 1e3,
+        r1 / 1e3,
+        first.data_bytes as f64 / (1 << 20) as f64
+    )
+}
+
+/// The memory floor: one warm pass over lineitem's heap at the machine's memory bandwidth.
+pub fn floor_line(report: &Report) -> Option<String> {
     let c = &report.config.options;
-    println!(
-        "TPC-H SF {}, {} scan threads, {} runs per configuration, queries {}",
-        c.sf,
-        c.threads,
-        c.runs,
-        report.results.iter().map(|r| r.query.as_str()).collect::<Vec<_>>().join(" ")
-    );
-    println!("\nLoading (generation included):\n{}", load_table(&report.config.loads));
     let gbps = report.config.mem_read_gb_per_s;
-    if let Some(li) = report.config.loads.first().and_then(|l| l.table_bytes.get("lineitem")) {
-        let floor_ms = *li as f64 / (gbps * 1e9 * c.threads as f64) * 1e3;
-        println!(
-            "\nMemory read bandwidth, one thread: {gbps:.1} GB/s. The lineitem heap is {:.0} MiB: \
-             one pass over it on {} threads at that rate takes {floor_ms:.1} ms, the floor under \
-             a warm Q1 or Q6.",
-            *li as f64 / (1 << 20) as f64,
-            c.threads
-        );
+    let li = report.config.loads.first()?.table_bytes.get("lineitem")?;
+    let floor_ms = *li as f64 / (gbps * 1e9 * c.threads as f64) * 1e3;
+    Some(format!(
+        "Memory read bandwidth, one thread: {gbps:.1} GB/s. The lineitem heap is {:.0} MiB: one \
+         pass over it on {} threads at that rate takes {floor_ms:.1} ms, the floor under a warm \
+         Q1 or Q6.",
+        *li as f64 / (1 << 20) as f64,
+        c.threads
+    ))
+}
+
+/// Writes the summary: configuration, the answers' check, the paper's table, durability, notes.
+pub fn write_summary(report: &Report, checked: &str, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{}", report.machine.summary())?;
+    let c = &report.config.options;
+    writeln!(
+        out,
+        "TPC-H SF {}, {} queries ({}), {} scan threads, runs per configuration: {}",
+        c.sf,
+        report.results.len(),
+        report.results.iter().map(|r| r.query.as_str()).collect::<Vec<_>>().join(" "),
+        c.threads,
+        c.runs
+    )?;
+    writeln!(out, "{checked}")?;
+    writeln!(out, "Loads: {}.", loads_line(&report.config.loads))?;
+    if let Some(floor) = floor_line(report) {
+        writeln!(out, "{floor}")?;
+    }
+    for m in &report.config.memory {
+        writeln!(out, "{m}")?;
     }
     let lines = lines(&report.runs);
-    println!("\nQuery times:\n{}", query_table(&lines));
-    println!("\nEach layer relative to pread (median wall time; below 100% is faster):");
-    println!("{}", comparison_table(&lines));
+    let rows = summary::summarize(&lines, &report.runs);
+    writeln!(out, "\n{}", summary::times_legend(report.results.len()))?;
+    writeln!(out, "{}", summary::times_table(&rows))?;
+    writeln!(out, "{}", summary::SYS_LEGEND)?;
+    writeln!(out, "{}", summary::sys_table(&rows))?;
     let mut durabilities: Vec<(String, String, String)> = Vec::new();
     for r in &report.runs {
         let d = (r.layer.clone(), r.medium.clone(), r.durability.clone());
@@ -308,12 +361,28 @@ pub fn print(report: &Report) {
             durabilities.push(d);
         }
     }
-    println!("\nDurability of the data files:");
+    writeln!(out, "\nDurability of the data files:")?;
     for (layer, medium, d) in durabilities {
-        println!("  {layer}/{}: {d}", medium_label(&medium));
+        writeln!(out, "  {layer}/{}: {d}", medium_label(&medium))?;
     }
-    println!("\nNotes:");
+    writeln!(out, "\nNotes:")?;
     for n in &report.config.notes {
-        println!("  - {n}");
+        writeln!(out, "  - {n}")?;
     }
+    Ok(())
+}
+
+/// Writes the detailed tables: loads, every query in every configuration, each query relative
+/// to pread.
+pub fn write_detail(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "Loading (generation included):\n{}", load_table(&report.config.loads))?;
+    let lines = lines(&report.runs);
+    writeln!(out, "\nQuery times (medians over runs):\n{}", query_table(&lines))?;
+    writeln!(
+        out,
+        "\nEach query relative to pread (median wall time; below 100% is faster; the last line \
+         of each group is the geometric mean over its queries):"
+    )?;
+    writeln!(out, "{}", comparison_table(&lines))?;
+    Ok(())
 }

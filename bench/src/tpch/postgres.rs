@@ -1,11 +1,11 @@
 //! `--with-postgres`: the same data and queries on a throwaway PostgreSQL server, side by side.
 //!
-//! The server is our own: `initdb` into a temporary directory, listening on a Unix socket in that
-//! directory only (`listen_addresses = ''`), run as an unprivileged user (`postgres` if it exists,
+//! The server is our own: `initdb` into a temporary directory (on the disk or on tmpfs: one
+//! server per medium, see `pg_matrix`), listening on a Unix socket in that directory only (`listen_addresses = ''`), run as an unprivileged user (`postgres` if it exists,
 //! else `nobody`) when we are root, since the server refuses root; stopped when dropped. A server
 //! the user already runs is never touched. Each query runs with `max_parallel_workers_per_gather`
 //! 0 (one worker, `postgres-1w`) and with PostgreSQL's default (`postgres`), cold (server
-//! restarted, its files evicted from the OS cache) and warm, with `shared_buffers` set to the
+//! restarted, and on disk its files evicted from the OS cache) and warm, with `shared_buffers` set to the
 //! same fraction of the data as nvpage's pool. Its answers must equal ours (after rounding its
 //! longer averages and ratios to our places, and trimming `char(n)` padding).
 //!
@@ -30,7 +30,7 @@ use std::fmt::Write as _;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tpchgen::generators::{
@@ -225,19 +225,14 @@ impl Server {
         pid.ok_or_else(|| format!("{}: no pid on its first line", path.display()).into())
     }
 
-    /// Generates the tables as `|`-separated text and loads them with `\copy`, then
-    /// `VACUUM ANALYZE`.
-    /// Returns the rows loaded and the database's size in bytes.
+    /// Generates the tables as `|`-separated text and streams them into `\copy` through psql's
+    /// standard input (no file: memory and disk stay bounded whatever the scale factor), then
+    /// `VACUUM ANALYZE`. Returns the rows loaded and the database's size in bytes.
     pub fn load(&self, sf: f64) -> Result<(u64, u64), BoxError> {
         self.psql_file(pg_sql::SCHEMA)?;
         let mut rows = 0;
         for t in TABLES {
-            let path = self.dir.path().join(format!("{t}.tbl"));
-            rows += write_tbl(t, sf, &path)?;
-            self.give_away(&path)?;
-            let script = format!("\\copy {t} from '{}' with (delimiter '|')", path.display());
-            self.psql_file(&script)?;
-            std::fs::remove_file(&path)?;
+            rows += self.copy_in(t, sf)?;
         }
         // What autovacuum, which is off, would have done: hint bits set and statistics taken
         // now, not by the first queries.
@@ -246,10 +241,35 @@ impl Server {
         Ok((rows, size))
     }
 
-    /// Runs query `q` with at most `workers` parallel workers per gather, measured as
-    /// [`Server::run_measured`] says.
-    pub fn query(&self, q: Query, workers: Option<u32>) -> Result<PgRun, BoxError> {
-        self.run_measured(pg_sql::query(q), workers)
+    /// Streams table `t` at scale factor `sf` into the server; returns the rows sent.
+    fn copy_in(&self, t: &str, sf: f64) -> Result<u64, BoxError> {
+        let mut c = self.cmd("psql");
+        c.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", "bench"]);
+        c.args(["-d", "postgres", "-p", &PORT.to_string(), "-h"]).arg(self.dir.path());
+        c.args(["-c", &format!("\\copy {t} from pstdin with (delimiter '|')")]);
+        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = c.spawn().map_err(|e| format!("psql: {e}"))?;
+        let stdin = child.stdin.take().ok_or("psql: no standard input")?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, stdin);
+        // A write fails if psql stopped reading (it failed): its own message says why.
+        let sent = write_tbl(t, sf, &mut w).and_then(|n| w.flush().map(|()| n).map_err(Into::into));
+        drop(w);
+        let out = child.wait_with_output().map_err(|e| format!("psql: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "loading {t} with psql failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into());
+        }
+        sent
+    }
+
+    /// Runs query `q` (on data of scale factor `sf`) with at most `workers` parallel workers per
+    /// gather, measured as [`Server::run_measured`] says.
+    pub fn query(&self, q: Query, sf: f64, workers: Option<u32>) -> Result<PgRun, BoxError> {
+        self.run_measured(&pg_sql::query(q, sf), workers)
     }
 
     /// Runs one statement `sql` (no trailing `;`) in a session of its own, with at most
@@ -385,9 +405,8 @@ impl Drop for Server {
     }
 }
 
-/// Writes table `t` in the `tbl` format without the trailing `|`; returns the row count.
-fn write_tbl(t: &str, sf: f64, path: &Path) -> Result<u64, BoxError> {
-    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+/// Writes table `t` in the `tbl` format without the trailing `|` to `w`; returns the row count.
+fn write_tbl(t: &str, sf: f64, w: &mut impl std::io::Write) -> Result<u64, BoxError> {
     let mut n = 0u64;
     let mut line = String::new();
     let mut put = |row: &dyn std::fmt::Display| -> std::io::Result<()> {
@@ -408,7 +427,6 @@ fn write_tbl(t: &str, sf: f64, path: &Path) -> Result<u64, BoxError> {
         "lineitem" => LineItemGenerator::new(sf, 1, 1).iter().try_for_each(|r| put(&r))?,
         other => return Err(format!("unknown table {other}").into()),
     }
-    w.flush()?;
     Ok(n)
 }
 
@@ -506,8 +524,8 @@ mod tests {
         let pm = "7 (postgres) S 1 7 7 0 -1 4194560 99 0 0 0 2 1 500 60 20 0 1 0 3";
         let p = Probe::parse(&format!("{PROBE_TAG}|77|{backend}|{pm}")).unwrap();
         assert_eq!(p.backend_pid, 77);
-        assert_eq!(p.backend, CpuTimes { user_ticks: 31, sys_ticks: 4 });
-        assert_eq!(p.postmaster, CpuTimes { user_ticks: 502, sys_ticks: 61 });
+        assert_eq!(p.backend, CpuTimes::from_ticks(31, 4));
+        assert_eq!(p.postmaster, CpuTimes::from_ticks(502, 61));
         assert!(Probe::parse("1|2|3").is_err());
         assert!(Probe::parse(&format!("{PROBE_TAG}|77|{backend}|")).is_err());
     }

@@ -4,22 +4,42 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use nvpage::{Builder, DATA_FILE, Database, Layer, PersistRequest, ReadOps};
 use serde::{Deserialize, Serialize};
 
 use super::args::{Config, Medium};
 use super::load::{self, TableLoad};
+use super::output::pool_label;
+use super::pg_matrix;
+use super::progress::Progress;
 use super::queries::{Query, QueryResult};
 use crate::BoxError;
 use crate::cputime::CpuTimes;
-use crate::dirs::check_medium;
+use crate::dirs::check_room;
 use crate::machine::Machine;
+use crate::memlimit::MemoryLimit;
 
 /// The smallest pool, whatever the fraction: 64 pages of 8 KiB.
 const MIN_POOL_BYTES: u64 = 64 * 8192;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The room one nvpage database takes at scale factor `sf`, with a margin: its data file was
+/// 144 MiB at SF 0.1 (1.41 GiB per unit of SF; 1.6 counted), and its log is 64 MiB. The matrix
+/// holds one database at a time.
+pub fn room_for_database(sf: f64) -> u64 {
+    (1.6 * GIB * sf) as u64 + (64 << 20)
+}
+
+/// The room PostgreSQL's database takes at scale factor `sf`, with a margin: 145 MiB at SF 0.1
+/// without indexes (1.6 GiB per unit of SF counted), and its WAL, recycled at checkpoints
+/// (`max_wal_size` is 1 GiB; 1.5 GiB counted).
+pub fn room_for_postgres(sf: f64) -> u64 {
+    (1.6 * GIB * sf) as u64 + (3 << 29)
+}
 
 /// One measured run of one query in one configuration: a line of the JSON's `runs`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -42,8 +62,9 @@ pub struct RunRecord {
     /// PostgreSQL the duration its server logs for the statement (from the query's arrival to
     /// the end of its execution, parse and plan included, the client's round trip not).
     pub wall_ms: f64,
-    /// User CPU time over the query (10 ms resolution): for nvpage the whole process's; for
-    /// PostgreSQL the backend's and its parallel workers'.
+    /// User CPU time over the query: for nvpage the whole process's, from `getrusage` (in
+    /// microseconds); for PostgreSQL the backend's and its parallel workers', from their
+    /// `/proc/<pid>/stat` (in 10 ms ticks).
     pub user_ms: f64,
     /// System CPU time over the query, as `user_ms`.
     pub sys_ms: f64,
@@ -108,6 +129,8 @@ pub struct ConfigOut {
     /// the storage benchmark's summing loop), measured before the matrix: the floor under a
     /// warm scan.
     pub mem_read_gb_per_s: f64,
+    /// The memory this run could use (RAM, cgroup limit) and whether the data fit in it.
+    pub memory: Vec<String>,
     /// Caveats.
     pub notes: Vec<String>,
 }
@@ -287,32 +310,22 @@ pub struct Measured {
     pub redirected_reads: u64,
 }
 
-/// A progress bar, hidden when `quiet`.
-pub fn bar(quiet: bool, len: u64, template: &str) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let pb = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        pb.set_style(style.progress_chars("=> "));
-    }
-    pb
-}
-
-/// The directory for databases on `medium`.
-fn medium_dir(cfg: &Config, medium: Medium) -> &PathBuf {
+/// The directory for databases (and PostgreSQL's server) on `medium`.
+pub(super) fn medium_dir(cfg: &Config, medium: Medium) -> &PathBuf {
     match medium {
         Medium::Disk => &cfg.dir_disk,
         Medium::Tmpfs => &cfg.dir_tmpfs,
     }
 }
 
-/// One configuration's measured runs, accumulated as they come.
-struct Ctx<'a> {
-    cfg: &'a Config,
-    checker: Checker,
-    runs: Vec<RunRecord>,
-    progress: ProgressBar,
+/// The matrix's state: its options, the answers so far, the measured runs, the progress.
+pub(super) struct Ctx<'a> {
+    pub(super) cfg: &'a Config,
+    pub(super) checker: Checker,
+    pub(super) runs: Vec<RunRecord>,
+    pub(super) progress: Progress,
+    /// The bar over the query runs of one database, while they run.
+    pub(super) bar: ProgressBar,
 }
 
 impl Ctx<'_> {
@@ -357,7 +370,9 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
         "warm: a warm-up run, then the measured runs, without reopening".to_string(),
         "pages_read = pool misses + copy-on-write copies + redirected reads (SE2, no copy)"
             .to_string(),
-        "user/sys CPU of nvpage's runs are the whole process's, in 10 ms ticks".to_string(),
+        "user/sys CPU of nvpage's runs is the whole process's, from getrusage (microseconds; \
+         the kernel splits the exact total between user and system by its 10 ms samples)"
+            .to_string(),
     ];
     if cfg.media.contains(&Medium::Tmpfs) {
         notes.push(
@@ -367,15 +382,26 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
                 .to_string(),
         );
     }
+    let passes = usize::from(cfg.cold) + usize::from(cfg.warm);
+    let (media, layers, pools) = (cfg.media.len(), cfg.layers.len(), cfg.pool_fractions.len());
+    let pg_configs = if cfg.with_postgres { media * pools * 2 * passes } else { 0 };
+    let pg_loads = if cfg.with_postgres { media } else { 0 };
+    let progress = Progress::new(
+        cfg.quiet,
+        media * layers + pg_loads,
+        media * layers * pools * passes + pg_configs,
+    );
+    // Query runs per database: measured runs, and a warm-up per query before the warm ones.
     let per_pool =
         (u64::from(cfg.cold) + u64::from(cfg.warm)) * u64::from(cfg.runs) + u64::from(cfg.warm);
-    let total = cfg.media.len() as u64
-        * cfg.layers.len() as u64
-        * cfg.pool_fractions.len() as u64
-        * cfg.queries.len() as u64
-        * per_pool;
-    let mut ctx =
-        Ctx { cfg, checker: Checker::default(), runs: Vec::new(), progress: ProgressBar::hidden() };
+    let total = (media * layers * pools * cfg.queries.len()) as u64 * per_pool;
+    let mut ctx = Ctx {
+        cfg,
+        checker: Checker::default(),
+        runs: Vec::new(),
+        progress,
+        bar: ProgressBar::hidden(),
+    };
     let mem_read_gb_per_s = mem_read_bandwidth();
     let mut loads = Vec::new();
     let mut done_runs = 0u64;
@@ -386,50 +412,51 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
             .map_err(|e| format!("{}: {e}", medium_dir(cfg, medium).display()))?;
         for &layer in &cfg.layers {
             let dir = base.path().join(layer.name());
-            let pb = bar(
-                cfg.quiet,
-                load::estimated_rows(cfg.sf),
-                "load {prefix:>14} {msg:9} [{bar:30}] {human_pos}/{human_len} rows {per_sec} {eta}",
-            );
-            pb.set_prefix(format!("{layer}/{}", medium.name()));
+            let what = format!("{layer}/{}", medium.name());
+            check_room(
+                base.path(),
+                room_for_database(cfg.sf),
+                &format!("an nvpage database at SF {}", cfg.sf),
+                &format!("--dir-{}", medium.name()),
+            )?;
+            let pb = ctx.progress.load_bar(load::estimated_rows(cfg.sf), &what);
             let (rec, _) = load_database(&dir, layer, medium, cfg.sf, &pb)?;
-            pb.finish_and_clear();
+            ctx.progress.clear_bar();
+            ctx.progress.load_done(
+                &format!("{layer} on {}", medium.name()),
+                rec.rows,
+                Duration::from_secs_f64(rec.seconds),
+                rec.data_bytes,
+            );
             let data_bytes = rec.data_bytes;
             let durability = rec.durability.clone();
             loads.push(rec);
-            ctx.progress = bar(
-                cfg.quiet,
-                total,
-                "query {prefix:>14} {msg:22} [{bar:30}] {pos}/{len} runs {eta}",
-            );
-            ctx.progress.set_prefix(format!("{layer}/{}", medium.name()));
-            ctx.progress.set_position(done_runs);
+            ctx.bar = ctx.progress.query_bar(total, done_runs, &what);
             for &fraction in &cfg.pool_fractions {
                 run_pool(&mut ctx, &dir, layer, medium, &durability, fraction, data_bytes)?;
             }
-            done_runs = ctx.progress.position();
-            ctx.progress.finish_and_clear();
+            done_runs = ctx.bar.position();
+            ctx.progress.clear_bar();
+            ctx.bar = ProgressBar::hidden();
             std::fs::remove_dir_all(&dir)?;
         }
     }
     if cfg.with_postgres {
-        run_postgres(&mut ctx, &mut loads)?;
-        notes.push(
-            "postgres: a throwaway PostgreSQL server on the disk directory (Unix socket only, \
-             autovacuum off after VACUUM ANALYZE at load), shared_buffers = pool fraction × its \
-             database size; postgres-1w runs with max_parallel_workers_per_gather = 0, postgres \
-             with the default (2); cold = server restarted and its files evicted from the OS \
-             cache; wall time is the server's own duration for the statement \
-             (log_min_duration_statement: parse, plan and execution, no client round trip); \
-             CPU is the backend's and its parallel workers', read in the query's session just \
-             before and after it; no page counters (shown as -), load CPU not measured"
-                .to_string(),
-        );
+        notes.push(pg_matrix::run(&mut ctx, &mut loads)?);
+    }
+    if cfg.reduced {
+        notes.push(format!(
+            "the reduced matrix (--reduced), for large scale factors: queries {}; pread and SE2; \
+             disk; a pool holding a tenth of the data",
+            cfg.queries.iter().map(|q| q.name()).collect::<Vec<_>>().join(", ")
+        ));
     }
     let results = ctx.checker.answers();
+    let data_bytes = loads.iter().map(|l| l.data_bytes).max().unwrap_or(0);
+    let memory = vec![MemoryLimit::detect().describe(data_bytes)];
     Ok(Report {
         machine,
-        config: ConfigOut { options: cfg.clone(), loads, mem_read_gb_per_s, notes },
+        config: ConfigOut { options: cfg.clone(), loads, mem_read_gb_per_s, memory, notes },
         runs: ctx.runs,
         results,
     })
@@ -447,88 +474,6 @@ pub fn mem_read_bandwidth() -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// The PostgreSQL side: load, then the same queries per pool fraction, cold and warm, with one
-/// worker and with the default parallelism; every answer compared with ours.
-fn run_postgres(ctx: &mut Ctx<'_>, loads: &mut Vec<LoadRecord>) -> Result<(), BoxError> {
-    use super::postgres::{Server, compare};
-    let cfg = ctx.cfg;
-    // Its rows are labelled "disk", whether or not nvpage ran there too.
-    check_medium(&cfg.dir_disk, false, "--dir-disk")?;
-    let server = Server::start(&cfg.dir_disk, 128 << 10)?;
-    let durability = format!(
-        "{}: fsync on, WAL flushed at commit on disk: survives power loss",
-        server.version.split(',').next().unwrap_or("PostgreSQL")
-    );
-    let t0 = Instant::now();
-    let (rows, size) = server.load(cfg.sf)?;
-    let seconds = t0.elapsed().as_secs_f64();
-    loads.push(LoadRecord {
-        layer: "postgres".into(),
-        medium: "disk".into(),
-        durability: durability.clone(),
-        rows,
-        seconds,
-        rows_per_s: rows as f64 / seconds.max(1e-9),
-        user_ms: None,
-        sys_ms: None,
-        data_bytes: size,
-        tables: BTreeMap::new(),
-        table_bytes: BTreeMap::new(),
-    });
-    for &fraction in &cfg.pool_fractions {
-        let kb = ((size as f64 * fraction) as u64 / 1024).max(128);
-        for (layer, workers) in [("postgres-1w", Some(0)), ("postgres", None)] {
-            let mut one = |cold: bool, run: u32, measured: bool| -> Result<(), BoxError> {
-                for &q in &cfg.queries {
-                    if cold {
-                        server.restart(kb)?;
-                        server.evict()?;
-                    }
-                    let pg = server.query(q, workers)?;
-                    let ours = ctx.checker.get(q).ok_or("PostgreSQL ran before nvpage")?;
-                    if let Some(d) = compare(ours, &pg.rows) {
-                        return Err(
-                            format!("{q}: PostgreSQL's answer differs from ours: {d}").into()
-                        );
-                    }
-                    if measured {
-                        let cpu = pg.cpu();
-                        ctx.runs.push(RunRecord {
-                            query: q.name(),
-                            layer: layer.into(),
-                            medium: "disk".into(),
-                            durability: durability.clone(),
-                            pool_fraction: fraction,
-                            cold,
-                            run,
-                            wall_ms: pg.server_ms,
-                            user_ms: cpu.user_ms(),
-                            sys_ms: cpu.sys_ms(),
-                            pages_read: 0,
-                            bytes_copied: 0,
-                            redirected_reads: 0,
-                        });
-                    }
-                }
-                Ok(())
-            };
-            if cfg.cold {
-                for run in 0..cfg.runs {
-                    one(true, run, true)?;
-                }
-            }
-            if cfg.warm {
-                server.restart(kb)?;
-                one(false, 0, false)?;
-                for run in 0..cfg.runs {
-                    one(false, run, true)?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Cold and warm runs of every query with one pool size.
 fn run_pool(
     ctx: &mut Ctx<'_>,
@@ -542,17 +487,27 @@ fn run_pool(
     let cfg = ctx.cfg;
     let pool = ((data_bytes as f64 * fraction) as u64).max(MIN_POOL_BYTES);
     let open = || builder(layer, medium).pool_bytes(pool).open(dir);
+    let pool_holds = pool_label(fraction);
     let label = |cold: bool, run: u32| {
         format!(
-            "{layer}/{}, pool {fraction}, {} run {run}",
+            "{layer}/{}, pool holds {pool_holds}, {} run {run}",
             medium.name(),
             if cold { "cold" } else { "warm" }
         )
     };
+    let config = |cold: bool| {
+        format!(
+            "{layer} on {}, pool holds {pool_holds}, {}",
+            medium.name(),
+            if cold { "cold" } else { "warm" }
+        )
+    };
+    let detail = format!("{} queries × {} run(s)", cfg.queries.len(), cfg.runs);
     if cfg.cold {
+        let t0 = Instant::now();
         for run in 0..cfg.runs {
             for &q in &cfg.queries {
-                ctx.progress.set_message(format!("pool {fraction} cold {q}"));
+                ctx.bar.set_message(format!("pool {pool_holds} cold {q}"));
                 if medium == Medium::Disk {
                     nvpage_storage::file::evict_os_cache(&dir.join(DATA_FILE))?;
                 }
@@ -561,25 +516,32 @@ fn run_pool(
                 drop(db);
                 ctx.checker.check(q, &res, &label(true, run))?;
                 ctx.record(q, layer, medium, durability, fraction, true, run, m);
-                ctx.progress.inc(1);
+                ctx.bar.inc(1);
             }
         }
+        ctx.progress.config_done(&config(true), &detail, t0.elapsed());
     }
     if cfg.warm {
+        let t0 = Instant::now();
         let db = open()?;
         for &q in &cfg.queries {
-            ctx.progress.set_message(format!("pool {fraction} warm {q}"));
+            ctx.bar.set_message(format!("pool {pool_holds} warm {q}"));
             // The warm-up, unmeasured.
             let (res, _) = measure(&db, q, cfg.threads)?;
             ctx.checker.check(q, &res, &format!("{} warm-up", label(false, 0)))?;
-            ctx.progress.inc(1);
+            ctx.bar.inc(1);
             for run in 0..cfg.runs {
                 let (res, m) = measure(&db, q, cfg.threads)?;
                 ctx.checker.check(q, &res, &label(false, run))?;
                 ctx.record(q, layer, medium, durability, fraction, false, run, m);
-                ctx.progress.inc(1);
+                ctx.bar.inc(1);
             }
         }
+        ctx.progress.config_done(
+            &config(false),
+            &format!("{detail} after a warm-up"),
+            t0.elapsed(),
+        );
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! The process's CPU time, split into user and system time, read from `/proc/self/stat`.
+//! The process's (or one thread's) CPU time, split into user and system time, read from
+//! `/proc/self/stat` (`/proc/thread-self/stat`).
 //!
 //! The bench crate forbids `unsafe`, so `getrusage` is out of reach; `/proc/self/stat` carries the
 //! same two counters (fields 14 `utime` and 15 `stime`) in clock ticks of `USER_HZ`, which Linux
@@ -29,6 +30,14 @@ impl CpuTimes {
     pub fn now() -> io::Result<Self> {
         let stat = std::fs::read_to_string("/proc/self/stat")?;
         parse_stat(&stat).ok_or_else(|| io::Error::other("unexpected /proc/self/stat format"))
+    }
+
+    /// The calling thread's CPU time so far (`/proc/thread-self/stat`, same fields and
+    /// resolution): what one thread spent while others run beside it.
+    pub fn thread_now() -> io::Result<Self> {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat")?;
+        parse_stat(&stat)
+            .ok_or_else(|| io::Error::other("unexpected /proc/thread-self/stat format"))
     }
 
     /// The CPU time spent between `earlier` and `self`.
@@ -125,8 +134,10 @@ mod tests {
     }
 
     #[test]
-    fn reads_this_process() {
+    fn reads_this_process_and_this_thread() {
         let t = CpuTimes::now().unwrap();
+        assert_eq!(t.since(t), CpuTimes::default());
+        let t = CpuTimes::thread_now().unwrap();
         assert_eq!(t.since(t), CpuTimes::default());
     }
 

@@ -14,10 +14,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use nvpage::{Date, ReadTxn};
 
-mod q01;
+pub mod q01;
 mod q03;
 mod q05;
-mod q06;
+pub mod q06;
 mod q10;
 mod q12;
 mod q14;

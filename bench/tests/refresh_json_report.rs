@@ -57,7 +57,7 @@ fn a_refresh_run_returns_to_the_loaded_rows_and_reports_every_field() {
             assert!(!r[s].as_str().unwrap().is_empty(), "{s} in {r}");
         }
         assert!(["alone", "beside"].contains(&r["mode"].as_str().unwrap()));
-        for n in ["wall_ms", "user_ms", "sys_ms"] {
+        for n in ["wall_ms", "user_ms", "sys_ms", "others_cores", "others_niced_cores"] {
             assert!(r[n].as_f64().unwrap() >= 0.0, "{n} in {r}");
         }
         for n in [
@@ -84,7 +84,9 @@ fn a_refresh_run_returns_to_the_loaded_rows_and_reports_every_field() {
         assert!(["rf1", "rf2"].contains(&r["function"].as_str().unwrap()), "{r}");
         assert!(["warm-up", "alone", "beside", "edge"].contains(&r["mode"].as_str().unwrap()));
         assert!(!r["durability"].as_str().unwrap().is_empty());
-        assert!(r["ms"].as_f64().unwrap() >= 0.0);
+        for n in ["ms", "user_ms", "sys_ms", "others_cores", "others_niced_cores"] {
+            assert!(r[n].as_f64().unwrap() >= 0.0, "{n} in {r}");
+        }
         assert!(r["orders"].as_u64().unwrap() == 7, "every RF changes a whole set: {r}");
         for n in ["set", "commit", "lineitems", "version_bytes_after"] {
             assert!(r[n].as_u64().is_some(), "{n} in {r}");

@@ -13,7 +13,7 @@ use super::records::{DatabaseRecord, QueryRun, RefreshRun};
 use super::sets::RefreshSets;
 use super::writer::{Function, Timed, Until, Writer};
 use crate::BoxError;
-use crate::cputime::CpuTimes;
+use crate::cputime::{CpuTimes, OthersClock, OthersLoad};
 use crate::tpch::Medium;
 use crate::tpch::queries::{Query, QueryResult};
 use crate::tpch::runner::{Checker, diff};
@@ -47,6 +47,7 @@ struct Measured {
     latch_wait_ns: u64,
     versions_at_end: u64,
     version_bytes_at_end: u64,
+    others: OthersLoad,
     start_ms: f64,
     end_ms: f64,
 }
@@ -61,6 +62,7 @@ fn measure(
     epoch: Instant,
 ) -> Result<Measured, BoxError> {
     let c0 = db.counters();
+    let others = OthersClock::start()?;
     let cpu0 = CpuTimes::thread_now()?;
     let t0 = Instant::now();
     let rx = db.begin_read()?;
@@ -71,6 +73,7 @@ fn measure(
     drop(rx);
     let end = Instant::now();
     let cpu = CpuTimes::thread_now()?.since(cpu0);
+    let others = others.stop(end.duration_since(t0).as_secs_f64())?;
     let c1 = db.counters();
     let sets = history.sets_at(snapshot);
     let want = model.expected(q, &sets)?;
@@ -86,6 +89,7 @@ fn measure(
         latch_wait_ns: c1.latch_wait_ns - c0.latch_wait_ns,
         versions_at_end: stats.versions,
         version_bytes_at_end: stats.version_bytes,
+        others,
         start_ms: t0.duration_since(epoch).as_secs_f64() * 1e3,
         end_ms: end.duration_since(epoch).as_secs_f64() * 1e3,
     })
@@ -148,6 +152,8 @@ impl Label<'_> {
             latch_wait_ns: m.latch_wait_ns,
             versions_at_end: m.versions_at_end,
             version_bytes_at_end: m.version_bytes_at_end,
+            others_cores: m.others.cores,
+            others_niced_cores: m.others.niced_cores,
         }
     }
 
@@ -172,6 +178,8 @@ impl Label<'_> {
             orders: t.changed.orders,
             lineitems: t.changed.lineitems,
             version_bytes_after: t.version_bytes_after,
+            others_cores: t.others.cores,
+            others_niced_cores: t.others.niced_cores,
         }
     }
 }

@@ -9,6 +9,10 @@ use super::records::{QueryRun, RefreshRun, Report};
 use crate::stats::{median, summarize};
 use crate::tpch::output::{load_table, medium_label};
 
+/// Above this many cores of other work (median over runs), the tables warn that the machine was
+/// not quiet.
+pub const OTHERS_NOTICEABLE: f64 = 0.05;
+
 /// The issue's target, on SF 1, tmpfs, SE2: queries beside the loop at most this many times
 /// their time alone…
 pub const TARGET_SLOWDOWN: f64 = 1.3;
@@ -54,6 +58,9 @@ pub struct QueryLine {
     pub version_bytes_at_end: f64,
     /// The most it held at a query's end.
     pub version_bytes_peak: u64,
+    /// Median cores other processes kept busy at normal priority during a query, alone and
+    /// beside: above a few hundredths, other work competed for the two cores.
+    pub others_cores: [f64; 2],
 }
 
 /// The refresh loop on one database, alone or beside the queries.
@@ -85,6 +92,8 @@ pub struct RefreshLine {
     pub of_alone: Option<f64>,
     /// The most memory old versions held after one of these commits.
     pub version_bytes_peak: u64,
+    /// Median cores other processes kept busy at normal priority during a function.
+    pub others_cores: f64,
 }
 
 /// The medians the tables show.
@@ -136,6 +145,8 @@ pub fn summarize_runs(queries: &[QueryRun], refreshes: &[RefreshRun]) -> Summary
             let (alone, beside) = (of("alone"), of("beside"));
             let wall = |v: &[&QueryRun]| v.iter().map(|r| r.wall_ms).collect::<Vec<_>>();
             let cpu = |v: &[&QueryRun]| v.iter().map(|r| r.user_ms + r.sys_ms).collect::<Vec<_>>();
+            let others =
+                |v: &[&QueryRun]| median(&v.iter().map(|r| r.others_cores).collect::<Vec<_>>());
             let (aw, bw) = (wall(&alone), wall(&beside));
             let wall_ns: f64 = bw.iter().sum::<f64>() * 1e6;
             let wait_ns: u64 = beside.iter().map(|r| r.latch_wait_ns).sum();
@@ -168,6 +179,7 @@ pub fn summarize_runs(queries: &[QueryRun], refreshes: &[RefreshRun]) -> Summary
                     .map(|r| r.version_bytes_at_end)
                     .max()
                     .unwrap_or(0),
+                others_cores: [others(&alone), others(&beside)],
             });
         }
     }
@@ -213,6 +225,7 @@ pub fn summarize_runs(queries: &[QueryRun], refreshes: &[RefreshRun]) -> Summary
                 pairs_per_s,
                 of_alone,
                 version_bytes_peak: mine.iter().map(|r| r.version_bytes_after).max().unwrap_or(0),
+                others_cores: median(&mine.iter().map(|r| r.others_cores).collect::<Vec<_>>()),
             });
         }
     }
@@ -253,6 +266,7 @@ pub fn query_table(lines: &[QueryLine]) -> Table {
         "latch waits",
         "latch wait share",
         "versions MiB (median / peak)",
+        "others' cores alone / beside",
     ]);
     for l in lines {
         t.add_row(vec![
@@ -282,6 +296,7 @@ pub fn query_table(lines: &[QueryLine]) -> Table {
                 mib(l.version_bytes_at_end),
                 mib(l.version_bytes_peak as f64)
             )),
+            right(format!("{:.2} / {:.2}", l.others_cores[0], l.others_cores[1])),
         ]);
     }
     t
@@ -300,6 +315,7 @@ pub fn refresh_table(lines: &[RefreshLine]) -> Table {
         "of alone",
         "counted",
         "versions MiB peak",
+        "others' cores",
     ]);
     for l in lines {
         t.add_row(vec![
@@ -313,6 +329,7 @@ pub fn refresh_table(lines: &[RefreshLine]) -> Table {
             right(l.of_alone.map_or("-".into(), |r| format!("{:.0}%", r * 100.0))),
             right(format!("{} + {}", l.rf1_count, l.rf2_count)),
             right(mib(l.version_bytes_peak as f64)),
+            right(format!("{:.2}", l.others_cores)),
         ]);
     }
     t
@@ -340,6 +357,20 @@ pub fn print(report: &Report) {
          durable commit):\n{}",
         refresh_table(&report.summary.refresh)
     );
+    let busiest = report
+        .summary
+        .queries
+        .iter()
+        .flat_map(|l| l.others_cores)
+        .chain(report.summary.refresh.iter().map(|l| l.others_cores))
+        .fold(0.0, f64::max);
+    if busiest > OTHERS_NOTICEABLE {
+        println!(
+            "\nOther processes kept up to {busiest:.2} cores busy (median over a configuration's \
+             runs): wall times and ratios are inflated by waiting for a core; the threads' CPU \
+             times are not. Measure on a quiet machine."
+        );
+    }
     println!("\nDatabases:");
     for d in &report.databases {
         println!(

@@ -47,6 +47,11 @@ pub struct QueryRun {
     pub versions_at_end: u64,
     /// Their memory.
     pub version_bytes_at_end: u64,
+    /// Cores other processes kept busy at normal priority while the query ran, on average (the
+    /// machine's busy time less this process's): above a few hundredths, other work competed.
+    pub others_cores: f64,
+    /// Cores niced processes kept busy meanwhile.
+    pub others_niced_cores: f64,
 }
 
 /// One refresh function, one write transaction: a line of the JSON's `refreshes`.
@@ -84,6 +89,10 @@ pub struct RefreshRun {
     pub lineitems: u64,
     /// Memory held by old page versions just after the commit.
     pub version_bytes_after: u64,
+    /// Cores other processes kept busy at normal priority meanwhile, on average.
+    pub others_cores: f64,
+    /// Cores niced processes kept busy meanwhile.
+    pub others_niced_cores: f64,
 }
 
 /// One database's checks and sizes: a line of the JSON's `databases`.

@@ -94,6 +94,10 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
          the readers' (the query is the only reader)"
             .to_string(),
         "each layer ran on a byte-for-byte copy of one load per medium".to_string(),
+        "others' cores: how many cores other processes kept busy at normal priority during \
+         each measurement, on average (the machine's /proc/stat less this process's time); \
+         niced work is recorded apart in the JSON"
+            .to_string(),
     ];
     if cfg.media.contains(&Medium::Tmpfs) {
         notes.push(

@@ -11,7 +11,7 @@ use super::functions::{Changed, rf1, rf2};
 use super::model::{Change, History};
 use super::sets::{RefreshSet, RefreshSets};
 use crate::BoxError;
-use crate::cputime::CpuTimes;
+use crate::cputime::{CpuTimes, OthersClock, OthersLoad};
 
 /// When the refresh loop stops: always after a whole pair, so the database is back at its
 /// loaded state.
@@ -64,6 +64,8 @@ pub struct Timed {
     pub changed: Changed,
     /// Memory held by old versions just after the commit.
     pub version_bytes_after: u64,
+    /// Other processes' CPU meanwhile.
+    pub others: OthersLoad,
 }
 
 impl Writer<'_> {
@@ -75,14 +77,17 @@ impl Writer<'_> {
             Function::Rf2 => Change::Delete(set.index),
         };
         self.history.announce(commit, change);
+        let others = OthersClock::start()?;
         let cpu0 = CpuTimes::thread_now()?;
         let start = Instant::now();
         let changed = match f {
             Function::Rf1 => rf1(self.db, set)?,
             Function::Rf2 => rf2(self.db, set)?,
         };
-        let ms = start.elapsed().as_secs_f64() * 1e3;
+        let elapsed = start.elapsed();
         let cpu = CpuTimes::thread_now()?.since(cpu0);
+        let others = others.stop(elapsed.as_secs_f64())?;
+        let ms = elapsed.as_secs_f64() * 1e3;
         let after = self.db.stats();
         if after.commits != commit {
             return Err(format!(
@@ -100,6 +105,7 @@ impl Writer<'_> {
             cpu,
             changed,
             version_bytes_after: after.version_bytes,
+            others,
         })
     }
 

@@ -49,6 +49,7 @@ impl Groups {
     /// extended price, discount and tax in hundredths. Rows shipped after the cut-off are left
     /// out, as the query's `WHERE` does.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn add_line(
         &mut self,
         shipdate: Date,

@@ -3,6 +3,7 @@
 //! after the refresh pairs — and its JSON file parses and holds every field the summaries and
 //! the README's figures are read from. No timing is asserted.
 
+use nvpage_bench::refresh::functions::Lookup;
 use nvpage_bench::refresh::{Config, QUERIES, execute, write_json};
 use nvpage_bench::tpch::Medium;
 
@@ -17,6 +18,7 @@ fn a_refresh_run_returns_to_the_loaded_rows_and_reports_every_field() {
         dir_disk: disk.path().into(),
         dir_tmpfs: "/dev/shm".into(),
         runs: 2,
+        rf2: Lookup::Scan,
         queries: QUERIES.to_vec(),
         quiet: true,
     };
@@ -30,6 +32,7 @@ fn a_refresh_run_returns_to_the_loaded_rows_and_reports_every_field() {
     }
     assert_eq!(v["config"]["sf"].as_f64(), Some(0.005));
     assert_eq!(v["config"]["orders_per_refresh"].as_u64(), Some(7));
+    assert_eq!(v["config"]["rf2"], "scan");
     assert_eq!(v["config"]["loads"].as_array().unwrap().len(), 1);
 
     let dbs = v["databases"].as_array().unwrap();
@@ -45,9 +48,10 @@ fn a_refresh_run_returns_to_the_loaded_rows_and_reports_every_field() {
     assert!(db["refresh_pairs"].as_u64().unwrap() >= warm_up + per_run * 2);
     // Two queries alone and beside in each run, and once more at the end.
     assert_eq!(db["snapshot_checks"].as_u64(), Some(2 * 2 * 2 + 2));
-    for n in ["pool_bytes", "data_bytes_loaded", "data_bytes_after", "peak_version_bytes"] {
+    for n in ["pool_bytes", "data_bytes_start", "data_bytes_after", "peak_version_bytes"] {
         assert!(db[n].as_u64().is_some(), "{n} in {db}");
     }
+    assert_eq!((&db["rf2"], &db["index_build_ms"]), (&"scan".into(), &serde_json::Value::Null));
     assert!(!db["durability"].as_str().unwrap().is_empty());
 
     let queries = v["queries"].as_array().unwrap();

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use nvpage::Layer;
 use serde::Serialize;
 
+use super::functions::Lookup;
 use crate::BoxError;
 use crate::dirs::{MediaDirs, check_dir};
 use crate::tpch::Medium;
@@ -36,6 +37,11 @@ pub struct RefreshArgs {
     #[arg(long, value_name = "N", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
+    /// How RF2 finds the rows of its keys: `scan` (a scan of orders and lineitem, as with no
+    /// index) or `index` (indexes on o_orderkey and l_orderkey, built before the runs and kept
+    /// up to date by every refresh)
+    #[arg(long, value_name = "HOW", value_enum, default_value = "scan")]
+    pub rf2: Lookup,
     /// Queries, comma-separated: q1, q6 [default: both]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_query)]
     pub queries: Vec<Query>,
@@ -63,6 +69,8 @@ pub struct Config {
     pub dir_tmpfs: PathBuf,
     /// Measured runs per database.
     pub runs: u32,
+    /// How RF2 finds its rows.
+    pub rf2: Lookup,
     /// Queries.
     #[serde(serialize_with = "query_names")]
     pub queries: Vec<Query>,
@@ -103,6 +111,7 @@ impl Config {
             dir_disk,
             dir_tmpfs,
             runs: args.runs,
+            rf2: args.rf2,
             queries,
             quiet: args.quiet,
         })
@@ -130,7 +139,10 @@ mod tests {
     #[test]
     fn defaults_and_refusals() {
         let c = config(&["--media", "tmpfs", "--dir-tmpfs", "/"]).unwrap();
-        assert_eq!((c.sf, c.runs), (0.1, 5));
+        assert_eq!((c.sf, c.runs, c.rf2), (0.1, 5, Lookup::Scan));
+        let c = config(&["--media", "tmpfs", "--dir-tmpfs", "/", "--rf2", "index"]).unwrap();
+        assert_eq!(c.rf2, Lookup::Index);
+        assert!(config(&["--rf2", "hash"]).unwrap_err().contains("hash"));
         assert_eq!(c.queries, QUERIES.to_vec());
         assert_eq!(c.layers, Layer::compiled());
         let c = config(&["--media", "tmpfs", "--dir-tmpfs", "/", "--queries", "6"]).unwrap();

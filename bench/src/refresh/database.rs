@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use nvpage::{Database, Layer, ReadOps};
 
+use super::functions::Lookup;
 use super::model::{History, Model, Partial};
 use super::records::{DatabaseRecord, QueryRun, RefreshRun};
 use super::sets::RefreshSets;
@@ -193,6 +194,7 @@ pub struct OneDatabase<'a> {
     model: Model,
     history: &'a History,
     sets: &'a RefreshSets,
+    lookup: Lookup,
     /// The next refresh set.
     next: u64,
     checks: u64,
@@ -212,6 +214,7 @@ impl<'a> OneDatabase<'a> {
         durability: &'a str,
         queries: &'a [Query],
         sets: &'a RefreshSets,
+        lookup: Lookup,
         history: &'a History,
         sf: f64,
         sink: &mut Sink,
@@ -241,6 +244,7 @@ impl<'a> OneDatabase<'a> {
             model,
             history,
             sets,
+            lookup,
             next: 0,
             checks: 0,
             checks_with_sets: 0,
@@ -252,7 +256,7 @@ impl<'a> OneDatabase<'a> {
     }
 
     fn writer(&self) -> Writer<'a> {
-        Writer { db: self.db, sets: self.sets, history: self.history }
+        Writer { db: self.db, sets: self.sets, history: self.history, lookup: self.lookup }
     }
 
     fn record_refreshes(
@@ -336,7 +340,8 @@ impl<'a> OneDatabase<'a> {
         mut self,
         rows_loaded: &BTreeMap<String, u64>,
         pool_bytes: u64,
-        data_bytes_loaded: u64,
+        index_build_ms: Option<f64>,
+        data_bytes_start: u64,
     ) -> Result<DatabaseRecord, BoxError> {
         for &q in self.queries {
             measure(self.db, q, &mut self.model, self.history, Instant::now())?;
@@ -350,7 +355,9 @@ impl<'a> OneDatabase<'a> {
             pool_bytes,
             rows_loaded: rows_loaded.clone(),
             rows_after: row_counts(self.db)?,
-            data_bytes_loaded,
+            rf2: self.lookup.name().into(),
+            index_build_ms,
+            data_bytes_start,
             data_bytes_after: self.db.page_count() * self.db.page_size() as u64,
             refresh_pairs: self.next,
             snapshot_checks: self.checks,

@@ -2,20 +2,61 @@
 //!
 //! - **RF1** inserts a refresh set: each order, then its lineitems (clause 2.5's order), and
 //!   commits.
-//! - **RF2** deletes a refresh set by key: with no index, it scans `orders` and `lineitem` inside
-//!   its transaction for rows whose order key is one of the set's, deletes them, and commits. It
-//!   is given keys, never row ids remembered from the RF1 that inserted them, and it fails unless
-//!   it finds exactly the set's rows.
+//! - **RF2** deletes a refresh set by key: it finds the rows whose order key is one of the set's
+//!   inside its transaction — by a scan of `orders` and `lineitem` ([`Lookup::Scan`]), or
+//!   through an index on each table's order key ([`Lookup::Index`], built once by
+//!   [`create_key_indexes`]) — deletes them, and commits. It is given keys, never row ids
+//!   remembered from the RF1 that inserted them, and it fails unless it finds exactly the set's
+//!   rows.
 //!
 //! A commit returns only when the transaction is durable in the database's persistence mode
 //! (forced pages, then the log's rewind): the times measured here are durable writes.
 
-use nvpage::{Database, ReadOps, RowId, Table, WriteTxn, kind};
+use clap::ValueEnum;
+use nvpage::{Database, ReadOps, RowId, Table, Value, WriteTxn, kind};
+use serde::Serialize;
 
 use super::sets::RefreshSet;
 use crate::BoxError;
 use crate::tpch::load::{lineitem_values, order_values};
 use crate::tpch::queries::KeyMap;
+
+/// How RF2 finds the rows of its keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lookup {
+    /// A scan of each table (TPC-H's refresh without indexes).
+    Scan,
+    /// The indexes [`create_key_indexes`] builds on `o_orderkey` and `l_orderkey`.
+    Index,
+}
+
+impl Lookup {
+    /// The name on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lookup::Scan => "scan",
+            Lookup::Index => "index",
+        }
+    }
+}
+
+/// The index on `orders(o_orderkey)` that [`Lookup::Index`] uses.
+pub const ORDERS_INDEX: &str = "orders_by_orderkey";
+/// The index on `lineitem(l_orderkey)` that [`Lookup::Index`] uses.
+pub const LINEITEM_INDEX: &str = "lineitem_by_orderkey";
+
+/// Builds the indexes [`Lookup::Index`] uses, in one write transaction. From then on every insert
+/// and delete keeps them up to date.
+pub fn create_key_indexes(db: &Database) -> Result<(), BoxError> {
+    let mut tx = db.begin_write()?;
+    let orders = tx.table("orders")?;
+    let lineitem = tx.table("lineitem")?;
+    tx.create_unique_index(ORDERS_INDEX, &orders, &["o_orderkey"])?;
+    tx.create_index(LINEITEM_INDEX, &lineitem, &["l_orderkey"])?;
+    tx.commit()?;
+    Ok(())
+}
 
 /// Rows one refresh function changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,7 +92,7 @@ pub fn rf1(db: &Database, set: &RefreshSet) -> Result<Changed, BoxError> {
 }
 
 /// The rows of `table` whose `key_column` is one of `keys`, by a scan in `tx`.
-fn find(
+fn find_by_scan(
     tx: &WriteTxn<'_>,
     table: &Table,
     key_column: &str,
@@ -68,22 +109,46 @@ fn find(
     Ok(found)
 }
 
-/// RF2: deletes `set`'s orders and lineitems, found by key with a scan of each table, in one
-/// write transaction, and commits it. An error unless it finds exactly the set's rows.
-pub fn rf2(db: &Database, set: &RefreshSet) -> Result<Changed, BoxError> {
+/// The rows whose key in index `index` is one of `keys`, by a lookup per key in `tx`.
+fn find_by_index(
+    tx: &WriteTxn<'_>,
+    index: &str,
+    keys: &KeyMap<i64, ()>,
+) -> Result<Vec<RowId>, BoxError> {
+    let index = tx.index(index)?;
+    let mut found = Vec::new();
+    for &k in keys.keys() {
+        for row in tx.lookup(&index, &[Value::I64(k)])? {
+            found.push(row?.row()?.id());
+        }
+    }
+    Ok(found)
+}
+
+/// RF2: deletes `set`'s orders and lineitems, found by key as `lookup` says, in one write
+/// transaction, and commits it. An error unless it finds exactly the set's rows.
+pub fn rf2(db: &Database, set: &RefreshSet, lookup: Lookup) -> Result<Changed, BoxError> {
     let keys = set.keys();
     let mut tx = db.begin_write()?;
     let orders = tx.table("orders")?;
     let lineitem = tx.table("lineitem")?;
-    let order_rows = find(&tx, &orders, "o_orderkey", &keys)?;
-    let line_rows = find(&tx, &lineitem, "l_orderkey", &keys)?;
+    let (order_rows, line_rows) = match lookup {
+        Lookup::Scan => (
+            find_by_scan(&tx, &orders, "o_orderkey", &keys)?,
+            find_by_scan(&tx, &lineitem, "l_orderkey", &keys)?,
+        ),
+        Lookup::Index => {
+            (find_by_index(&tx, ORDERS_INDEX, &keys)?, find_by_index(&tx, LINEITEM_INDEX, &keys)?)
+        }
+    };
     if order_rows.len() != set.orders.len() || line_rows.len() != set.lines.len() {
         return Err(format!(
-            "RF2 of refresh set {} found {} orders and {} lineitems by key, not the {} and {} \
-             RF1 inserted",
+            "RF2 of refresh set {} found {} orders and {} lineitems by key ({}), not the {} and \
+             {} RF1 inserted",
             set.index,
             order_rows.len(),
             line_rows.len(),
+            lookup.name(),
             set.orders.len(),
             set.lines.len()
         )

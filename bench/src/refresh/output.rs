@@ -340,10 +340,11 @@ pub fn print(report: &Report) {
     println!("{}", report.machine.summary());
     let c = &report.config.options;
     println!(
-        "TPC-H SF {} refresh functions ({} orders per RF) beside {}, one scan thread per \
-         query, {} runs per database",
+        "TPC-H SF {} refresh functions ({} orders per RF, RF2 by {}) beside {}, one scan \
+         thread per query, {} runs per database",
         c.sf,
         report.config.orders_per_refresh,
+        c.rf2.name(),
         c.queries.iter().map(|q| q.name()).collect::<Vec<_>>().join(" and "),
         c.runs
     );
@@ -376,7 +377,7 @@ pub fn print(report: &Report) {
         println!(
             "  {}/{}: {} refresh pairs; {} answers checked against their snapshot's state ({} \
              of snapshots holding a refresh set); rows after the last pair {:?} (loaded {:?}); \
-             data file {:.1} → {:.1} MiB; versions peaked at {} MiB",
+             data file {:.1} → {:.1} MiB{}; versions peaked at {} MiB",
             d.layer,
             medium_label(&d.medium),
             d.refresh_pairs,
@@ -384,8 +385,9 @@ pub fn print(report: &Report) {
             d.snapshot_checks_with_sets,
             d.rows_after,
             d.rows_loaded,
-            d.data_bytes_loaded as f64 / (1 << 20) as f64,
+            d.data_bytes_start as f64 / (1 << 20) as f64,
             d.data_bytes_after as f64 / (1 << 20) as f64,
+            d.index_build_ms.map_or(String::new(), |ms| format!(" (indexes built in {ms:.0} ms)")),
             mib(d.peak_version_bytes as f64)
         );
     }

@@ -110,8 +110,12 @@ pub struct DatabaseRecord {
     pub rows_loaded: BTreeMap<String, u64>,
     /// Rows of the refreshed tables after the last refresh pair.
     pub rows_after: BTreeMap<String, u64>,
-    /// The data file's size as loaded.
-    pub data_bytes_loaded: u64,
+    /// How RF2 found its rows: `scan` or `index`.
+    pub rf2: String,
+    /// With `index`: how long building the two key indexes took, before the warm-up.
+    pub index_build_ms: Option<f64>,
+    /// The data file's size when the measurements began (the indexes built, if any).
+    pub data_bytes_start: u64,
     /// The data file's size after the last refresh pair.
     pub data_bytes_after: u64,
     /// Refresh pairs run (RF1 + RF2 of one set), the warm-up included.

@@ -19,6 +19,7 @@ use nvpage::Layer;
 
 use super::args::Config;
 use super::database::{OneDatabase, REFRESHED, Sink, row_counts};
+use super::functions::{Lookup, create_key_indexes};
 use super::model::History;
 use super::output;
 use super::records::{ConfigOut, Report};
@@ -74,10 +75,17 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
         format!(
             "refresh sets: RF1 inserts {} orders with their 1-7 lineitems each (keys above the \
              loaded maximum, columns drawn by tpchgen's own generators), RF2 deletes the orders \
-             and lineitems of the set the RF1 before it inserted, found by key with a scan of \
-             both tables (no indexes); each function is one write transaction, and a commit \
-             returns only when durable in the mode named",
-            sets.orders_per_set()
+             and lineitems of the set the RF1 before it inserted, found by key {}; each \
+             function is one write transaction, and a commit returns only when durable in the \
+             mode named",
+            sets.orders_per_set(),
+            match cfg.rf2 {
+                Lookup::Scan => "with a scan of both tables (no index)",
+                Lookup::Index => {
+                    "through indexes on o_orderkey and l_orderkey (built before the warm-up, \
+                     kept up to date by RF1 and RF2)"
+                }
+            }
         ),
         "each run: every query alone, then the refresh loop alone for as long as the queries \
          took, then every query beside the refresh loop (on another thread); one scan thread \
@@ -151,6 +159,15 @@ fn run_database(
         "refresh {prefix:>14} [{bar:30}] {pos}/{len} runs {eta}",
     );
     progress.set_prefix(name.clone());
+    let index_build_ms = match cfg.rf2 {
+        Lookup::Scan => None,
+        Lookup::Index => {
+            let t0 = std::time::Instant::now();
+            create_key_indexes(&db)?;
+            Some(t0.elapsed().as_secs_f64() * 1e3)
+        }
+    };
+    let data_bytes_start = db.page_count() * db.page_size() as u64;
     let history = History::default();
     let mut one = OneDatabase::warm_up(
         &db,
@@ -159,6 +176,7 @@ fn run_database(
         &durability,
         &cfg.queries,
         sets,
+        cfg.rf2,
         &history,
         cfg.sf,
         sink,
@@ -176,7 +194,7 @@ fn run_database(
         progress.inc(1);
     }
     progress.finish_and_clear();
-    sink.databases.push(one.finish(rows_loaded, pool_bytes, data_bytes)?);
+    sink.databases.push(one.finish(rows_loaded, pool_bytes, index_build_ms, data_bytes_start)?);
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use nvpage::Database;
 
-use super::functions::{Changed, rf1, rf2};
+use super::functions::{Changed, Lookup, rf1, rf2};
 use super::model::{Change, History};
 use super::sets::{RefreshSet, RefreshSets};
 use crate::BoxError;
@@ -34,6 +34,8 @@ pub struct Writer<'a> {
     pub sets: &'a RefreshSets,
     /// Where each commit's change is announced.
     pub history: &'a History,
+    /// How RF2 finds its rows.
+    pub lookup: Lookup,
 }
 
 /// Which refresh function.
@@ -82,7 +84,7 @@ impl Writer<'_> {
         let start = Instant::now();
         let changed = match f {
             Function::Rf1 => rf1(self.db, set)?,
-            Function::Rf2 => rf2(self.db, set)?,
+            Function::Rf2 => rf2(self.db, set, self.lookup)?,
         };
         let elapsed = start.elapsed();
         let cpu = CpuTimes::thread_now()?.since(cpu0);

@@ -50,6 +50,14 @@ impl CpuTimes {
         CpuTimes { user_us: user_ticks * US_PER_TICK, sys_us: sys_ticks * US_PER_TICK }
     }
 
+    /// The calling thread's CPU time so far (`/proc/thread-self/stat`, same fields and
+    /// resolution): what one thread spent while others run beside it.
+    pub fn thread_now() -> io::Result<Self> {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat")?;
+        parse_stat(&stat)
+            .ok_or_else(|| io::Error::other("unexpected /proc/thread-self/stat format"))
+    }
+
     /// The CPU time spent between `earlier` and `self`.
     pub fn since(self, earlier: CpuTimes) -> CpuTimes {
         CpuTimes {
@@ -90,6 +98,72 @@ pub fn timed<T, E: Into<BoxError>>(
     let wall = t0.elapsed();
     let cpu = CpuTimes::now()?.since(cpu0);
     Ok((out, wall, cpu))
+}
+
+/// The whole machine's CPU time so far, from the first line of `/proc/stat`, in `USER_HZ` ticks
+/// summed over every core: what runs at normal priority (user, system, interrupts, steal) and what
+/// runs niced. Less this process's own time, it says how busy other work kept the machine while a
+/// benchmark ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineTicks {
+    /// User (less niced), system, interrupt and steal time.
+    pub busy: u64,
+    /// Time spent running niced processes.
+    pub niced: u64,
+}
+
+impl MachineTicks {
+    /// The machine's time so far.
+    pub fn now() -> io::Result<Self> {
+        let stat = std::fs::read_to_string("/proc/stat")?;
+        parse_proc_stat(&stat).ok_or_else(|| io::Error::other("unexpected /proc/stat format"))
+    }
+}
+
+/// Other work's CPU over an interval: the machine's and this process's times at its start.
+#[derive(Clone, Copy, Debug)]
+pub struct OthersClock {
+    machine: MachineTicks,
+    mine: CpuTimes,
+}
+
+/// How many cores other processes kept busy over an interval, on average.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OthersLoad {
+    /// At normal priority (the machine's busy time less this process's).
+    pub cores: f64,
+    /// Niced.
+    pub niced_cores: f64,
+}
+
+impl OthersClock {
+    /// Starts the interval.
+    pub fn start() -> io::Result<Self> {
+        Ok(Self { machine: MachineTicks::now()?, mine: CpuTimes::now()? })
+    }
+
+    /// Other work over the interval from the start to now, which lasted `secs`.
+    pub fn stop(&self, secs: f64) -> io::Result<OthersLoad> {
+        let (m, mine) = (MachineTicks::now()?, CpuTimes::now()?.since(self.mine));
+        let busy = m.busy.saturating_sub(self.machine.busy);
+        let others = busy.saturating_sub(mine.total_us() / US_PER_TICK);
+        let per = |ticks: u64| ticks as f64 / (secs.max(1e-9) * USER_HZ as f64);
+        Ok(OthersLoad {
+            cores: per(others),
+            niced_cores: per(m.niced.saturating_sub(self.machine.niced)),
+        })
+    }
+}
+
+/// Parses the aggregate `cpu` line of `/proc/stat`: user nice system idle iowait irq softirq
+/// steal (guest time is already inside user).
+pub fn parse_proc_stat(stat: &str) -> Option<MachineTicks> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line.split_ascii_whitespace().skip(1).map_while(|f| f.parse().ok()).collect();
+    let at = |i: usize| v.get(i).copied();
+    let (user, nice, system) = (at(0)?, at(1)?, at(2)?);
+    let (irq, softirq, steal) = (at(5).unwrap_or(0), at(6).unwrap_or(0), at(7).unwrap_or(0));
+    Some(MachineTicks { busy: user + system + irq + softirq + steal, niced: nice })
 }
 
 /// The system share of CPU time, `sys / (user + sys)` (any one unit), or `None` when none was
@@ -155,6 +229,23 @@ mod tests {
         };
         assert!(step < US_PER_TICK, "the first step was {step} us");
         assert_eq!(t0.since(t0), CpuTimes::default());
+    }
+
+    #[test]
+    fn reads_this_process_and_this_thread() {
+        let t = CpuTimes::now().unwrap();
+        assert_eq!(t.since(t), CpuTimes::default());
+        let t = CpuTimes::thread_now().unwrap();
+        assert_eq!(t.since(t), CpuTimes::default());
+    }
+
+    #[test]
+    fn parses_the_machines_cpu_line() {
+        let stat = "cpu  100 7 50 9999 3 2 1 4 0 0\ncpu0 50 3 25 5000 1 1 0 2 0 0\nintr 1\n";
+        assert_eq!(parse_proc_stat(stat), Some(MachineTicks { busy: 157, niced: 7 }));
+        assert_eq!(parse_proc_stat("intr 1"), None);
+        let now = MachineTicks::now().unwrap();
+        assert!(now.busy > 0);
     }
 
     #[test]

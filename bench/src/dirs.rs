@@ -1,6 +1,6 @@
 //! Where the benchmarks put their files: one pair of options, `--dir-disk` and `--dir-tmpfs`,
 //! with one default each, shared by every subcommand that has a disk and a tmpfs medium
-//! (`storage`, `log`, `tpch`, `engine`).
+//! (`storage`, `log`, `tpch`, `engine`, `refresh`).
 //!
 //! The disk default is `/var/tmp`: the directory the FHS and systemd set aside for temporary
 //! files too large for memory, on a disk file system on any ordinary Linux installation. The

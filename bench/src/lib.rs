@@ -3,6 +3,8 @@
 //!
 //! - [`engine`]: durable commits, bulk loads and recovery time (issue 5).
 //! - [`log`]: the log beside `write`+`fdatasync` and libpmemlog (issue 3).
+//! - [`refresh`]: TPC-H's refresh functions in a loop of write transactions beside Q1 and Q6,
+//!   which read snapshots (issue 15).
 //! - [`storage`]: the file layers against each other and against the machine (issue 2).
 //! - [`tpch`]: the TPC-H query-time comparison across layers, media, pool sizes, cold and warm
 //!   (issue 6).
@@ -21,6 +23,7 @@ pub mod log;
 pub mod machine;
 pub mod memlimit;
 pub mod memory;
+pub mod refresh;
 pub mod report;
 pub mod stats;
 pub mod storage;

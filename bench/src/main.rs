@@ -1,6 +1,6 @@
 //! `nvpage-bench`: one subcommand per benchmark. `storage` (issue 2) measures the file layers;
 //! `log` the persistent-memory log, `tpch` the main job, `engine` the engine's commits, loads
-//! and recovery.
+//! and recovery, `refresh` TPC-H's refresh functions beside queries that read snapshots.
 
 #![forbid(unsafe_code)]
 
@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use nvpage_bench::log;
-use nvpage_bench::{engine, storage, tpch};
+use nvpage_bench::{engine, refresh, storage, tpch};
 
 /// nvpage's benchmarks. Every number printed names its durability and configuration.
 #[derive(Debug, Parser)]
@@ -32,6 +32,11 @@ enum Command {
     /// The engine: durable single-row commits per second, bulk-load rows per second, and
     /// recovery (open) time against the log's size, per layer and medium.
     Engine(engine::EngineArgs),
+    /// TPC-H's refresh functions (RF1 inserts orders, RF2 deletes them, one write transaction
+    /// each) in a loop beside Q1 and Q6: query time alone and beside the loop, the loop's
+    /// throughput alone and beside the queries, version memory and latch waits; every answer
+    /// checked against its snapshot.
+    Refresh(refresh::RefreshArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +46,7 @@ fn main() -> ExitCode {
         Command::Log(args) => log::run(args),
         Command::Tpch(args) => tpch::run(args),
         Command::Engine(args) => engine::run(args),
+        Command::Refresh(args) => refresh::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -67,12 +73,13 @@ mod tests {
             Command::Log(a) => a.dirs,
             Command::Tpch(a) => a.dirs,
             Command::Engine(a) => a.dirs,
+            Command::Refresh(a) => a.dirs,
         }
     }
 
     #[test]
     fn every_benchmark_takes_the_same_directory_options_with_the_same_defaults() {
-        for sub in ["storage", "log", "tpch", "engine"] {
+        for sub in ["storage", "log", "tpch", "engine", "refresh"] {
             let d = dirs(&[sub]);
             assert_eq!(d.dir_disk, Path::new("/var/tmp"), "{sub}");
             assert_eq!(d.dir_tmpfs, Path::new("/dev/shm"), "{sub}");

@@ -105,7 +105,7 @@ pub const REDUCED_QUERIES: [Query; 4] = [Query::Q01, Query::Q03, Query::Q06, Que
 /// The reduced matrix's pool size (`--reduced`): a tenth of the data.
 pub const REDUCED_POOL_FRACTION: f64 = 0.1;
 
-fn parse_sf(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_sf(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
     if !(v.is_finite() && v > 0.0 && v <= 1000.0) {
         return Err(format!("the scale factor must be in (0, 1000], not {s}"));
@@ -113,7 +113,7 @@ fn parse_sf(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-fn parse_layer(s: &str) -> Result<Layer, String> {
+pub(crate) fn parse_layer(s: &str) -> Result<Layer, String> {
     let l: Layer = s.trim().parse()?;
     if !l.is_compiled() {
         return Err(format!("layer {l} is not compiled into this build"));
@@ -129,7 +129,7 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-fn parse_query(s: &str) -> Result<Query, String> {
+pub(crate) fn parse_query(s: &str) -> Result<Query, String> {
     Query::parse(s).ok_or_else(|| {
         let names: Vec<String> = Query::ALL.iter().map(|q| q.name()).collect();
         format!("unknown query {s:?}: expected one of {}", names.join(", "))
@@ -172,15 +172,15 @@ pub struct Config {
     pub quiet: bool,
 }
 
-fn layer_names<S: serde::Serializer>(v: &[Layer], s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn layer_names<S: serde::Serializer>(v: &[Layer], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(v.iter().map(|l| l.name()))
 }
 
-fn query_names<S: serde::Serializer>(v: &[Query], s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn query_names<S: serde::Serializer>(v: &[Query], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(v.iter().map(|q| q.name()))
 }
 
-fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {
+pub(crate) fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {
     let mut out: Vec<T> = Vec::new();
     for x in v {
         if !out.contains(x) {

@@ -13,8 +13,8 @@ use nvpage::{Database, Date, Decimal, Table, Value, WriteTxn};
 use tpchgen::dates::TPCHDate;
 use tpchgen::decimal::TPCHDecimal;
 use tpchgen::generators::{
-    CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
-    PartSuppGenerator, RegionGenerator, SupplierGenerator,
+    CustomerGenerator, LineItem, LineItemGenerator, NationGenerator, Order, OrderGenerator,
+    PartGenerator, PartSuppGenerator, RegionGenerator, SupplierGenerator,
 };
 
 use super::schema;
@@ -98,6 +98,43 @@ fn text(buf: &mut String, v: impl std::fmt::Display) -> &str {
     buf.clear();
     write!(buf, "{v}").expect("writing to a String");
     buf
+}
+
+/// An `orders` row's values from the generator's order; `clerk` lends the clerk's name.
+pub fn order_values<'a>(o: &'a Order<'_>, clerk: &'a mut String) -> [Value<'a>; 9] {
+    [
+        Value::I64(o.o_orderkey),
+        Value::I64(o.o_custkey),
+        Value::Str(o.o_orderstatus.as_str()),
+        Value::Decimal(dec(o.o_totalprice)),
+        Value::Date(date(o.o_orderdate)),
+        Value::Str(o.o_orderpriority),
+        Value::Str(text(clerk, o.o_clerk)),
+        Value::I32(o.o_shippriority),
+        Value::Str(o.o_comment),
+    ]
+}
+
+/// A `lineitem` row's values from the generator's lineitem.
+pub fn lineitem_values<'a>(l: &'a LineItem<'_>) -> [Value<'a>; 16] {
+    [
+        Value::I64(l.l_orderkey),
+        Value::I64(l.l_partkey),
+        Value::I64(l.l_suppkey),
+        Value::I32(l.l_linenumber),
+        Value::Decimal(Decimal::new(l.l_quantity * 100, 2)),
+        Value::Decimal(dec(l.l_extendedprice)),
+        Value::Decimal(dec(l.l_discount)),
+        Value::Decimal(dec(l.l_tax)),
+        Value::Str(l.l_returnflag),
+        Value::Str(l.l_linestatus),
+        Value::Date(date(l.l_shipdate)),
+        Value::Date(date(l.l_commitdate)),
+        Value::Date(date(l.l_receiptdate)),
+        Value::Str(l.l_shipinstruct),
+        Value::Str(l.l_shipmode),
+        Value::Str(l.l_comment),
+    ]
 }
 
 /// Generates and loads all eight tables at scale factor `sf` into the (empty) database.
@@ -193,39 +230,12 @@ fn load_table(sink: &mut Sink<'_>, name: &str, sf: f64) -> nvpage::Result<()> {
         }
         "orders" => {
             for o in OrderGenerator::new(sf, 1, 1).iter() {
-                sink.insert(&[
-                    Value::I64(o.o_orderkey),
-                    Value::I64(o.o_custkey),
-                    Value::Str(o.o_orderstatus.as_str()),
-                    Value::Decimal(dec(o.o_totalprice)),
-                    Value::Date(date(o.o_orderdate)),
-                    Value::Str(o.o_orderpriority),
-                    Value::Str(text(&mut d, o.o_clerk)),
-                    Value::I32(o.o_shippriority),
-                    Value::Str(o.o_comment),
-                ])?;
+                sink.insert(&order_values(&o, &mut d))?;
             }
         }
         "lineitem" => {
             for l in LineItemGenerator::new(sf, 1, 1).iter() {
-                sink.insert(&[
-                    Value::I64(l.l_orderkey),
-                    Value::I64(l.l_partkey),
-                    Value::I64(l.l_suppkey),
-                    Value::I32(l.l_linenumber),
-                    Value::Decimal(Decimal::new(l.l_quantity * 100, 2)),
-                    Value::Decimal(dec(l.l_extendedprice)),
-                    Value::Decimal(dec(l.l_discount)),
-                    Value::Decimal(dec(l.l_tax)),
-                    Value::Str(l.l_returnflag),
-                    Value::Str(l.l_linestatus),
-                    Value::Date(date(l.l_shipdate)),
-                    Value::Date(date(l.l_commitdate)),
-                    Value::Date(date(l.l_receiptdate)),
-                    Value::Str(l.l_shipinstruct),
-                    Value::Str(l.l_shipmode),
-                    Value::Str(l.l_comment),
-                ])?;
+                sink.insert(&lineitem_values(&l))?;
             }
         }
         other => unreachable!("unknown table {other}"),

@@ -9,9 +9,10 @@
 //!   (or into a file), the SVG chart; the JSON is [`runner::Report`] as DESIGN.md's "The
 //!   benchmark" shapes it.
 //!
-//! What it is not: an audited TPC-H run (no refresh functions, no query streams, no indexes),
-//! nor a test of the answers against the specification's SQL; the tests do that against plain
-//! Rust over the generator's rows, and `--with-postgres` against PostgreSQL.
+//! What it is not: an audited TPC-H run (no refresh functions here: `nvpage-bench refresh` runs
+//! them beside Q1 and Q6; no query streams, no indexes), nor a test of the answers against the
+//! specification's SQL; the tests do that against plain Rust over the generator's rows, and
+//! `--with-postgres` against PostgreSQL.
 
 pub mod answers;
 pub mod args;

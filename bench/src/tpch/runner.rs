@@ -212,6 +212,19 @@ pub fn builder(layer: Layer, medium: Medium) -> Builder {
     }
 }
 
+/// A progress bar of `len` steps drawn with `template`, or a hidden one when `quiet` (the
+/// refresh benchmark's bars).
+pub fn bar(quiet: bool, len: u64, template: &str) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb
+}
+
 /// Loads one database at `dir` and checks that it lies on `medium`.
 pub fn load_database(
     dir: &Path,

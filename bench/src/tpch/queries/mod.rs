@@ -19,12 +19,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 use nvpage::{Date, ReadTxn};
 
 pub mod ops;
-mod q01;
+pub mod q01;
 mod q02;
 mod q03;
 mod q04;
 mod q05;
-mod q06;
+pub mod q06;
 mod q07;
 mod q08;
 mod q09;

@@ -1,13 +1,19 @@
 //! Q1, pricing summary report: lineitem shipped up to 90 days before 1998-12-01, grouped by
 //! return flag and line status. One pass; the groups live in a small vector searched linearly
 //! (there are four), cheaper per row than hashing.
+//!
+//! The sums are kept exact and apart from the formatting ([`Groups`], [`answer`]) so the refresh
+//! benchmark can add the lineitems a refresh function inserted to a loaded database's sums and
+//! know the answer a snapshot must give.
 
-use nvpage::{ReadOps, ReadTxn, kind};
+use nvpage::{Date, ReadOps, ReadTxn, kind};
 
 use super::{QueryResult, avg2, scaled, ymd};
 
-#[derive(Clone, Copy, Default)]
-struct Agg {
+/// One group's exact sums: quantities, prices and discounts in hundredths, `sum_disc_price` at
+/// scale 4, `sum_charge` at scale 6.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Agg {
     key: (u8, u8),
     sum_qty: i128,
     sum_base: i128,
@@ -28,11 +34,71 @@ impl Agg {
     }
 }
 
+/// Q1's groups before formatting: what one pass over some lineitems sums to. Sums of disjoint
+/// sets of rows add up ([`Groups::merge`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Groups(Vec<Agg>);
+
+/// Q1's cut-off: 1998-12-01 minus 90 days.
+fn last_shipdate() -> Date {
+    ymd(1998, 9, 2)
+}
+
+impl Groups {
+    /// Adds one lineitem: its ship date, return flag and line status (first bytes), quantity,
+    /// extended price, discount and tax in hundredths. Rows shipped after the cut-off are left
+    /// out, as the query's `WHERE` does.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn add_line(
+        &mut self,
+        shipdate: Date,
+        flag: u8,
+        status: u8,
+        qty: i64,
+        price: i64,
+        disc: i64,
+        tax: i64,
+    ) {
+        if shipdate > last_shipdate() {
+            return;
+        }
+        let key = (flag, status);
+        let i = match self.0.iter().position(|g| g.key == key) {
+            Some(i) => i,
+            None => {
+                self.0.push(Agg { key, ..Agg::default() });
+                self.0.len() - 1
+            }
+        };
+        let dp = price * (100 - disc);
+        let g = &mut self.0[i];
+        g.sum_qty += i128::from(qty);
+        g.sum_base += i128::from(price);
+        g.sum_disc_price += i128::from(dp);
+        g.sum_charge += i128::from(dp) * i128::from(100 + tax);
+        g.sum_disc += i128::from(disc);
+        g.count += 1;
+    }
+
+    /// Adds the sums of `other` (rows disjoint from this one's) to these.
+    pub fn merge(mut self, other: &Groups) -> Groups {
+        for g in &other.0 {
+            match self.0.iter_mut().find(|x| x.key == g.key) {
+                Some(x) => x.merge(g),
+                None => self.0.push(*g),
+            }
+        }
+        self
+    }
+}
+
 fn first_byte(s: &[u8]) -> u8 {
     s.first().copied().unwrap_or(b' ')
 }
 
-pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
+/// The groups of every lineitem of the transaction's `lineitem` table.
+pub fn aggregate(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<Groups> {
     let l = rx.table("lineitem")?;
     let shipdate = l.col::<kind::DateK>("l_shipdate")?;
     let flag = l.col::<kind::Bytes>("l_returnflag")?;
@@ -41,46 +107,35 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let price = l.col::<kind::Units>("l_extendedprice")?;
     let disc = l.col::<kind::Units>("l_discount")?;
     let tax = l.col::<kind::Units>("l_tax")?;
-    // 1998-12-01 minus 90 days.
-    let last = ymd(1998, 9, 2);
-    let groups = rx.par_fold(
+    let last = last_shipdate();
+    rx.par_fold(
         &l,
         threads,
-        Vec::<Agg>::new,
+        Groups::default,
         |mut groups, r| {
-            if r.get(shipdate)? > last {
+            // The date test first: the other columns are read only for rows that count.
+            let d = r.get(shipdate)?;
+            if d > last {
                 return Ok(groups);
             }
-            let key = (first_byte(r.get(flag)?), first_byte(r.get(status)?));
-            let i = match groups.iter().position(|g| g.key == key) {
-                Some(i) => i,
-                None => {
-                    groups.push(Agg { key, ..Agg::default() });
-                    groups.len() - 1
-                }
-            };
-            let (p, d, t) = (r.get(price)?, r.get(disc)?, r.get(tax)?);
-            let dp = p * (100 - d);
-            let g = &mut groups[i];
-            g.sum_qty += i128::from(r.get(qty)?);
-            g.sum_base += i128::from(p);
-            g.sum_disc_price += i128::from(dp);
-            g.sum_charge += i128::from(dp) * i128::from(100 + t);
-            g.sum_disc += i128::from(d);
-            g.count += 1;
+            groups.add_line(
+                d,
+                first_byte(r.get(flag)?),
+                first_byte(r.get(status)?),
+                r.get(qty)?,
+                r.get(price)?,
+                r.get(disc)?,
+                r.get(tax)?,
+            );
             Ok(groups)
         },
-        |mut a, b| {
-            for g in &b {
-                match a.iter_mut().find(|x| x.key == g.key) {
-                    Some(x) => x.merge(g),
-                    None => a.push(*g),
-                }
-            }
-            a
-        },
-    )?;
-    let mut groups = groups;
+        |a, b| a.merge(&b),
+    )
+}
+
+/// The answer the groups make, sorted by flag and status.
+pub fn answer(groups: &Groups) -> QueryResult {
+    let mut groups = groups.0.clone();
     groups.sort_by_key(|g| g.key);
     let mut out = QueryResult::new(&[
         "l_returnflag",
@@ -108,5 +163,10 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
             g.count.to_string(),
         ]);
     }
-    Ok(out)
+    out
+}
+
+/// Runs Q1 in `rx` on `threads` scan workers.
+pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
+    Ok(answer(&aggregate(rx, threads)?))
 }

@@ -340,7 +340,6 @@ impl<'a> OneDatabase<'a> {
         mut self,
         rows_loaded: &BTreeMap<String, u64>,
         pool_bytes: u64,
-        index_build_ms: Option<f64>,
         data_bytes_start: u64,
     ) -> Result<DatabaseRecord, BoxError> {
         for &q in self.queries {
@@ -356,7 +355,6 @@ impl<'a> OneDatabase<'a> {
             rows_loaded: rows_loaded.clone(),
             rows_after: row_counts(self.db)?,
             rf2: self.lookup.name().into(),
-            index_build_ms,
             data_bytes_start,
             data_bytes_after: self.db.page_count() * self.db.page_size() as u64,
             refresh_pairs: self.next,

@@ -4,8 +4,9 @@
 //!   commits.
 //! - **RF2** deletes a refresh set by key: it finds the rows whose order key is one of the set's
 //!   inside its transaction — by a scan of `orders` and `lineitem` ([`Lookup::Scan`]), or
-//!   through an index on each table's order key ([`Lookup::Index`], built once by
-//!   [`create_key_indexes`]) — deletes them, and commits. It is given keys, never row ids
+//!   through the primary-key indexes the loader builds ([`Lookup::Index`]: `orders(o_orderkey)`,
+//!   and `lineitem(l_orderkey, l_linenumber)` by its first column) — deletes them, and commits.
+//!   Either way RF1 and RF2 keep every index of the two tables up to date. It is given keys, never row ids
 //!   remembered from the RF1 that inserted them, and it fails unless it finds exactly the set's
 //!   rows.
 //!
@@ -27,7 +28,7 @@ use crate::tpch::queries::KeyMap;
 pub enum Lookup {
     /// A scan of each table (TPC-H's refresh without indexes).
     Scan,
-    /// The indexes [`create_key_indexes`] builds on `o_orderkey` and `l_orderkey`.
+    /// The loader's primary-key indexes, [`ORDERS_INDEX`] and [`LINEITEM_INDEX`].
     Index,
 }
 
@@ -41,22 +42,11 @@ impl Lookup {
     }
 }
 
-/// The index on `orders(o_orderkey)` that [`Lookup::Index`] uses.
-pub const ORDERS_INDEX: &str = "orders_by_orderkey";
-/// The index on `lineitem(l_orderkey)` that [`Lookup::Index`] uses.
-pub const LINEITEM_INDEX: &str = "lineitem_by_orderkey";
-
-/// Builds the indexes [`Lookup::Index`] uses, in one write transaction. From then on every insert
-/// and delete keeps them up to date.
-pub fn create_key_indexes(db: &Database) -> Result<(), BoxError> {
-    let mut tx = db.begin_write()?;
-    let orders = tx.table("orders")?;
-    let lineitem = tx.table("lineitem")?;
-    tx.create_unique_index(ORDERS_INDEX, &orders, &["o_orderkey"])?;
-    tx.create_index(LINEITEM_INDEX, &lineitem, &["l_orderkey"])?;
-    tx.commit()?;
-    Ok(())
-}
+/// The primary-key index on `orders(o_orderkey)` that [`Lookup::Index`] uses.
+pub const ORDERS_INDEX: &str = "orders_pkey";
+/// The primary-key index on `lineitem(l_orderkey, l_linenumber)` that [`Lookup::Index`] uses
+/// by its first column.
+pub const LINEITEM_INDEX: &str = "lineitem_pkey";
 
 /// Rows one refresh function changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

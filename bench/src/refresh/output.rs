@@ -377,7 +377,7 @@ pub fn print(report: &Report) {
         println!(
             "  {}/{}: {} refresh pairs; {} answers checked against their snapshot's state ({} \
              of snapshots holding a refresh set); rows after the last pair {:?} (loaded {:?}); \
-             data file {:.1} → {:.1} MiB{}; versions peaked at {} MiB",
+             data file {:.1} → {:.1} MiB; versions peaked at {} MiB",
             d.layer,
             medium_label(&d.medium),
             d.refresh_pairs,
@@ -387,7 +387,6 @@ pub fn print(report: &Report) {
             d.rows_loaded,
             d.data_bytes_start as f64 / (1 << 20) as f64,
             d.data_bytes_after as f64 / (1 << 20) as f64,
-            d.index_build_ms.map_or(String::new(), |ms| format!(" (indexes built in {ms:.0} ms)")),
             mib(d.peak_version_bytes as f64)
         );
     }

@@ -112,9 +112,7 @@ pub struct DatabaseRecord {
     pub rows_after: BTreeMap<String, u64>,
     /// How RF2 found its rows: `scan` or `index`.
     pub rf2: String,
-    /// With `index`: how long building the two key indexes took, before the warm-up.
-    pub index_build_ms: Option<f64>,
-    /// The data file's size when the measurements began (the indexes built, if any).
+    /// The data file's size when the measurements began.
     pub data_bytes_start: u64,
     /// The data file's size after the last refresh pair.
     pub data_bytes_after: u64,

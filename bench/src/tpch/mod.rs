@@ -10,7 +10,8 @@
 //!   benchmark" shapes it.
 //!
 //! What it is not: an audited TPC-H run (no refresh functions here: `nvpage-bench refresh` runs
-//! them beside Q1 and Q6; no query streams, no indexes), nor a test of the answers against the
+//! them beside Q1 and Q6; no query streams; the loader builds the primary-key indexes, and the
+//! plans scan), nor a test of the answers against the
 //! specification's SQL; the tests do that against plain Rust over the generator's rows, and
 //! `--with-postgres` against PostgreSQL.
 

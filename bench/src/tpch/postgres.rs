@@ -40,7 +40,7 @@ use tpchgen::generators::{
 
 use super::pg_sql;
 use super::queries::{Query, QueryResult};
-use super::schema::TABLES;
+use super::schema::{self, TABLES};
 use crate::BoxError;
 use crate::cputime::{CpuTimes, parse_stat, parse_stat_reaped};
 
@@ -226,13 +226,23 @@ impl Server {
     }
 
     /// Generates the tables as `|`-separated text and streams them into `\copy` through psql's
-    /// standard input (no file: memory and disk stay bounded whatever the scale factor), then
+    /// standard input (no file: memory and disk stay bounded whatever the scale factor), adds
+    /// each table's primary key after its rows (the index nvpage's loader builds), then
     /// `VACUUM ANALYZE`. Returns the rows loaded and the database's size in bytes.
     pub fn load(&self, sf: f64) -> Result<(u64, u64), BoxError> {
         self.psql_file(pg_sql::SCHEMA)?;
         let mut rows = 0;
         for t in TABLES {
             rows += self.copy_in(t, sf)?;
+            // The same primary-key index as nvpage's loader builds, after the rows (and as it
+            // does, without the constraint where the generator repeats a key: partsupp below
+            // SF 0.01).
+            let key = schema::primary_key(t).join(", ");
+            let name = schema::primary_key_index(t);
+            let pk = format!("alter table {t} add constraint {name} primary key ({key})");
+            if self.psql(&pk).is_err() {
+                self.psql(&format!("create index {name} on {t} ({key})"))?;
+            }
         }
         // What autovacuum, which is off, would have done: hint bits set and statistics taken
         // now, not by the first queries.

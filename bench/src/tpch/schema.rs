@@ -100,6 +100,27 @@ pub fn columns(name: &str) -> &'static [(&'static str, ColumnType)] {
     }
 }
 
+/// The primary key of table `name` (clause 1.4.2.2), which the loader indexes (a unique index
+/// named [`primary_key_index`]) in nvpage and PostgreSQL alike.
+pub fn primary_key(name: &str) -> &'static [&'static str] {
+    match name {
+        "region" => &["r_regionkey"],
+        "nation" => &["n_nationkey"],
+        "supplier" => &["s_suppkey"],
+        "customer" => &["c_custkey"],
+        "part" => &["p_partkey"],
+        "partsupp" => &["ps_partkey", "ps_suppkey"],
+        "orders" => &["o_orderkey"],
+        "lineitem" => &["l_orderkey", "l_linenumber"],
+        _ => &[],
+    }
+}
+
+/// The name of table `name`'s primary-key index.
+pub fn primary_key_index(name: &str) -> String {
+    format!("{name}_pkey")
+}
+
 /// The nvpage schema of table `name` (one of [`TABLES`]).
 pub fn schema(name: &str) -> nvpage::Result<Schema> {
     Schema::new(columns(name).iter().map(|&(n, ty)| Column::new(n, ty)).collect())
@@ -113,6 +134,10 @@ mod tests {
     fn every_table_has_a_valid_schema() {
         for t in TABLES {
             let s = schema(t).unwrap();
+            for c in primary_key(t) {
+                assert!(s.index_of(c).is_ok(), "{t}: key column {c}");
+            }
+            assert!(!primary_key(t).is_empty(), "{t}");
             assert!(s.columns().len() >= 3, "{t}");
         }
         assert!(schema("nope").is_err());

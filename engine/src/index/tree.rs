@@ -320,47 +320,68 @@ impl<'a> TreeWriter<'a, '_> {
     }
 
     /// Fills the tree, which must be one empty leaf, with `entries` (in key order, keys
-    /// distinct), bottom up: leaves filled to nine tenths, linked left to right, then each
-    /// level of inner nodes above them, to a single root.
+    /// distinct), bottom up: see [`Build`].
     pub(crate) fn build<'k>(
         &mut self,
         entries: impl Iterator<Item = (&'k [u8], RowId)>,
     ) -> Result<()> {
-        let id = self.meta().id;
-        let budget = (self.db.page_size() - node::SLOTS_OFFSET) * 9 / 10;
+        let mut b = self.build_start()?;
+        for (k, rid) in entries {
+            self.build_push(&mut b, k, rid)?;
+        }
+        self.build_finish(b)
+    }
+
+    /// Starts a bulk build into the tree, which must be one empty leaf.
+    pub(crate) fn build_start(&mut self) -> Result<Build<'a>> {
         let first = self.meta().root;
-        // (the lowest key a node takes, the node), for the level above.
-        let mut nodes: Vec<(Vec<u8>, u64)> = vec![(Vec::new(), first)];
-        let mut cur = (first, self.write(first)?);
-        if Node::new(&cur.1, id, first)?.len() != 0 {
+        let leaf = self.write(first)?;
+        if Node::new(&leaf, self.meta().id, first)?.len() != 0 {
             return Err(corrupt(first, "a bulk build into a tree that is not empty"));
         }
-        let (mut used, mut count, mut total) = (0, 0, 0u64);
-        let mut last: Vec<u8> = Vec::new();
-        for (k, rid) in entries {
-            let cost = node::entry_cost(k.len(), 0);
-            if count > 0 && used + cost > budget {
-                let (page, mut g) = self.alloc(0)?;
-                node::set_next(&mut cur.1, page);
-                node::set_prev(&mut g, cur.0);
-                nodes.push((separator(&last, k), page));
-                cur = (page, g);
-                (used, count) = (0, 0);
-            }
-            if !node::insert_at(&mut cur.1, count, k, &key::row_id_bytes(rid)) {
-                return Err(corrupt(cur.0, "no room for an entry in a new leaf"));
-            }
-            (used, count, total) = (used + cost, count + 1, total + 1);
-            last.clear();
-            last.extend_from_slice(k);
+        Ok(Build {
+            budget: (self.db.page_size() - node::SLOTS_OFFSET) * 9 / 10,
+            nodes: vec![(Vec::new(), first)],
+            leaf: (first, leaf),
+            used: 0,
+            count: 0,
+            total: 0,
+            last: Vec::new(),
+        })
+    }
+
+    /// Adds the next entry of a bulk build: its key must be above every key added before (the
+    /// caller's promise; the build does not sort).
+    pub(crate) fn build_push(&mut self, b: &mut Build<'a>, k: &[u8], rid: RowId) -> Result<()> {
+        let cost = node::entry_cost(k.len(), 0);
+        if b.count > 0 && b.used + cost > b.budget {
+            let (page, mut g) = self.alloc(0)?;
+            node::set_next(&mut b.leaf.1, page);
+            node::set_prev(&mut g, b.leaf.0);
+            b.nodes.push((separator(&b.last, k), page));
+            b.leaf = (page, g);
+            (b.used, b.count) = (0, 0);
         }
-        drop(cur);
+        if !node::insert_at(&mut b.leaf.1, b.count, k, &key::row_id_bytes(rid)) {
+            return Err(corrupt(b.leaf.0, "no room for an entry in a new leaf"));
+        }
+        (b.used, b.count, b.total) = (b.used + cost, b.count + 1, b.total + 1);
+        b.last.clear();
+        b.last.extend_from_slice(k);
+        Ok(())
+    }
+
+    /// Ends a bulk build: builds each level of inner nodes above the leaves, to a single root.
+    pub(crate) fn build_finish(&mut self, b: Build<'a>) -> Result<()> {
+        let Build { budget, mut nodes, leaf, total, .. } = b;
+        drop(leaf);
         self.meta_mut().entries = total;
         let mut level = 0u8;
         while nodes.len() > 1 {
             level += 1;
             let mut above = Vec::new();
             let mut cur: Option<(u64, PageMut<'a>)> = None;
+            let (mut used, mut count) = (0, 0);
             for (k, child) in nodes {
                 let cost = node::entry_cost(k.len(), level);
                 if cur.is_none() || (count > 0 && used + cost > budget) {
@@ -380,6 +401,23 @@ impl<'a> TreeWriter<'a, '_> {
         self.meta_mut().root = nodes[0].1;
         Ok(())
     }
+}
+
+/// A bulk build in progress: leaves filled to nine tenths left to right and linked, each new
+/// leaf's separator kept for the level above (a few bytes per leaf: the memory of a build over
+/// entries that arrive sorted does not grow with the table).
+#[derive(Debug)]
+pub(crate) struct Build<'a> {
+    budget: usize,
+    /// (the lowest key a node takes, the node), for the level above.
+    nodes: Vec<(Vec<u8>, u64)>,
+    /// The leaf being filled.
+    leaf: (u64, PageMut<'a>),
+    used: usize,
+    count: usize,
+    total: u64,
+    /// The last key added.
+    last: Vec<u8>,
 }
 
 #[cfg(test)]

@@ -6,16 +6,23 @@
 //! written like a table's: private copies until commit, before-images logged at write-back.
 
 use nvpage_buffer::View;
+use nvpage_storage::PageId;
 
 use super::WriteTxn;
 use crate::catalog::IndexMeta;
 use crate::error::{Error, Result};
+use crate::heap::HeapPage;
 use crate::index::node::{self, Node};
 use crate::index::tree::{Target, TreeWriter, descend, entry_row};
 use crate::index::{Index, describe_key, key, row_key};
 use crate::row::RowRef;
 use crate::table::{RowId, Table};
 use crate::txn::ReadOps;
+
+/// Tables of up to this many rows are indexed by reading every key into memory and sorting
+/// (about 40 bytes a row); larger ones are first checked for keys that come in order, which are
+/// then indexed as they are read.
+const IN_MEMORY_BUILD_ROWS: u64 = 1 << 16;
 
 impl WriteTxn<'_> {
     /// Creates index `name` over `columns` of `table` (in key order): any number of rows may
@@ -83,15 +90,22 @@ impl WriteTxn<'_> {
             free_pages: Vec::new(),
             pending_free_pages: Vec::new(),
         };
-        // Every row's key, sorted, before anything changes: two rows with one key in a unique
-        // index leave the transaction as it was. Keys sit end to end in one buffer.
+        // A large table whose rows come in key order (one loaded in key order, as tables
+        // mostly are by their primary key) is indexed as it is read: one pass sees that the
+        // keys ascend strictly, a second builds, and the memory does not grow with the table.
+        // Otherwise every key is read into one buffer and sorted, before anything changes: two
+        // rows with one key in a unique index leave the transaction as it was.
+        let ascending =
+            self.meta(table)?.rows > IN_MEMORY_BUILD_ROWS && self.keys_ascend(table, &meta)?;
         let (mut keys, mut entries, mut buf) = (Vec::new(), Vec::new(), Vec::new());
-        self.for_each_row(table, |row| {
-            row_key(&meta, &schema, &row, &mut buf)?;
-            entries.push((keys.len(), buf.len(), row.id()));
-            keys.extend_from_slice(&buf);
-            Ok(())
-        })?;
+        if !ascending {
+            self.for_each_row(table, |row| {
+                row_key(&meta, &schema, &row, &mut buf)?;
+                entries.push((keys.len(), buf.len(), row.id()));
+                keys.extend_from_slice(&buf);
+                Ok(())
+            })?;
+        }
         let key_of = |&(at, len, _): &(usize, usize, RowId)| &keys[at..at + len];
         entries.sort_unstable_by(|a, b| key_of(a).cmp(key_of(b)));
         if let Some(w) = entries.windows(2).find(|w| key_of(&w[0]) == key_of(&w[1])) {
@@ -99,18 +113,60 @@ impl WriteTxn<'_> {
             let key = describe_key(&meta, &row.row()?);
             return Err(Error::UniqueViolation { index: name.into(), key });
         }
+        let pages: Vec<PageId> =
+            if ascending { self.meta(table)?.pages().collect() } else { Vec::new() };
         self.catalog.next_table_id = next_id;
         self.catalog.indexes.push(meta);
         self.catalog_dirty = true;
         let ix = self.catalog.indexes.len() - 1;
-        let mut tree =
-            TreeWriter { db: self.db, cat: &mut self.catalog, ix, pending: self.pending };
+        let db = self.db;
+        let mut tree = TreeWriter { db, cat: &mut self.catalog, ix, pending: self.pending };
         let (root, g) = tree.alloc(0)?;
         drop(g);
         tree.cat.indexes[ix].root = root;
-        tree.build(entries.iter().map(|e| (key_of(e), e.2)))?;
+        if !ascending {
+            tree.build(entries.iter().map(|e| (key_of(e), e.2)))?;
+        } else {
+            let mut b = tree.build_start()?;
+            let mut page_keys: Vec<(Vec<u8>, RowId)> = Vec::new();
+            for p in pages {
+                {
+                    let g = db.pool.read(p, View::Writer)?;
+                    let h = HeapPage::new(&g, table.id, p.0)?;
+                    let x = &tree.cat.indexes[ix];
+                    for (slot, bytes) in h.rows() {
+                        let row =
+                            RowRef::new(&schema, bytes, RowId { page: p.0, slot: slot as u16 })?;
+                        let mut k = Vec::new();
+                        row_key(x, &schema, &row, &mut k)?;
+                        page_keys.push((k, row.id()));
+                    }
+                }
+                for (k, rid) in page_keys.drain(..) {
+                    tree.build_push(&mut b, &k, rid)?;
+                }
+            }
+            tree.build_finish(b)?;
+        }
         let t = self.meta(table)?;
         Ok(Index::from_meta(&self.catalog.indexes[ix], t))
+    }
+
+    /// Whether `table`'s rows, in scan order, have strictly ascending keys in index `x` (stops
+    /// at the first that does not).
+    fn keys_ascend(&self, table: &Table, x: &IndexMeta) -> Result<bool> {
+        let (mut last, mut k): (Option<Vec<u8>>, Vec<u8>) = (None, Vec::new());
+        for page in self.scan(table)? {
+            let page = page?;
+            for row in page.rows() {
+                row_key(x, table.schema(), &row?, &mut k)?;
+                if last.as_ref().is_some_and(|l| k <= *l) {
+                    return Ok(false);
+                }
+                std::mem::swap(last.get_or_insert_with(Vec::new), &mut k);
+            }
+        }
+        Ok(true)
     }
 
     /// Drops index `name`. Its pages become free to reuse once no read transaction that can

@@ -1,17 +1,18 @@
 //! Goal: durability against a real process kill, landing while a commit is in flight. The test
 //! re-executes its own binary as a child that commits one transaction after another — each
 //! inserts the next key (and every tenth also a batch of rows through a small pool, so pages are
-//! stolen mid-transaction) — and prints `ACK n` once `commit` returned for key `n`. Around each
-//! `commit` the child stores a mark in a small file: "in the commit of key n" before the call,
-//! "returned" after it. The parent reads a seeded random number of `ACK` lines (a thread keeps
-//! reading them after that, so the child never blocks on a full pipe), then watches the mark
-//! until the child is inside a commit, waits a random delay of up to one commit's duration (the
-//! child reports how long its last commit took), and SIGKILLs it. After the kill the mark tells
-//! whether the commit was still in flight; the parent reopens the database (recovery runs) and
-//! checks that every acknowledged key is present, no key past the one being attempted exists,
-//! every row and batch is whole, and every page verifies. Then the next child continues on the
-//! same database. The delay only spreads the kills over the commit; nothing is asserted on time.
-//! (When the machine is busy the parent may see few commit windows: it waits until it sees one.)
+//! stolen mid-transaction) — and prints `ACK n` once `commit` returned for key `n`. Parent and
+//! child share a small control file. The child stores its state there — "ready to commit key
+//! n", "in the commit of n", "returned" — and the duration of its last commit; before each
+//! commit it waits (spinning, not sleeping) until the parent lets it go. So the parent never
+//! misses a commit, however busy the machine: it lets a seeded random number of commits
+//! through, then lets the next one go, waits until the child is inside it, waits a random delay
+//! of up to one commit's duration, and SIGKILLs it. After the kill the state tells whether the
+//! commit was still in flight; the parent reopens the database (recovery runs) and checks that
+//! every acknowledged key is present, no key past the one being attempted exists, every row and
+//! batch is whole, and every page verifies. Then the next child continues on the same database.
+//! The delay only spreads the kills over the commit; nothing is asserted on time. (A thread
+//! reads the child's lines meanwhile, so the child never blocks on a full pipe.)
 //!
 //! It prints the kills, how many landed with a commit in flight, and how many of those the
 //! reopened database holds as committed (the kill came after the commit point) or rolled back.
@@ -36,7 +37,7 @@ use rand::Rng;
 const CHILD_ENV: &str = "NVPAGE_KILL_CHILD_DIR";
 const LAYER_ENV: &str = "NVPAGE_KILL_CHILD_LAYER";
 const NVM_ENV: &str = "NVPAGE_KILL_CHILD_NVM";
-const MARK_ENV: &str = "NVPAGE_KILL_CHILD_MARK";
+const CONTROL_ENV: &str = "NVPAGE_KILL_CHILD_CONTROL";
 const TEST_NAME: &str = "killed_children_lose_no_acknowledged_commit";
 /// Rows of the batch every tenth transaction adds to table `bulk`.
 const BATCH: i64 = 40;
@@ -50,26 +51,47 @@ fn note(n: i64) -> Option<String> {
     (n % 7 != 0).then(|| format!("{n}-").repeat((n % 40) as usize))
 }
 
-/// The child's mark around the commit of key `n`: odd while in the call, even after it.
+/// The control file's words (8 bytes each, little-endian): the child's state, the parent's
+/// go-ahead, the child's last commit's duration in nanoseconds.
+const STATE: u64 = 0;
+const GO: u64 = 8;
+const TOOK: u64 = 16;
+
+/// The child's states around key `n`: its transaction is built and waits for the go-ahead
+/// (`GO > n`), it is inside `commit`, `commit` returned. They only grow.
+fn ready(n: i64) -> u64 {
+    3 * n as u64 + 1
+}
+
 fn in_commit(n: i64) -> u64 {
-    2 * n as u64 + 1
+    3 * n as u64 + 2
 }
 
 fn returned(n: i64) -> u64 {
-    2 * n as u64 + 2
+    3 * n as u64 + 3
 }
 
-/// The mark the child stored last (0: none yet).
-fn read_mark(f: &File) -> u64 {
+/// The key of a state.
+fn key(state: u64) -> i64 {
+    ((state - 1) / 3) as i64
+}
+
+fn get(f: &File, word: u64) -> u64 {
     let mut b = [0u8; 8];
-    f.read_exact_at(&mut b, 0).expect("read the mark");
+    f.read_exact_at(&mut b, word).expect("read the control file");
     u64::from_le_bytes(b)
 }
 
-/// The child: commits forever, acknowledging each commit on stdout with its duration.
-fn child(path: &Path, layer: Layer, nvm: bool, mark: &Path) -> ! {
-    let mark = std::fs::OpenOptions::new().write(true).open(mark).expect("the mark file");
-    let set_mark = |v: u64| mark.write_all_at(&v.to_le_bytes(), 0).expect("store the mark");
+fn set(f: &File, word: u64, v: u64) {
+    f.write_all_at(&v.to_le_bytes(), word).expect("write the control file");
+}
+
+/// The child: commits forever, each commit after the parent's go-ahead, acknowledging each on
+/// stdout.
+fn child(path: &Path, layer: Layer, nvm: bool, control: &Path) -> ! {
+    let control =
+        std::fs::OpenOptions::new().read(true).write(true).open(control).expect("the control file");
+    let parent = std::os::unix::process::parent_id();
     let db = open(path, layer, nvm).expect("child open");
     let next = {
         let rx = db.begin_read().unwrap();
@@ -95,12 +117,23 @@ fn child(path: &Path, layer: Layer, nvm: bool, mark: &Path) -> ! {
                 insert_row(&mut tx, "bulk", n * BATCH + i, &row).unwrap();
             }
         }
-        set_mark(in_commit(n));
+        set(&control, STATE, ready(n));
+        let mut polls = 0u64;
+        while get(&control, GO) <= n as u64 {
+            polls += 1;
+            if polls.is_multiple_of(1024) && std::os::unix::process::parent_id() != parent {
+                // The parent is gone: nobody will let this commit go.
+                std::process::exit(2);
+            }
+            std::hint::spin_loop();
+        }
+        set(&control, STATE, in_commit(n));
         let started = Instant::now();
         tx.commit().unwrap();
         let took = started.elapsed();
-        set_mark(returned(n));
-        writeln!(out, "ACK {n} {}", took.as_nanos()).unwrap();
+        set(&control, TOOK, took.as_nanos() as u64);
+        set(&control, STATE, returned(n));
+        writeln!(out, "ACK {n}").unwrap();
         out.flush().unwrap();
         n += 1;
     }
@@ -131,22 +164,17 @@ fn check(path: &Path, layer: Layer, nvm: bool, acked: Option<i64>, ctx: &str) ->
     n
 }
 
-/// The key and the commit's duration in an `ACK n ns` line (libtest may print `test NAME ... `
-/// before it on the same line).
-fn ack(line: &str) -> Option<(i64, Duration)> {
+/// The key in an `ACK n` line (libtest may print `test NAME ... ` before it on the same line).
+fn ack(line: &str) -> Option<i64> {
     let at = line.find("ACK ")?;
-    let mut words = line[at + 4..].split_whitespace().map(|w| w.parse::<u64>());
-    match (words.next(), words.next()) {
-        (Some(Ok(n)), Some(Ok(ns))) => Some((n as i64, Duration::from_nanos(ns))),
-        _ => panic!("an ACK line holds a key and a duration: {line:?}"),
-    }
+    Some(line[at + 4..].trim().parse().expect("an ACK line ends with its key"))
 }
 
 /// Kills counted by a campaign.
 #[derive(Clone, Copy, Debug, Default)]
 struct Kills {
     kills: u64,
-    /// Kills that landed between the child's marks around `commit`.
+    /// Kills that landed while the child's state said "in the commit".
     in_commit: u64,
     /// Of those, kills after which the reopened database held the commit.
     in_commit_committed: u64,
@@ -160,99 +188,124 @@ impl std::ops::AddAssign for Kills {
     }
 }
 
-/// Whether `mark` says the child is inside `commit`.
-fn is_in_commit(mark: u64) -> bool {
-    mark % 2 == 1
-}
-
-/// Waits until the child is inside a commit (its mark odd), then `delay` more, and kills it.
-fn kill_in_commit(c: &mut Child, mark: &File, delay: Duration, ctx: &str) {
+/// Spins until the child's state satisfies `until`; returns it. Panics if the child ends.
+fn wait_for(c: &mut Child, control: &File, until: impl Fn(u64) -> bool, ctx: &str) -> u64 {
     let mut polls = 0u64;
-    while !is_in_commit(read_mark(mark)) {
+    loop {
+        let state = get(control, STATE);
+        if until(state) {
+            return state;
+        }
         polls += 1;
         if polls.is_multiple_of(1024)
             && let Some(status) = c.try_wait().unwrap()
         {
-            panic!("{ctx}: the child ended before a commit: {status}");
+            panic!("{ctx}: the child ended early: {status}");
         }
         std::hint::spin_loop();
     }
-    // The delay is not an assertion: it spreads the kills over the commit.
-    let entered = Instant::now();
-    while entered.elapsed() < delay {
-        std::hint::spin_loop();
+}
+
+/// Lets `through` commits of the child go, then the next one, and kills the child inside it
+/// after `fraction` of a commit's duration (`commit_time`, updated from the child's last
+/// commit); returns that commit's key.
+fn kill_in_commit(
+    c: &mut Child,
+    control: &File,
+    through: u64,
+    fraction: f64,
+    commit_time: &mut Duration,
+    ctx: &str,
+) -> i64 {
+    let mut go = 0;
+    for i in 0..=through {
+        // The child waits at `ready(n)` for `GO > n`: no commit passes unseen.
+        let state = wait_for(c, control, |s| s % 3 == 1 && key(s) as u64 >= go, ctx);
+        let n = key(state);
+        go = n as u64 + 1;
+        if i < through {
+            set(control, GO, go);
+            continue;
+        }
+        let took = get(control, TOOK);
+        if took > 0 {
+            *commit_time = Duration::from_nanos(took);
+        }
+        let delay = commit_time.mul_f64(fraction);
+        set(control, GO, go);
+        // The child has its go-ahead and enters the commit next.
+        wait_for(c, control, |s| s >= in_commit(n), ctx);
+        // The delay is not an assertion: it spreads the kills over the commit.
+        let entered = Instant::now();
+        while entered.elapsed() < delay {
+            std::hint::spin_loop();
+        }
+        c.kill().unwrap();
+        return n;
     }
-    c.kill().unwrap();
+    unreachable!("the loop returns at its last turn")
 }
 
 fn campaign(layer: Layer, nvm: bool, cycles: u64, seed: u64) -> Kills {
     let dir = if nvm { tempfile::tempdir_in("/dev/shm") } else { tempfile::tempdir() }.unwrap();
     let path = dir.path().join("db");
-    let mark_path = dir.path().join("commit-mark");
-    let mark = std::fs::OpenOptions::new()
+    let control_path = dir.path().join("control");
+    let control = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(true)
-        .open(&mark_path)
+        .open(&control_path)
         .unwrap();
     let mut r = rng(seed);
     let mut acked: Option<i64> = None;
     let mut k = Kills::default();
-    // The last commit's duration, as the child measured it (a first guess until one is read).
+    // The last commit's duration the child reported (a first guess until it reports one).
     let mut commit_time = Duration::from_micros(50);
     for cycle in 0..cycles {
         let ctx = format!("seed {seed}, {layer}, nvm {nvm}, cycle {cycle}");
-        mark.write_all_at(&0u64.to_le_bytes(), 0).unwrap();
+        set(&control, STATE, 0);
+        set(&control, GO, 0);
+        set(&control, TOOK, 0);
         let mut c = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", TEST_NAME, "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, &path)
             .env(LAYER_ENV, layer.name())
             .env(NVM_ENV, if nvm { "1" } else { "0" })
-            .env(MARK_ENV, &mark_path)
+            .env(CONTROL_ENV, &control_path)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        // A thread reads the child's lines for as long as it lives, so that it never blocks on
-        // a full pipe while the parent watches the mark.
         let stdout = c.stdout.take().unwrap();
         let (tx, acks) = mpsc::channel();
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(a) = ack(&line) {
-                    let _ = tx.send(a);
+                if let Some(n) = ack(&line) {
+                    let _ = tx.send(n);
                 }
             }
         });
-        for _ in 0..r.random_range(0..12) {
-            let Ok((n, took)) = acks.recv() else {
-                panic!("{ctx}: the child ended early: {:?}", c.wait())
-            };
-            assert!(acked.is_none_or(|a| n == a + 1), "{ctx}: ack {n} after {acked:?}");
-            acked = Some(n);
-            commit_time = took;
-        }
-        let delay = commit_time.mul_f64(r.random::<f64>());
-        kill_in_commit(&mut c, &mark, delay, &ctx);
+        let through = r.random_range(0..12);
+        let fraction = r.random::<f64>();
+        let target = kill_in_commit(&mut c, &control, through, fraction, &mut commit_time, &ctx);
         let status = c.wait().unwrap();
         assert!(!status.success(), "{ctx}: the child was killed");
         k.kills += 1;
-        let last = read_mark(&mark);
+        let last = get(&control, STATE);
         reader.join().unwrap();
-        // Lines the child wrote before the kill landed are acknowledged too.
-        for (n, _) in acks.try_iter() {
+        for n in acks.try_iter() {
+            assert!(acked.is_none_or(|a| n == a + 1), "{ctx}: ack {n} after {acked:?}");
             acked = Some(n);
         }
         let n = check(&path, layer, nvm, acked, &ctx);
-        if is_in_commit(last) {
-            // Killed inside the commit of key `(last - 1) / 2`: it is there or not, atomically
-            // (`check` saw whole keys and batches); which one, the commit point decided.
-            let key = ((last - 1) / 2) as i64;
+        if last == in_commit(target) {
+            // Killed inside the commit of key `target`: it is there or not, atomically (`check`
+            // saw whole keys and batches); which one, the commit point decided.
             k.in_commit += 1;
-            k.in_commit_committed += u64::from(n > key);
+            k.in_commit_committed += u64::from(n > target);
         }
-        // A commit that returned but whose line was not read yet counts now.
+        // A commit that returned but whose `ACK` the kill cut off counts now.
         if n > 0 {
             acked = Some(acked.map_or(n - 1, |a| a.max(n - 1)));
         }
@@ -265,8 +318,8 @@ fn killed_children_lose_no_acknowledged_commit() {
     if let Ok(dir) = std::env::var(CHILD_ENV) {
         let layer: Layer = std::env::var(LAYER_ENV).unwrap().parse().unwrap();
         let nvm = std::env::var(NVM_ENV).is_ok_and(|v| v == "1");
-        let mark = std::env::var(MARK_ENV).unwrap();
-        child(Path::new(&dir), layer, nvm, Path::new(&mark));
+        let control = std::env::var(CONTROL_ENV).unwrap();
+        child(Path::new(&dir), layer, nvm, Path::new(&control));
     }
     let cycles: u64 =
         std::env::var("NVPAGE_KILL_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(120);

@@ -4,10 +4,10 @@
 //! stolen mid-transaction) — and prints `ACK n` once `commit` returned for key `n`. Parent and
 //! child share a small control file. The child stores its state there — "ready to commit key
 //! n", "in the commit of n", "returned" — and the duration of its last commit; before each
-//! commit it waits (spinning, not sleeping) until the parent lets it go. So the parent never
-//! misses a commit, however busy the machine: it lets a seeded random number of commits
-//! through, then lets the next one go, waits until the child is inside it, waits a random delay
-//! of up to one commit's duration, and SIGKILLs it. After the kill the state tells whether the
+//! commit it waits (polling and yielding, never sleeping) until the parent lets it go. So the
+//! parent never misses a commit, however busy the machine: it lets a seeded random number of
+//! commits through, then lets the next one go, waits until the child is inside it, waits a
+//! random delay of up to one commit's duration, and SIGKILLs it. After the kill the state tells whether the
 //! commit was still in flight; the parent reopens the database (recovery runs) and checks that
 //! every acknowledged key is present, no key past the one being attempted exists, every row and
 //! batch is whole, and every page verifies. Then the next child continues on the same database.
@@ -125,7 +125,8 @@ fn child(path: &Path, layer: Layer, nvm: bool, control: &Path) -> ! {
                 // The parent is gone: nobody will let this commit go.
                 std::process::exit(2);
             }
-            std::hint::spin_loop();
+            // Give the CPU to the parent if they share one (a yield, not a sleep).
+            std::thread::yield_now();
         }
         set(&control, STATE, in_commit(n));
         let started = Instant::now();
@@ -202,7 +203,8 @@ fn wait_for(c: &mut Child, control: &File, until: impl Fn(u64) -> bool, ctx: &st
         {
             panic!("{ctx}: the child ended early: {status}");
         }
-        std::hint::spin_loop();
+        // Give the CPU to the child if they share one (a yield, not a sleep).
+        std::thread::yield_now();
     }
 }
 

@@ -1,14 +1,16 @@
 //! Goal: atomicity and durability across power loss. A seeded random workload (inserts, updates
 //! that grow and move rows, deletes, table creation and drops, file growth, aborts, evictions
-//! through an 8-frame pool) runs on the storage simulator and is compared with a model. Each run
-//! crashes at one point: the k-th persist or I/O fails (once, or for good) — during commit's
-//! force, at the commit point (the log's rewind is a persist), during eviction write-back, during
-//! an abort — or the transaction is forgotten mid-way; then the database is dropped, the
-//! simulator builds the surviving files (sector, line or word tears), and the database is
-//! reopened, sometimes with a persist failing during recovery and a second crash on top. After
-//! recovery: every committed transaction is present, no effect of an uncommitted one is visible,
-//! every page in use verifies, the catalog matches the tables, and the database takes new
-//! transactions. All three layers; on disk and on /dev/shm with cache-line persistence.
+//! through a 4-frame pool of 4 KiB pages) runs on the storage simulator and is compared with a
+//! model. Each run crashes at one point. Either the k-th persist or I/O fails (once, or for
+//! good) — during commit's force, at the commit point (the log's rewind is a persist), during
+//! eviction write-back, during an abort — and the failed transaction is rolled back in process
+//! (or its rollback fails and poisons the database) before the power goes; or the power is cut
+//! with a transaction open and no rollback at all (below). Then the simulator builds the
+//! surviving files (sector, line or word tears), and the database is reopened, sometimes with a
+//! persist failing during recovery and a second crash on top. After recovery: every committed
+//! transaction is present, no effect of an uncommitted one is visible, every page in use
+//! verifies, the catalog matches the tables, and the database takes new transactions. All three
+//! layers; on disk and on /dev/shm with cache-line persistence.
 //!
 //! When may a failed commit have committed? Only when its failure came at the commit point: the
 //! rewind stores the log's 8-byte state word into the mapping and then persists it; if that
@@ -17,7 +19,17 @@
 //! generation than the simulator's durable image of it. In every other case a failed commit
 //! must be absent after recovery.
 //!
-//! `NVPAGE_CRASH_GROUPS` (default 4) sets how many seeded workloads each layer runs; every group
+//! A power cut mid-transaction: the workload's fault-free run finds the moments when the open
+//! transaction has stolen pages — written back in place, their before-images in the log — and
+//! a cut point stops the workload at one of them with the transaction still open. Its files'
+//! live bytes are taken there and every I/O call fails from then on, so nothing the process
+//! does after the cut (its drop rolls back, closing stores the log's watermark) persists; the
+//! live bytes taken are written back once the handles are closed, and the simulator crashes
+//! from exactly the state at the cut. More than a quarter of each layer's crash points are such
+//! cuts with stolen pages (checked, and counted in the output: 37–48% per layer at the
+//! defaults); a few more cut at moments without any.
+//!
+//! `NVPAGE_CRASH_GROUPS` (default 6) sets how many seeded workloads each layer runs; every group
 //! crashes at many points.
 
 mod common;
@@ -30,6 +42,7 @@ use nvpage::{Database, Layer, PersistRequest};
 use nvpage_storage::SimOp;
 use nvpage_storage::sim::{Fault, FaultMode, Sim, Tear};
 use rand::Rng;
+use rand::seq::SliceRandom;
 
 /// Crash points of a group on disk (each costs a few fsyncs).
 const DISK_POINTS: usize = 30;
@@ -47,12 +60,12 @@ enum Medium {
     ShmMsync,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Plan {
     /// Inject this fault, counted from the first open.
     Fault(Fault),
-    /// No fault: forget transaction `txn` after `op` operations.
-    Forget { txn: usize, op: usize },
+    /// No fault: cut the power with transaction `txn` open, after `op` of its operations.
+    Cut { txn: usize, op: usize },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -67,7 +80,9 @@ struct Point {
 }
 
 fn open(path: &Path, p: &Point) -> nvpage::Result<Database> {
-    let b = Database::builder().layer(p.layer).pool_bytes(64 << 10).log_bytes(1 << 20);
+    // 4 KiB pages through the smallest pool (4 frames): transactions steal pages often.
+    let b =
+        Database::builder().layer(p.layer).page_size(4096).pool_bytes(16 << 10).log_bytes(1 << 20);
     match p.medium {
         Medium::Disk | Medium::ShmMsync => b,
         Medium::Shm => b.persistence(PersistRequest::CacheLine),
@@ -102,27 +117,53 @@ struct Expect {
     maybe: Option<Model>,
 }
 
-/// Runs the workload until the planned crash point; returns what must survive, and how many
-/// persists and I/O calls it made.
-fn run_workload(db: &Database, sim: &Sim, path: &Path, p: &Point) -> Expect {
-    let mut r = rng(p.seed);
+/// The live bytes of the database's files at a power cut, to be written back once the
+/// process has closed them.
+type AtCut = Vec<(std::path::PathBuf, Vec<u8>)>;
+
+/// Cuts the power now, with the handles open: takes the files' live bytes and fails every I/O
+/// call from here on, so nothing done after the cut persists (the durable images stay as they
+/// are at the cut).
+fn cut_power(sim: &Sim, path: &Path) -> AtCut {
+    let taken = [nvpage::DATA_FILE, nvpage::LOG_FILE]
+        .map(|name| {
+            let p = path.join(name);
+            let live = std::fs::read(&p).expect("the live file");
+            (p, live)
+        })
+        .into();
+    sim.fail(Fault { op: None, after: 0, mode: FaultMode::Forever, errno: libc_eio() });
+    taken
+}
+
+/// Before-images in the log file's live bytes: the open transaction's stolen pages.
+fn log_images(log: &[u8]) -> u64 {
+    nvpage_wal::layout::decode_log(log, None).ok().and_then(|d| d.scan).map_or(0, |s| s.records)
+}
+
+/// Runs the workload until the planned crash point; returns what must survive. `at` is called
+/// at every moment of a transaction (its index, operations done) with it open, and returns true
+/// to cut the power there. `grow_fault`: the plan is a full disk.
+fn run_workload(
+    db: &Database,
+    sim: &Sim,
+    path: &Path,
+    seed: u64,
+    grow_fault: bool,
+    at: &mut dyn FnMut(usize, usize) -> bool,
+) -> Expect {
+    let mut r = rng(seed);
     let mut model = Model::default();
     for i in 0..TXNS {
-        let forget = match p.plan {
-            Plan::Forget { txn, op } if txn == i => Some(op),
-            _ => None,
-        };
-        let end = random_txn(db, &mut r, &mut model, forget);
-        match end {
+        match random_txn(db, &mut r, &mut model, &mut |op| at(i, op)) {
             End::Committed | End::Aborted => {
                 if db.is_poisoned() {
                     // An abort whose roll-back failed poisons (rule 6).
-                    return Expect { before: model, maybe: None };
+                    break;
                 }
             }
-            End::Forgotten => return Expect { before: model, maybe: None },
+            End::Cut => break,
             End::OpFailed(e) => {
-                let grow_fault = matches!(p.plan, Plan::Fault(Fault { op: Some(SimOp::Grow), .. }));
                 assert!(
                     !grow_fault || db.is_poisoned() || matches!(e, nvpage::Error::Storage(_)),
                     "a full disk is a storage error: {e}"
@@ -131,7 +172,7 @@ fn run_workload(db: &Database, sim: &Sim, path: &Path, p: &Point) -> Expect {
                     // A full disk fails the transaction and nothing else: keep going.
                     continue;
                 }
-                return Expect { before: model, maybe: None };
+                break;
             }
             End::CommitFailed(e, tentative) => {
                 assert!(db.is_poisoned() || matches!(e, nvpage::Error::TransactionTooLarge { .. }));
@@ -144,7 +185,15 @@ fn run_workload(db: &Database, sim: &Sim, path: &Path, p: &Point) -> Expect {
     Expect { before: model, maybe: None }
 }
 
-fn run_point(p: &Point) -> Result<(), String> {
+/// What a crash point was, for the counts: a cut with `images` before-images in the log, or
+/// something else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Fault,
+    Cut { images: u64 },
+}
+
+fn run_point(p: &Point) -> Result<Kind, String> {
     let dir = tempdir(p.medium);
     let sim = Sim::attach(dir.path(), p.seed);
     let path = dir.path().join("db");
@@ -153,14 +202,34 @@ fn run_point(p: &Point) -> Result<(), String> {
     if let Plan::Fault(f) = p.plan {
         sim.fail(f);
     }
+    let grow_fault = matches!(p.plan, Plan::Fault(Fault { op: Some(SimOp::Grow), .. }));
+    let mut at_cut = None;
     let expect = match open(&path, p) {
         Ok(db) => {
-            let e = run_workload(&db, &sim, &path, p);
+            let e = run_workload(&db, &sim, &path, p.seed, grow_fault, &mut |txn, op| {
+                let cut = p.plan == Plan::Cut { txn, op };
+                if cut {
+                    at_cut = Some(cut_power(&sim, &path));
+                }
+                cut
+            });
             drop(db);
             e
         }
         // The fault fired while opening: nothing was written.
         Err(_) => Expect { before: Model::default(), maybe: None },
+    };
+    let kind = match (p.plan, at_cut) {
+        (Plan::Cut { .. }, Some(files)) => {
+            // The files as they were at the cut: what the process did since never persisted.
+            let images = log_images(&files[1].1);
+            for (file, live) in files {
+                std::fs::write(&file, live).map_err(|e| format!("restore the cut: {e}"))?;
+            }
+            Kind::Cut { images }
+        }
+        (Plan::Cut { .. }, None) => return Err("the workload never reached the cut".into()),
+        (Plan::Fault(_), _) => Kind::Fault,
     };
     sim.crash(p.tear);
     if let Some((after, forever)) = p.recovery_fault {
@@ -200,7 +269,7 @@ fn run_point(p: &Point) -> Result<(), String> {
     let mut model = matched;
     let mut r = rng(p.seed ^ 0xA5A5);
     for _ in 0..2 {
-        match random_txn(&db, &mut r, &mut model, None) {
+        match random_txn(&db, &mut r, &mut model, &mut |_| false) {
             End::Committed | End::Aborted => {}
             other => return Err(format!("a transaction after recovery: {other:?}")),
         }
@@ -211,21 +280,32 @@ fn run_point(p: &Point) -> Result<(), String> {
     compare(&db, &model.tables).map_err(|e| format!("after a clean reopen: {e}"))?;
     drop(db);
     drop(sim);
-    Ok(())
+    Ok(kind)
 }
 
 fn libc_eio() -> i32 {
     5
 }
 
-/// Persists and I/O calls of the fault-free workload of `seed` (where the crash points lie).
-fn measure(layer: Layer, medium: Medium, seed: u64) -> (u64, u64) {
+/// What the fault-free workload of a seed does: where the crash points lie.
+struct Run {
+    persists: u64,
+    /// I/O calls of every kind.
+    ops: u64,
+    /// Moments (transaction, operations done) when the open transaction had stolen pages:
+    /// before-images in the log.
+    stolen: Vec<(usize, usize)>,
+    /// Every moment.
+    all: Vec<(usize, usize)>,
+}
+
+fn measure(layer: Layer, medium: Medium, seed: u64) -> Run {
     let p = Point {
         layer,
         medium,
         tear: Tear::Sector,
         seed,
-        plan: Plan::Forget { txn: usize::MAX, op: 0 },
+        plan: Plan::Cut { txn: usize::MAX, op: 0 },
         recovery_fault: None,
     };
     let dir = tempdir(medium);
@@ -234,25 +314,43 @@ fn measure(layer: Layer, medium: Medium, seed: u64) -> (u64, u64) {
     drop(open(&path, &p).unwrap());
     let before = sim.counts();
     let db = open(&path, &p).unwrap();
-    let e = run_workload(&db, &sim, &path, &p);
+    let log = path.join(nvpage::LOG_FILE);
+    let (mut stolen, mut all) = (Vec::new(), Vec::new());
+    let e = run_workload(&db, &sim, &path, seed, false, &mut |txn, op| {
+        if log_images(&std::fs::read(&log).unwrap()) > 0 {
+            stolen.push((txn, op));
+        }
+        all.push((txn, op));
+        false
+    });
     assert!(e.maybe.is_none());
     drop(db);
     let c = sim.counts();
     let ops = |c: nvpage_storage::sim::OpCounts| c.reads + c.writes + c.grows + c.persists;
-    (c.persists - before.persists, ops(c) - ops(before))
+    Run { persists: c.persists - before.persists, ops: ops(c) - ops(before), stolen, all }
+}
+
+/// Crash points of one layer, by kind.
+#[derive(Debug, Default)]
+struct Counts {
+    points: u64,
+    cuts: u64,
+    cuts_with_stolen_pages: u64,
+    stolen_images: u64,
 }
 
 fn campaign(layer: Layer) {
     let groups: u64 =
         std::env::var("NVPAGE_CRASH_GROUPS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
-    let mut points = 0u64;
+    let mut c = Counts::default();
     let started = std::time::Instant::now();
     for g in 0..groups {
         let seed = 0x5EED_0000 + g * 0x1_0000 + layer as u64;
         // Disk costs an fsync per commit: one group in eight, sampled more thinly.
         let medium = [Medium::Disk, Medium::Shm, Medium::ShmMsync, Medium::Shm][(g % 4) as usize];
         let medium = if g % 8 == 4 { Medium::ShmMsync } else { medium };
-        let (persists, ops) = measure(layer, medium, seed);
+        let run = measure(layer, medium, seed);
+        let persists = run.persists;
         let mut pick = rng(seed ^ 0xC0FFEE);
         // Every persist of the workload, then a sample of other crash points.
         let mut plans: Vec<Plan> = (0..persists)
@@ -262,21 +360,28 @@ fn campaign(layer: Layer) {
             })
             .collect();
         for _ in 0..persists / 2 {
-            let k = pick.random_range(0..ops.max(1));
+            let k = pick.random_range(0..run.ops.max(1));
             let mode = if pick.random_bool(0.5) { FaultMode::Once } else { FaultMode::Forever };
             plans.push(Plan::Fault(Fault { op: None, after: k, mode, errno: libc_eio() }));
         }
         for _ in 0..4 {
             plans.push(Plan::Fault(Fault::disk_full(pick.random_range(0..6))));
         }
-        for _ in 0..persists / 4 {
-            plans.push(Plan::Forget {
-                txn: pick.random_range(0..TXNS),
-                op: pick.random_range(0..60),
-            });
-        }
+        // Half as many again power cuts with stolen pages as persists (each such moment once,
+        // then again with other tears and recovery faults if there are fewer), then a few at
+        // any moment. Interleaved with the faults, so that the thinner disk sample keeps each
+        // kind's share.
+        let mut stolen = run.stolen.clone();
+        stolen.shuffle(&mut pick);
+        let n = if stolen.is_empty() { 0 } else { persists as usize * 3 / 2 };
+        let cuts = (0..n)
+            .map(|i| stolen[i % stolen.len()])
+            .chain((0..persists / 4).map(|_| run.all[pick.random_range(0..run.all.len())]));
+        let mut cuts: Vec<Plan> = cuts.map(|(txn, op)| Plan::Cut { txn, op }).collect();
+        cuts.shuffle(&mut pick);
+        plans = interleave(plans, cuts);
         let group_started = std::time::Instant::now();
-        let group_points = points;
+        let group_points = c.points;
         if matches!(medium, Medium::Disk) {
             let keep = plans.len().min(DISK_POINTS);
             let step = plans.len() as f64 / keep as f64;
@@ -295,19 +400,58 @@ fn campaign(layer: Layer) {
             };
             let r = catch_unwind(AssertUnwindSafe(|| run_point(&p)));
             match r {
-                Ok(Ok(())) => {}
+                Ok(Ok(Kind::Fault)) => {}
+                Ok(Ok(Kind::Cut { images })) => {
+                    c.cuts += 1;
+                    c.cuts_with_stolen_pages += u64::from(images > 0);
+                    c.stolen_images += images;
+                }
                 Ok(Err(e)) => panic!("seed {seed}: {p:?}: {e}"),
                 Err(_) => panic!("seed {seed}: {p:?}: panicked (see above)"),
             }
-            points += 1;
+            c.points += 1;
         }
         eprintln!(
             "{layer} {medium:?} seed {seed}: {} points in {:.1} s",
-            points - group_points,
+            c.points - group_points,
             group_started.elapsed().as_secs_f64()
         );
     }
-    eprintln!("{layer}: {points} crash points in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "{layer}: {} crash points, {} of them power cuts in a transaction, {} with stolen pages \
+         ({} before-images in their logs), in {:.1} s",
+        c.points,
+        c.cuts,
+        c.cuts_with_stolen_pages,
+        c.stolen_images,
+        started.elapsed().as_secs_f64()
+    );
+    if groups > 0 {
+        assert!(
+            4 * c.cuts_with_stolen_pages > c.points,
+            "{layer}: more than a quarter of the crash points cut the power with stolen pages: \
+             {c:?}"
+        );
+    }
+}
+
+/// `a` and `b` merged so that every stretch of the result holds each in proportion.
+fn interleave(a: Vec<Plan>, b: Vec<Plan>) -> Vec<Plan> {
+    let (na, nb) = (a.len(), b.len());
+    let mut out = Vec::with_capacity(na + nb);
+    let (mut a, mut b) = (a.into_iter(), b.into_iter());
+    let (mut ia, mut ib) = (0, 0);
+    while ia < na || ib < nb {
+        // Take from `b` while it is behind its share of what has been taken so far.
+        if ib < nb && (ia == na || ib * (na + nb) < (ia + ib + 1) * nb) {
+            out.extend(b.next());
+            ib += 1;
+        } else {
+            out.extend(a.next());
+            ia += 1;
+        }
+    }
+    out
 }
 
 #[test]

@@ -121,7 +121,7 @@ fn run(layer: Layer, dir: &Path, seed: u64) -> u64 {
             states.0.lock().insert(next, Arc::new(m.tables.clone()));
         };
         for _ in 0..TXNS {
-            match random_txn_publishing(&db, &mut r, &mut model, None, &publish) {
+            match random_txn_publishing(&db, &mut r, &mut model, &mut |_| false, &publish) {
                 End::Committed => commits += 1,
                 End::Aborted => aborts += 1,
                 other => panic!("{what}: {other:?}"),

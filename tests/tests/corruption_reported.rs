@@ -1,7 +1,8 @@
 //! Goal: every corruption of the bytes the engine reads is reported — as a typed error at open,
 //! on a read or scan, or as damage by `Database::check` (`nvpage check`) — never a wrong answer,
 //! never a panic. Issue 7's campaign: one corruption per run, chosen by seed, into a closed
-//! database, which is then reopened and read in full on each of the three layers:
+//! database, which is then reopened and read in full on each of the three layers (one corrupted
+//! image, three reads):
 //!
 //! - a bit flip in a page in use (the header, the catalog, every page of every table): the page
 //!   CRC32C covers every byte but the checksum itself, which is compared, so there is no unused
@@ -13,18 +14,25 @@
 //!   database stored the watermark at the end of its records).
 //!
 //! Bytes nobody reads are not targets: pages not in use (free, or the unused tail of an
-//! extent), the log header page's padding, and log bytes past the end of its records.
+//! extent), the log header page's padding, the padding that aligns each log record to 8 bytes,
+//! and log bytes past the end of its records.
 //!
-//! `NVPAGE_CORRUPTION_SEEDS` (default 25) sets the runs per kind and layer.
+//! The images of a kind are distinct: the corruptions are drawn without replacement from every
+//! one the kind can make (every bit of every page in use, every non-zero sector, every pair of
+//! pages, every bit of the log regions), so a kind with few of them (zeroed sectors, swaps) is
+//! tried exhaustively. The output counts distinct images and, apart, the reads of them.
+//!
+//! `NVPAGE_CORRUPTION_IMAGES` (default 25) sets the distinct images per kind (at most as many
+//! as the kind has).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use nvpage::{Database, Layer, ReadOps, RowId, fuzzing};
 use nvpage_tests::model::{Row, Tables, contents, schema};
-use nvpage_wal::layout::{DATA_OFFSET, STATE_OFFSET, State};
+use nvpage_wal::layout::{DATA_OFFSET, RECORD_HEADER_LEN, STATE_OFFSET, State, record_size};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 const PS: usize = 4096;
 
@@ -121,52 +129,136 @@ enum Kind {
     LogBitFlip,
 }
 
-/// Injects one corruption of `kind` into a copy of the right image; describes it.
-fn inject(kind: Kind, seed: u64, clean: &Image, unfinished: &Image) -> (Image, String) {
-    let mut r = StdRng::seed_from_u64(seed);
-    let pages = pages_in_use(&clean.data);
-    let mut img = if kind == Kind::LogBitFlip { unfinished.clone() } else { clean.clone() };
-    let what = match kind {
-        Kind::BitFlip => {
-            let p = pages[r.random_range(0..pages.len())] as usize;
-            let bit = r.random_range(0..PS * 8);
-            img.data[p * PS + bit / 8] ^= 1 << (bit % 8);
-            format!("bit {bit} of page {p}")
-        }
-        Kind::ZeroSector => loop {
-            let p = pages[r.random_range(0..pages.len())] as usize;
-            let s = r.random_range(0..PS / 512);
-            let sector = &mut img.data[p * PS + s * 512..p * PS + (s + 1) * 512];
-            if sector.iter().any(|&b| b != 0) {
-                sector.fill(0);
-                break format!("sector {s} of page {p}");
-            }
-        },
-        Kind::SwapPages => loop {
-            let a = pages[r.random_range(0..pages.len())] as usize;
-            let b = pages[r.random_range(0..pages.len())] as usize;
-            if a != b {
+/// Log bits a log bit flip may hit: the header's 64 bytes, the state word's 8, the records'.
+const LOG_HEADER_BITS: usize = 64 * 8;
+const LOG_STATE_BITS: usize = 8 * 8;
+
+/// The bytes of a closed log's records, header and payload, as offsets into the data area: the
+/// padding after each record (to the next 8-byte boundary) is read by nobody.
+fn record_bytes(log: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let (area, end) = (&log[DATA_OFFSET..], log_end(log) as usize);
+    let mut at = 0;
+    let mut out = Vec::new();
+    while at < end {
+        let len = u32::from_le_bytes(area[at..at + 4].try_into().unwrap()) as u64;
+        out.push(at..at + RECORD_HEADER_LEN + len as usize);
+        at += record_size(len) as usize;
+    }
+    assert_eq!(at, end, "the records tile the log up to its watermark");
+    out
+}
+
+/// One corruption, by position.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    /// Flip bit `bit` of the data file.
+    DataBit { bit: usize },
+    /// Zero the 512 B sector at `offset` of the data file.
+    DataSector { offset: usize },
+    /// Swap pages `a` and `b`.
+    Swap { a: usize, b: usize },
+    /// Flip bit `bit` of the log, in `region`.
+    LogBit { region: &'static str, bit: usize },
+}
+
+impl Change {
+    /// A copy of the right image with the change made.
+    fn apply(self, clean: &Image, unfinished: &Image) -> Image {
+        let mut img =
+            if matches!(self, Change::LogBit { .. }) { unfinished } else { clean }.clone();
+        match self {
+            Change::DataBit { bit } => img.data[bit / 8] ^= 1 << (bit % 8),
+            Change::DataSector { offset } => img.data[offset..offset + 512].fill(0),
+            Change::Swap { a, b } => {
                 let pa = img.data[a * PS..(a + 1) * PS].to_vec();
                 img.data.copy_within(b * PS..(b + 1) * PS, a * PS);
                 img.data[b * PS..(b + 1) * PS].copy_from_slice(&pa);
-                break format!("pages {a} and {b} swapped");
             }
-        },
+            Change::LogBit { bit, .. } => img.log[bit / 8] ^= 1 << (bit % 8),
+        }
+        img
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Change::DataBit { bit } => {
+                format!("bit {} of page {}", bit % (PS * 8), bit / (PS * 8))
+            }
+            Change::DataSector { offset } => {
+                format!("sector {} of page {}", offset % PS / 512, offset / PS)
+            }
+            Change::Swap { a, b } => format!("pages {a} and {b} swapped"),
+            Change::LogBit { region, bit } => {
+                format!("log {region}: bit {} of byte {}", bit % 8, bit / 8)
+            }
+        }
+    }
+}
+
+/// Up to `n` distinct corruptions of `kind`, drawn by `seed` without replacement from all the
+/// kind can make, and the number it can make.
+fn corruptions(
+    kind: Kind,
+    n: usize,
+    seed: u64,
+    clean: &Image,
+    unfinished: &Image,
+) -> (Vec<Change>, usize) {
+    let mut r = StdRng::seed_from_u64(seed);
+    let mut pick = |space: usize, n: usize| -> Vec<usize> {
+        rand::seq::index::sample(&mut r, space, n.min(space)).into_vec()
+    };
+    let pages: Vec<usize> = pages_in_use(&clean.data).into_iter().map(|p| p as usize).collect();
+    let all: Vec<Change> = match kind {
+        Kind::BitFlip => {
+            let bits = PS * 8;
+            let space = pages.len() * bits;
+            let changes = pick(space, n).into_iter();
+            let changes =
+                changes.map(|i| Change::DataBit { bit: pages[i / bits] * bits + i % bits });
+            return (changes.collect(), space);
+        }
+        Kind::ZeroSector => pages
+            .iter()
+            .flat_map(|&p| (0..PS / 512).map(move |s| p * PS + s * 512))
+            .filter(|&offset| clean.data[offset..offset + 512].iter().any(|&b| b != 0))
+            .map(|offset| Change::DataSector { offset })
+            .collect(),
+        Kind::SwapPages => (0..pages.len())
+            .flat_map(|i| (i + 1..pages.len()).map(move |j| (i, j)))
+            .map(|(i, j)| Change::Swap { a: pages[i], b: pages[j] })
+            .collect(),
         Kind::LogBitFlip => {
-            let end = log_end(&img.log) as usize;
-            // The header's 64 bytes, the state word's 8, the records' `end`, weighted so each
-            // region is hit often.
-            let (region, at) = match r.random_range(0..4) {
-                0 => ("header", r.random_range(0..64)),
-                1 => ("state word", STATE_OFFSET + r.random_range(0..8)),
-                _ => ("records", DATA_OFFSET + r.random_range(0..end)),
+            let records = record_bytes(&unfinished.log);
+            let record_bits = records.iter().map(|r| r.len() * 8).sum();
+            // The `i`-th bit of the records' bytes, as a bit of the data area.
+            let record_bit = |mut i: usize| {
+                for r in &records {
+                    if i < r.len() * 8 {
+                        return r.start * 8 + i;
+                    }
+                    i -= r.len() * 8;
+                }
+                panic!("bit {i} is past the records");
             };
-            let bit = r.random_range(0..8);
-            img.log[at] ^= 1 << bit;
-            format!("log {region}: bit {bit} of byte {at}")
+            // A quarter of the images in the header, a quarter in the state word (so that each
+            // small region is hit often; the state word's 64 bits all, from 256 images on), the
+            // rest in the records.
+            let header = pick(LOG_HEADER_BITS, n / 4);
+            let state = pick(LOG_STATE_BITS, n / 4);
+            let in_records = pick(record_bits, n - header.len() - state.len());
+            let in_records = in_records.into_iter().map(record_bit).collect();
+            let region = |region, first, bits: Vec<usize>| {
+                bits.into_iter().map(move |b| Change::LogBit { region, bit: first + b })
+            };
+            let changes = region("header", 0, header)
+                .chain(region("state word", STATE_OFFSET * 8, state))
+                .chain(region("records", DATA_OFFSET * 8, in_records));
+            return (changes.collect(), LOG_HEADER_BITS + LOG_STATE_BITS + record_bits);
         }
     };
-    (img, what)
+    let space = all.len();
+    (pick(space, n).into_iter().map(|i| all[i]).collect(), space)
 }
 
 /// How a corrupted database was read.
@@ -210,22 +302,43 @@ fn read_all(dir: &Path, layer: Layer, want: &Tables) -> Seen {
     if &got != want { Seen::WrongAnswer } else { Seen::NotReported }
 }
 
+/// A 128-bit hash of an image's two files, to count distinct images.
+fn image_hash(img: &Image) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for f in [&img.data, &img.log] {
+        h.update(&(f.len() as u64).to_le_bytes());
+        h.update(f);
+    }
+    h.digest128()
+}
+
 #[test]
 fn every_injected_corruption_is_reported() {
-    let seeds =
-        std::env::var("NVPAGE_CORRUPTION_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(25u64);
+    let per_kind = std::env::var("NVPAGE_CORRUPTION_IMAGES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(25usize);
     let (clean, want, unfinished) = build();
     let scratch = tempfile::tempdir().unwrap();
-    let mut injected = 0u64;
+    let (mut reads, mut images) = (0u64, 0u64);
+    let mut distinct = std::collections::HashSet::new();
+    let mut per_kind_counts = Vec::new();
     let mut tally: std::collections::BTreeMap<String, u64> = Default::default();
     let mut failures = Vec::new();
-    for kind in [Kind::BitFlip, Kind::ZeroSector, Kind::SwapPages, Kind::LogBitFlip] {
-        for layer in Layer::ALL {
-            for seed in 0..seeds {
-                let (img, what) = inject(kind, seed, &clean, &unfinished);
-                let dir = scratch.path().join(format!("{kind:?}-{layer}-{seed}"));
+    for (k, kind) in
+        [Kind::BitFlip, Kind::ZeroSector, Kind::SwapPages, Kind::LogBitFlip].into_iter().enumerate()
+    {
+        let (changes, space) = corruptions(kind, per_kind, k as u64, &clean, &unfinished);
+        per_kind_counts.push(format!("{kind:?} {} of {space}", changes.len()));
+        for (i, change) in changes.into_iter().enumerate() {
+            let img = change.apply(&clean, &unfinished);
+            let what = change.describe();
+            images += 1;
+            distinct.insert(image_hash(&img));
+            for layer in Layer::ALL {
+                let dir = scratch.path().join(format!("{kind:?}-{layer}-{i}"));
                 write_image(&dir, &img);
-                injected += 1;
+                reads += 1;
                 let seen = catch_unwind(AssertUnwindSafe(|| read_all(&dir, layer, &want)));
                 let label = match &seen {
                     Ok(s) => format!("{kind:?} {s:?}"),
@@ -234,18 +347,20 @@ fn every_injected_corruption_is_reported() {
                 *tally.entry(label).or_default() += 1;
                 match seen {
                     Ok(Seen::AtOpen | Seen::OnRead | Seen::ByCheck) => {}
-                    other => {
-                        failures.push(format!("{kind:?} {layer} seed {seed} ({what}): {other:?}"))
-                    }
+                    other => failures.push(format!("{kind:?} {layer} ({what}): {other:?}")),
                 }
                 let _ = std::fs::remove_dir_all(&dir);
             }
         }
     }
-    let reported = injected - failures.len() as u64;
+    let reported = reads - failures.len() as u64;
     println!(
-        "corruption_reported: {injected} corruptions injected, {reported} reported ({:.1}%); {tally:?}",
-        100.0 * reported as f64 / injected as f64
+        "corruption_reported: {} distinct corrupted images ({}), each read through the three \
+         layers: {reads} reads, {reported} reported ({:.1}%); outcomes per read: {tally:?}",
+        distinct.len(),
+        per_kind_counts.join(", "),
+        100.0 * reported as f64 / reads as f64
     );
+    assert_eq!(distinct.len() as u64, images, "every corrupted image differs from the others");
     assert!(failures.is_empty(), "not reported: {failures:#?}");
 }

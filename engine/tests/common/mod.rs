@@ -157,19 +157,22 @@ pub enum End {
     OpFailed(Error),
     /// `commit` failed; `tentative` is what the model would have become.
     CommitFailed(Error, Box<Model>),
-    /// The transaction was forgotten mid-way (a crash with it open): the model did not change.
-    Forgotten,
+    /// The power was cut with the transaction open (`cut` asked for it): no rollback ran
+    /// before the cut, and the model did not change.
+    Cut,
 }
 
 /// One random transaction on `db`, keeping `model` (advanced only on a successful commit).
-/// `forget_after`: forget the transaction (never roll it back) after that many operations.
+/// `cut` is called with the transaction open before each operation (with the number done so
+/// far) and once more before it ends; it returns true to cut the power there, after which the
+/// transaction is dropped unfinished (by then `cut` has taken what survives the power cut).
 pub fn random_txn(
     db: &Database,
     rng: &mut StdRng,
     model: &mut Model,
-    forget_after: Option<usize>,
+    cut: &mut dyn FnMut(usize) -> bool,
 ) -> End {
-    random_txn_publishing(db, rng, model, forget_after, &|_| {})
+    random_txn_publishing(db, rng, model, cut, &|_| {})
 }
 
 /// [`random_txn`], calling `publish` with the state a commit is about to make (right before
@@ -178,7 +181,7 @@ pub fn random_txn_publishing(
     db: &Database,
     rng: &mut StdRng,
     model: &mut Model,
-    forget_after: Option<usize>,
+    cut: &mut dyn FnMut(usize) -> bool,
     publish: &dyn Fn(&Model),
 ) -> End {
     let mut tx = match db.begin_write() {
@@ -188,19 +191,18 @@ pub fn random_txn_publishing(
     let mut tent = model.clone();
     let n_ops =
         if rng.random_bool(0.15) { rng.random_range(40..160) } else { rng.random_range(1..20) };
-    for op in 0..n_ops {
-        if forget_after == Some(op) {
-            std::mem::forget(tx);
-            return End::Forgotten;
+    for op in 0..=n_ops {
+        if cut(op) {
+            drop(tx);
+            return End::Cut;
+        }
+        if op == n_ops {
+            break;
         }
         if let Err(e) = random_op(&mut tx, rng, &mut tent) {
             drop(tx);
             return End::OpFailed(e);
         }
-    }
-    if forget_after.is_some() {
-        std::mem::forget(tx);
-        return End::Forgotten;
     }
     match rng.random_range(0..20) {
         0 | 1 => {

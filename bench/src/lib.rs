@@ -1,7 +1,8 @@
 //! nvpage's benchmarks as a library, so the `nvpage-bench` binary and the criterion benches share
 //! fixtures and measuring code.
 //!
-//! - [`engine`]: durable commits, bulk loads and recovery time (issue 5).
+//! - [`engine`]: small durable transactions beside SQLite's, bulk loads and recovery time
+//!   (issues 5 and 17).
 //! - [`log`]: the log beside `write`+`fdatasync` and libpmemlog (issue 3).
 //! - [`refresh`]: TPC-H's refresh functions in a loop of write transactions beside Q1 and Q6,
 //!   which read snapshots (issue 15).

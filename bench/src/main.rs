@@ -1,6 +1,7 @@
 //! `nvpage-bench`: one subcommand per benchmark. `storage` (issue 2) measures the file layers;
-//! `log` the persistent-memory log, `tpch` the main job, `engine` the engine's commits, loads
-//! and recovery, `refresh` TPC-H's refresh functions beside queries that read snapshots.
+//! `log` the persistent-memory log, `tpch` the main job, `engine` the engine's small durable
+//! transactions beside SQLite's, its loads and recovery,
+//! `refresh` TPC-H's refresh functions beside queries that read snapshots.
 
 #![forbid(unsafe_code)]
 
@@ -29,8 +30,10 @@ enum Command {
     /// TPC-H queries over nvpage on each layer, on disk and on tmpfs (emulated NVM), cold and
     /// warm, with a pool holding all or a tenth of the data; answers checked across layers.
     Tpch(tpch::TpchArgs),
-    /// The engine: durable single-row commits per second, bulk-load rows per second, and
-    /// recovery (open) time against the log's size, per layer and medium.
+    /// The engine: small durable transactions (one row inserted; 1, 10, 100 rows updated) with
+    /// SQLite beside them (rollback journal and WAL, synchronous=FULL) and the ratios, bulk-load
+    /// rows per second, and recovery (open) time against the log's size, per layer and medium
+    /// (disk, tmpfs, and data on disk with the log on tmpfs).
     Engine(engine::EngineArgs),
     /// TPC-H's refresh functions (RF1 inserts orders, RF2 deletes them, one write transaction
     /// each) in a loop beside Q1 and Q6: query time alone and beside the loop, the loop's

@@ -1,7 +1,8 @@
 //! `nvpage-bench`: one subcommand per benchmark. `storage` (issue 2) measures the file layers;
 //! `log` the persistent-memory log, `tpch` the main job, `engine` the engine's small durable
 //! transactions beside SQLite's, its loads and recovery,
-//! `refresh` TPC-H's refresh functions beside queries that read snapshots.
+//! `refresh` TPC-H's refresh functions beside queries that read snapshots, `kv` key-value
+//! lookups, scans and updates beside LMDB, redb and SQLite.
 
 #![forbid(unsafe_code)]
 
@@ -9,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use nvpage_bench::log;
-use nvpage_bench::{engine, refresh, storage, tpch};
+use nvpage_bench::{engine, kv, refresh, storage, tpch};
 
 /// nvpage's benchmarks. Every number printed names its durability and configuration.
 #[derive(Debug, Parser)]
@@ -40,6 +41,10 @@ enum Command {
     /// throughput alone and beside the queries, version memory and latch waits; every answer
     /// checked against its snapshot.
     Refresh(refresh::RefreshArgs),
+    /// Key-value lookups, range scans and a 50/50 lookup/update mix on 8-byte keys and 100-byte
+    /// values: nvpage (an indexed table) per layer and pool size beside LMDB, redb and SQLite,
+    /// on disk and tmpfs, every answer checked.
+    Kv(kv::KvArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +55,7 @@ fn main() -> ExitCode {
         Command::Tpch(args) => tpch::run(args),
         Command::Engine(args) => engine::run(args),
         Command::Refresh(args) => refresh::run(args),
+        Command::Kv(args) => kv::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -77,12 +83,13 @@ mod tests {
             Command::Tpch(a) => a.dirs,
             Command::Engine(a) => a.dirs,
             Command::Refresh(a) => a.dirs,
+            Command::Kv(a) => a.dirs,
         }
     }
 
     #[test]
     fn every_benchmark_takes_the_same_directory_options_with_the_same_defaults() {
-        for sub in ["storage", "log", "tpch", "engine", "refresh"] {
+        for sub in ["storage", "log", "tpch", "engine", "refresh", "kv"] {
             let d = dirs(&[sub]);
             assert_eq!(d.dir_disk, Path::new("/var/tmp"), "{sub}");
             assert_eq!(d.dir_tmpfs, Path::new("/dev/shm"), "{sub}");

@@ -154,11 +154,22 @@ fn number(v: f64, unit: Unit) -> String {
     }
 }
 
-/// The terminal table.
-pub fn table(rows: &[Row]) -> Table {
+/// An empty terminal table with `header`, in the style every benchmark prints.
+pub fn new_table<S: ToString>(header: &[S]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header([
+    t.set_header(header.iter().map(ToString::to_string).collect::<Vec<_>>());
+    t
+}
+
+/// A right-aligned cell, for numbers.
+pub fn right(s: String) -> Cell {
+    Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+/// The terminal table.
+pub fn table(rows: &[Row]) -> Table {
+    let mut t = new_table(&[
         "test",
         "layer",
         "medium",
@@ -192,9 +203,10 @@ pub fn table(rows: &[Row]) -> Table {
     t
 }
 
-/// Everything a run produced, as written to `--json`.
+/// Everything a run produced, as written to `--json`: the configuration `C`, the summaries `R`
+/// (one per table line) and the measurements `S` (one per run) are each benchmark's own.
 #[derive(Debug, Serialize)]
-pub struct Report<C: Serialize> {
+pub struct Report<C: Serialize, R: Serialize = Row, S: Serialize = Sample> {
     /// Where it ran.
     pub machine: Machine,
     /// How it was configured.
@@ -204,12 +216,12 @@ pub struct Report<C: Serialize> {
     /// Caveats a reader needs.
     pub notes: Vec<String>,
     /// Medians and ranges, as the table shows them.
-    pub rows: Vec<Row>,
+    pub rows: Vec<R>,
     /// Every measurement of every run.
-    pub runs: Vec<Sample>,
+    pub runs: Vec<S>,
 }
 
-impl<C: Serialize> Report<C> {
+impl<C: Serialize, R: Serialize, S: Serialize> Report<C, R, S> {
     /// Writes the report as pretty JSON.
     pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;

@@ -3,10 +3,11 @@
 //! figures. Every row names its durability.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Cell, CellAlignment, Table};
+use comfy_table::{Cell, Table};
 use serde::Serialize;
 
 use super::{Medium, Sample};
+use crate::report::right;
 use crate::stats::{Summary, summarize};
 
 /// One layer's commit rate divided by one SQLite journal mode's, for one workload and medium:
@@ -142,10 +143,6 @@ pub fn targets(ratios: &[Ratio]) -> Vec<Target> {
         }
     }
     out
-}
-
-fn right(s: String) -> Cell {
-    Cell::new(s).set_alignment(CellAlignment::Right)
 }
 
 fn table(header: &[&str]) -> Table {

@@ -1,11 +1,11 @@
 //! The summaries (medians per configuration, in the JSON's `summary` too) and what the terminal
 //! shows.
 
-use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, Table};
 use serde::Serialize;
 
 use super::records::{QueryRun, RefreshRun, Report};
+use crate::report::{new_table, right};
 use crate::stats::{median, summarize};
 use crate::tpch::output::{load_table, medium_label};
 
@@ -230,17 +230,6 @@ pub fn summarize_runs(queries: &[QueryRun], refreshes: &[RefreshRun]) -> Summary
         }
     }
     Summary { queries: q_lines, refresh: r_lines }
-}
-
-fn right(s: String) -> Cell {
-    Cell::new(s).set_alignment(CellAlignment::Right)
-}
-
-fn new_table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(header.to_vec());
-    t
 }
 
 fn ms(v: f64) -> String {

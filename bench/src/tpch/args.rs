@@ -121,7 +121,8 @@ pub(crate) fn parse_layer(s: &str) -> Result<Layer, String> {
     Ok(l)
 }
 
-fn parse_fraction(s: &str) -> Result<f64, String> {
+/// A pool fraction from the command line: a number in (0, 4].
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
     let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
     if !(v.is_finite() && v > 0.0 && v <= 4.0) {
         return Err(format!("a pool fraction must be in (0, 4], not {s}"));
@@ -180,7 +181,8 @@ pub(crate) fn query_names<S: serde::Serializer>(v: &[Query], s: S) -> Result<S::
     s.collect_seq(v.iter().map(|q| q.name()))
 }
 
-pub(crate) fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {
+/// `v` without repeats, in order of first appearance.
+pub fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {
     let mut out: Vec<T> = Vec::new();
     for x in v {
         if !out.contains(x) {

@@ -7,12 +7,12 @@
 
 use std::io::{self, Write};
 
-use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, Table};
 
 use super::runner::{LoadRecord, Report, RunRecord};
 use super::summary;
 use crate::cputime::sys_share;
+use crate::report::{new_table, right};
 use crate::stats::summarize;
 
 /// One configuration's runs, summarised.
@@ -120,17 +120,6 @@ pub fn lines(runs: &[RunRecord]) -> Vec<Line> {
         .collect()
 }
 
-fn right(s: String) -> Cell {
-    Cell::new(s).set_alignment(CellAlignment::Right)
-}
-
-fn new_table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(header.to_vec());
-    t
-}
-
 /// The medium as the tables name it.
 pub fn medium_label(m: &str) -> String {
     if m == "tmpfs" { "tmpfs (emulated NVM)".into() } else { m.into() }
@@ -230,9 +219,7 @@ pub fn comparison_table(lines: &[Line]) -> Table {
         .map(|s| s.to_string())
         .collect();
     header.extend(layers.iter().map(|l| format!("{l} / pread %")));
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(header);
+    let mut t = new_table(&header);
     let mut groups: Vec<(String, f64, bool)> = Vec::new();
     for l in lines {
         let g = (l.medium.clone(), l.pool_fraction, l.cold);

@@ -4,7 +4,9 @@
 //! columns stay level down a layer's lines.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, ContentArrangement, Table};
+
+use crate::report::right;
 
 use super::output::{layer_rank, lines, pool_label};
 use super::runner::Report;
@@ -77,10 +79,6 @@ pub fn rows(reports: &[Report]) -> Vec<ScalingRow> {
         }
     }
     out
-}
-
-fn right(s: String) -> Cell {
-    Cell::new(s).set_alignment(CellAlignment::Right)
 }
 
 /// The scaling table.

@@ -1,0 +1,159 @@
+//! The engines under test, behind one trait: each runs a whole batch of operations per call, in
+//! its own transactions, so that a call through the trait costs nothing per operation.
+//!
+//! | engine | stores a key-value pair as | reads through | a commit is |
+//! |---|---|---|---|
+//! | nvpage | a row (`k I64`, `v VarChar(100)`) of a heap table with a unique index on `k` | its buffer pool (the size asked for) over the layer | durable at return (pages forced, the log rewound) |
+//! | LMDB (`heed`) | a B+tree entry, key the 8 big-endian bytes | its read-only mapping: the OS page cache | durable at return (`fdatasync`; LMDB's defaults) |
+//! | redb | a B+tree entry, key a `u64` | its own cache (1 GiB by default) over `pread` and the OS page cache | durable at return (`Durability::Immediate`, the default) |
+//! | SQLite (`rusqlite`, bundled) | a row of a `WITHOUT ROWID` table, `k BLOB PRIMARY KEY` | its page cache (2 MiB by default) over `pread` and the OS page cache | durable at return (`journal_mode=WAL`, `synchronous=FULL`: the WAL is synced at every commit) |
+
+mod lmdb_store;
+mod nvpage_store;
+mod redb_store;
+mod sqlite_store;
+
+use std::path::Path;
+
+use clap::ValueEnum;
+use nvpage::Layer;
+use serde::Serialize;
+
+use super::workload::Op;
+use crate::BoxError;
+use crate::tpch::Medium;
+
+/// A database of the data set, open, as the runner drives it. Every method runs on the calling
+/// thread in that engine's own transactions; several threads may call at once.
+pub trait Store: Sync {
+    /// Inserts `value(k, 0)` for every key of `keys`, in that order, in one write transaction,
+    /// and commits it (durably). The store is empty before.
+    fn load(&self, keys: &[u64]) -> Result<(), BoxError>;
+
+    /// Looks up every key of `keys` ([`BATCH`](super::workload::BATCH) to a read transaction)
+    /// and returns the sum of the values' digests. A missing key is an error.
+    fn lookups(&self, keys: &[u64]) -> Result<u64, BoxError>;
+
+    /// Reads the [`SCAN_LEN`](super::workload::SCAN_LEN) entries from each key of `starts` on,
+    /// in key order ([`BATCH`](super::workload::BATCH) scans to a read transaction), and
+    /// returns the sum of their values' digests.
+    fn scans(&self, starts: &[u64]) -> Result<u64, BoxError>;
+
+    /// Runs `ops` in order in write transactions, one per [`batches`](super::workload::batches)
+    /// slice, each committed durably; a lookup reads through the open write transaction.
+    /// Returns the sum of the digests of the values looked up.
+    fn mix(&self, ops: &[Op]) -> Result<u64, BoxError>;
+
+    /// How a commit is made durable, and what it survives.
+    fn durability(&self) -> String;
+
+    /// The value of `key`, if it is there (for checking, not timed).
+    fn get(&self, key: u64) -> Result<Option<Vec<u8>>, BoxError>;
+
+    /// Pages read from the file so far (nvpage: pool misses, copies on write and redirected
+    /// reads), where the engine counts them.
+    fn pages_read(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// An engine, as `--engines` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineName {
+    /// nvpage, on each layer of `--layers`.
+    Nvpage,
+    /// LMDB through heed.
+    Lmdb,
+    /// redb.
+    Redb,
+    /// SQLite through rusqlite.
+    Sqlite,
+}
+
+/// One engine configuration of the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// nvpage on a layer.
+    Nvpage(Layer),
+    /// LMDB.
+    Lmdb,
+    /// redb.
+    Redb,
+    /// SQLite.
+    Sqlite,
+}
+
+impl Engine {
+    /// The engine's name: `nvpage`, `lmdb`, `redb`, `sqlite`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Nvpage(_) => "nvpage",
+            Engine::Lmdb => "lmdb",
+            Engine::Redb => "redb",
+            Engine::Sqlite => "sqlite",
+        }
+    }
+
+    /// nvpage's layer, `-` for the others.
+    pub fn layer(self) -> &'static str {
+        match self {
+            Engine::Nvpage(l) => l.name(),
+            _ => "-",
+        }
+    }
+
+    /// `nvpage/se2`, `lmdb`, ...
+    pub fn label(self) -> String {
+        match self {
+            Engine::Nvpage(l) => format!("nvpage/{}", l.name()),
+            e => e.name().into(),
+        }
+    }
+
+    /// Whether the engine has a pool the benchmark sizes (only nvpage: the others keep their
+    /// own defaults and the OS page cache).
+    pub fn has_pool(self) -> bool {
+        matches!(self, Engine::Nvpage(_))
+    }
+
+    /// What the engine reads through, as the table's `cache` column says it.
+    pub fn cache(self, pool_fraction: Option<f64>) -> String {
+        match (self, pool_fraction) {
+            (Engine::Nvpage(_), Some(f)) => format!("pool {f}"),
+            (Engine::Lmdb, _) => "OS cache (mmap)".into(),
+            (Engine::Redb, _) => "1 GiB + OS cache".into(),
+            (Engine::Sqlite, _) => "2 MiB + OS cache".into(),
+            (Engine::Nvpage(_), None) => "pool ≥ the data".into(),
+        }
+    }
+
+    /// Opens (creating if missing) the engine's database in directory `dir` on `medium`; nvpage
+    /// with a pool of `pool_bytes`.
+    pub fn open(
+        self,
+        dir: &Path,
+        medium: Medium,
+        pool_bytes: u64,
+        entries: u64,
+    ) -> Result<Box<dyn Store>, BoxError> {
+        Ok(match self {
+            Engine::Nvpage(layer) => {
+                Box::new(nvpage_store::NvStore::open(dir, layer, medium, pool_bytes)?)
+            }
+            Engine::Lmdb => Box::new(lmdb_store::LmdbStore::open(dir, medium, entries)?),
+            Engine::Redb => Box::new(redb_store::RedbStore::open(dir, medium)?),
+            Engine::Sqlite => Box::new(sqlite_store::SqliteStore::open(dir, medium)?),
+        })
+    }
+}
+
+/// The durability of the engines other than nvpage: how their commit is made durable, the
+/// medium, and what that survives.
+fn durability(how: &str, medium: Medium) -> String {
+    let survives = match medium {
+        Medium::Disk => "power loss",
+        Medium::Tmpfs => "a process crash only (tmpfs is DRAM)",
+    };
+    format!("durable at commit: {how}, on {}: survives {survives}", medium.name())
+}

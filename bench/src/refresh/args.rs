@@ -38,8 +38,8 @@ pub struct RefreshArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// How RF2 finds the rows of its keys: `scan` (a scan of orders and lineitem, as with no
-    /// index) or `index` (indexes on o_orderkey and l_orderkey, built before the runs and kept
-    /// up to date by every refresh)
+    /// index) or `index` (the primary-key indexes the loader builds, `orders_pkey` and
+    /// `lineitem_pkey`, which every refresh keeps up to date either way)
     #[arg(long, value_name = "HOW", value_enum, default_value = "scan")]
     pub rf2: Lookup,
     /// Queries, comma-separated: q1, q6 [default: both]

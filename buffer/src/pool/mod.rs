@@ -351,6 +351,7 @@ impl BufferPool {
     }
 
     /// Pins the frame `entry` names if it still holds `id` as `owner`.
+    #[inline]
     fn lookup_pin(&self, entry: &AtomicU32, id: PageId, owner: Owner) -> Option<usize> {
         loop {
             let e = entry.load(Ordering::Acquire);

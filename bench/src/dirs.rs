@@ -1,6 +1,6 @@
 //! Where the benchmarks put their files: one pair of options, `--dir-disk` and `--dir-tmpfs`,
 //! with one default each, shared by every subcommand that has a disk and a tmpfs medium
-//! (`storage`, `log`, `tpch`, `engine`, `refresh`).
+//! (`storage`, `log`, `tpch`, `engine`, `refresh`, `kv`).
 //!
 //! The disk default is `/var/tmp`: the directory the FHS and systemd set aside for temporary
 //! files too large for memory, on a disk file system on any ordinary Linux installation. The
@@ -35,6 +35,21 @@ pub struct MediaDirs {
     // `--tmpfs-dir` was the log benchmark's spelling; kept as a hidden alias.
     #[arg(long, value_name = "PATH", default_value = DEFAULT_DIR_TMPFS, alias = "tmpfs-dir")]
     pub dir_tmpfs: PathBuf,
+}
+
+impl MediaDirs {
+    /// Fails unless the directory of each medium in `media` exists, naming the option that sets
+    /// it (the check every subcommand that runs per medium makes before it starts).
+    pub fn check(&self, media: &[crate::tpch::Medium]) -> Result<(), BoxError> {
+        use crate::tpch::Medium as M;
+        if media.contains(&M::Disk) {
+            check_dir(&self.dir_disk, "--dir-disk")?;
+        }
+        if media.contains(&M::Tmpfs) {
+            check_dir(&self.dir_tmpfs, "--dir-tmpfs")?;
+        }
+        Ok(())
+    }
 }
 
 /// Fails unless files in `dir` land on memory (tmpfs, ramfs) when `memory`, or on a disk when

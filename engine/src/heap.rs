@@ -16,6 +16,7 @@
 use nvpage_storage::page::PAGE_HEADER_LEN;
 
 use crate::error::{Error, Result};
+use crate::le::{put_u16, put_u32, u16_at, u32_at};
 
 /// The type byte of a heap page.
 pub const HEAP_PAGE: u8 = b'H';
@@ -34,22 +35,6 @@ const _: () = assert!(SLOTS_OFFSET == 32);
 /// The largest row a page of `page_size` bytes holds.
 pub fn max_row(page_size: usize) -> usize {
     (page_size - SLOTS_OFFSET - SLOT_BYTES).min(usize::from(u16::MAX))
-}
-
-fn u16_at(p: &[u8], at: usize) -> usize {
-    usize::from(u16::from_le_bytes([p[at], p[at + 1]]))
-}
-
-fn u32_at(p: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
-}
-
-fn put_u16(p: &mut [u8], at: usize, v: usize) {
-    p[at..at + 2].copy_from_slice(&(v as u16).to_le_bytes());
-}
-
-fn put_u32(p: &mut [u8], at: usize, v: u32) {
-    p[at..at + 4].copy_from_slice(&v.to_le_bytes());
 }
 
 /// Formats `page` as an empty heap page of table `table_id`.

@@ -126,6 +126,7 @@ mod error;
 mod failpoint;
 mod heap;
 mod index;
+mod le;
 mod row;
 mod scan;
 mod schema;

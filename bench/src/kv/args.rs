@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::engines::{Engine, EngineName};
 use super::workload::Workload;
 use crate::BoxError;
-use crate::dirs::{MediaDirs, check_dir};
+use crate::dirs::MediaDirs;
 use crate::storage::args::parse_layer;
 use crate::tpch::Medium;
 use crate::tpch::args::{dedup, parse_fraction};
@@ -210,13 +210,8 @@ impl Config {
                 return Err(format!("{what} needs at least one value").into());
             }
         }
+        args.dirs.check(&media)?;
         let MediaDirs { dir_disk, dir_tmpfs } = args.dirs.clone();
-        if media.contains(&Medium::Disk) {
-            check_dir(&dir_disk, "--dir-disk")?;
-        }
-        if media.contains(&Medium::Tmpfs) {
-            check_dir(&dir_tmpfs, "--dir-tmpfs")?;
-        }
         // Keep the workloads in their running order, whatever order they were named in.
         let workloads =
             Workload::AFTER_LOAD.iter().copied().filter(|w| workloads.contains(w)).collect();

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::functions::Lookup;
 use crate::BoxError;
-use crate::dirs::{MediaDirs, check_dir};
+use crate::dirs::MediaDirs;
 use crate::tpch::Medium;
 use crate::tpch::args::{dedup, layer_names, parse_layer, parse_query, parse_sf, query_names};
 use crate::tpch::queries::Query;
@@ -95,13 +95,8 @@ impl Config {
             )
             .into());
         }
+        args.dirs.check(&media)?;
         let MediaDirs { dir_disk, dir_tmpfs } = args.dirs.clone();
-        if media.contains(&Medium::Disk) {
-            check_dir(&dir_disk, "--dir-disk")?;
-        }
-        if media.contains(&Medium::Tmpfs) {
-            check_dir(&dir_tmpfs, "--dir-tmpfs")?;
-        }
         // Fail now, not after the load.
         super::sets::RefreshSets::new(args.sf)?;
         Ok(Config {

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::queries::Query;
 use crate::BoxError;
-use crate::dirs::{MediaDirs, check_dir};
+use crate::dirs::MediaDirs;
 
 /// Where a database lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum, Serialize)]
@@ -215,13 +215,8 @@ impl Config {
         if pool_fractions.is_empty() {
             return Err("--pool-fraction needs at least one fraction".into());
         }
+        args.dirs.check(&media)?;
         let MediaDirs { dir_disk, dir_tmpfs } = args.dirs.clone();
-        if media.contains(&Medium::Disk) {
-            check_dir(&dir_disk, "--dir-disk")?;
-        }
-        if media.contains(&Medium::Tmpfs) {
-            check_dir(&dir_tmpfs, "--dir-tmpfs")?;
-        }
         let threads = match args.threads {
             Some(n) => n as usize,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),

@@ -22,6 +22,7 @@ use nvpage_storage::page::PAGE_HEADER_LEN;
 
 use super::key::ROW_ID_LEN;
 use crate::error::{Error, Result};
+use crate::le::{put_u16, put_u32, u16_at, u32_at, u64_at};
 
 /// The type byte of an index page.
 pub const INDEX_PAGE: u8 = b'X';
@@ -53,33 +54,13 @@ pub fn max_key(page_size: usize) -> usize {
     (page_size - SLOTS_OFFSET) / 4 - SLOT_BYTES - KEY_LEN_BYTES - ROW_ID_LEN
 }
 
-fn u16_at(p: &[u8], at: usize) -> usize {
-    usize::from(u16::from_le_bytes([p[at], p[at + 1]]))
-}
-
-fn u32_at(p: &[u8], at: usize) -> usize {
-    u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]]) as usize
-}
-
-fn u64_at(p: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(p[at..at + 8].try_into().expect("8 bytes"))
-}
-
-fn put_u16(p: &mut [u8], at: usize, v: usize) {
-    p[at..at + 2].copy_from_slice(&(v as u16).to_le_bytes());
-}
-
-fn put_u32(p: &mut [u8], at: usize, v: usize) {
-    p[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes());
-}
-
 /// Formats `page` as an empty node of index `index_id` at `level`.
 pub fn init(page: &mut [u8], index_id: u32, level: u8) {
     page[PAGE_HEADER_LEN..].fill(0);
     page[TYPE_OFFSET] = INDEX_PAGE;
     page[LEVEL_OFFSET] = level;
-    put_u32(page, FREE_END_OFFSET, page.len());
-    page[INDEX_ID_OFFSET..INDEX_ID_OFFSET + 4].copy_from_slice(&index_id.to_le_bytes());
+    put_u32(page, FREE_END_OFFSET, page.len() as u32);
+    put_u32(page, INDEX_ID_OFFSET, index_id);
 }
 
 /// A node whose header was checked: the slot array lies inside the page. Each entry is checked
@@ -105,14 +86,13 @@ impl<'p> Node<'p> {
         if bytes.len() < SLOTS_OFFSET || bytes[TYPE_OFFSET] != INDEX_PAGE {
             return Err(bad("not an index page".into()));
         }
-        let found =
-            u32::from_le_bytes(bytes[INDEX_ID_OFFSET..INDEX_ID_OFFSET + 4].try_into().expect("4"));
+        let found = u32_at(bytes, INDEX_ID_OFFSET);
         if found != index_id {
             return Err(bad(format!("belongs to index {found}, not {index_id}")));
         }
         let level = bytes[LEVEL_OFFSET];
         let count = u16_at(bytes, COUNT_OFFSET);
-        let free_end = u32_at(bytes, FREE_END_OFFSET);
+        let free_end = u32_at(bytes, FREE_END_OFFSET) as usize;
         let slots_end = SLOTS_OFFSET + count * SLOT_BYTES;
         if slots_end > free_end || free_end > bytes.len() {
             return Err(bad(format!(
@@ -254,7 +234,7 @@ pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool 
     debug_assert_eq!(value.len(), value_len(level));
     let need = KEY_LEN_BYTES + key.len() + value.len();
     let slots_end = SLOTS_OFFSET + (count + 1) * SLOT_BYTES;
-    if u32_at(page, FREE_END_OFFSET) < slots_end + need {
+    if (u32_at(page, FREE_END_OFFSET) as usize) < slots_end + need {
         let free =
             Node { bytes: page, count, level, free_end: 0, page: 0 }.free_space().unwrap_or(0);
         if free < need + SLOT_BYTES {
@@ -262,11 +242,11 @@ pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool 
         }
         compact(page);
     }
-    let off = u32_at(page, FREE_END_OFFSET) - need;
+    let off = u32_at(page, FREE_END_OFFSET) as usize - need;
     put_u16(page, off, key.len());
     page[off + KEY_LEN_BYTES..off + KEY_LEN_BYTES + key.len()].copy_from_slice(key);
     page[off + KEY_LEN_BYTES + key.len()..off + need].copy_from_slice(value);
-    put_u32(page, FREE_END_OFFSET, off);
+    put_u32(page, FREE_END_OFFSET, off as u32);
     let at = SLOTS_OFFSET + pos * SLOT_BYTES;
     page.copy_within(at..SLOTS_OFFSET + count * SLOT_BYTES, at + SLOT_BYTES);
     put_u16(page, at, off);
@@ -298,7 +278,7 @@ fn compact(page: &mut [u8]) {
         page[end..end + e.len()].copy_from_slice(e);
         put_u16(page, SLOTS_OFFSET + i * SLOT_BYTES, end);
     }
-    put_u32(page, FREE_END_OFFSET, end);
+    put_u32(page, FREE_END_OFFSET, end as u32);
 }
 
 /// Moves the upper half (by bytes) of full node `left`'s entries into empty node `right` (same

@@ -11,7 +11,7 @@ use std::hash::{BuildHasherDefault, Hash};
 
 use nvpage::{ReadOps, ReadTxn, RowRef, Table, kind};
 
-use super::{KeyHasher, KeyMap};
+use super::{KeyHasher, KeyMap, put};
 
 /// A hash set of integer keys, with [`KeyHasher`].
 pub type KeySet<K> = HashSet<K, BuildHasherDefault<KeyHasher>>;
@@ -181,6 +181,29 @@ pub fn region_key(rx: &ReadTxn<'_>, name: &str) -> nvpage::Result<Option<i32>> {
         Ok(())
     })?;
     Ok(found)
+}
+
+/// Supplier or customer to nation: a dense map from each row's key (column `key` of `table`) to
+/// its nation key (column `nation`) where `keep` accepts the nation, -1 elsewhere — one scan,
+/// the first step of Q5, Q7, Q8 and Q9.
+pub fn nation_of_rows(
+    rx: &ReadTxn<'_>,
+    table: &str,
+    key: &str,
+    nation: &str,
+    keep: impl Fn(i32) -> bool,
+) -> nvpage::Result<Vec<i8>> {
+    let t = rx.table(table)?;
+    let (k, n) = (t.col::<kind::I64>(key)?, t.col::<kind::I32>(nation)?);
+    let mut out = Vec::new();
+    rx.for_each_row(&t, |r| {
+        let nk = r.get(n)?;
+        if keep(nk) {
+            put(&mut out, r.get(k)?, nk as i8, -1);
+        }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// `LIKE` patterns of the queries: `%` only, no `_`.

@@ -5,7 +5,8 @@
 
 use nvpage::{ReadOps, ReadTxn, kind};
 
-use super::{KeyMap, QueryResult, at, disc_price, put, scaled, ymd};
+use super::ops::nation_of_rows;
+use super::{KeyMap, QueryResult, at, disc_price, scaled, ymd};
 
 /// Nation keys are 0..25.
 const NATIONS: usize = 25;
@@ -36,29 +37,9 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     })?;
     let in_asia = |n: i32| names.get(n as usize).is_some_and(|x| x.is_some());
 
-    let st = rx.table("supplier")?;
-    let (s_key, s_nation) =
-        (st.col::<kind::I64>("s_suppkey")?, st.col::<kind::I32>("s_nationkey")?);
-    let mut supp_nation: Vec<i8> = Vec::new();
-    rx.for_each_row(&st, |r| {
-        let n = r.get(s_nation)?;
-        if in_asia(n) {
-            put(&mut supp_nation, r.get(s_key)?, n as i8, -1);
-        }
-        Ok(())
-    })?;
+    let supp_nation = nation_of_rows(rx, "supplier", "s_suppkey", "s_nationkey", in_asia)?;
 
-    let ct = rx.table("customer")?;
-    let (c_key, c_nation) =
-        (ct.col::<kind::I64>("c_custkey")?, ct.col::<kind::I32>("c_nationkey")?);
-    let mut cust_nation: Vec<i8> = Vec::new();
-    rx.for_each_row(&ct, |r| {
-        let n = r.get(c_nation)?;
-        if in_asia(n) {
-            put(&mut cust_nation, r.get(c_key)?, n as i8, -1);
-        }
-        Ok(())
-    })?;
+    let cust_nation = nation_of_rows(rx, "customer", "c_custkey", "c_nationkey", in_asia)?;
 
     let ot = rx.table("orders")?;
     let o_key = ot.col::<kind::I64>("o_orderkey")?;

@@ -6,7 +6,7 @@
 
 use nvpage::{ReadOps, ReadTxn, kind};
 
-use super::ops::{aggregate, collect, nation_key, nations, region_key};
+use super::ops::{aggregate, collect, nation_key, nation_of_rows, nations, region_key};
 use super::{KeyMap, QueryResult, at, disc_price, div_round, put, scaled, ymd};
 
 /// Places of the share: the answer set shows two; four check more of the arithmetic.
@@ -45,14 +45,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
         Ok(())
     })?;
 
-    let st = rx.table("supplier")?;
-    let (s_key, s_nation) =
-        (st.col::<kind::I64>("s_suppkey")?, st.col::<kind::I32>("s_nationkey")?);
-    let mut supp_nation: Vec<i8> = Vec::new();
-    rx.for_each_row(&st, |r| {
-        put(&mut supp_nation, r.get(s_key)?, r.get(s_nation)? as i8, -1);
-        Ok(())
-    })?;
+    let supp_nation = nation_of_rows(rx, "supplier", "s_suppkey", "s_nationkey", |_| true)?;
 
     let ot = rx.table("orders")?;
     let o_key = ot.col::<kind::I64>("o_orderkey")?;

@@ -7,7 +7,7 @@
 
 use nvpage::{ReadOps, ReadTxn, kind};
 
-use super::ops::{Merge, aggregate, collect, like, nations};
+use super::ops::{Merge, aggregate, collect, like, nation_of_rows, nations};
 use super::{KeyMap, QueryResult, at, disc_price, put, scaled};
 
 /// Profit per nation of one order's green lineitems, scale 4: a short list (at most seven
@@ -37,14 +37,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
         put(&mut green, k, true, false);
     }
 
-    let st = rx.table("supplier")?;
-    let (s_key, s_nation) =
-        (st.col::<kind::I64>("s_suppkey")?, st.col::<kind::I32>("s_nationkey")?);
-    let mut supp_nation: Vec<i8> = Vec::new();
-    rx.for_each_row(&st, |r| {
-        put(&mut supp_nation, r.get(s_key)?, r.get(s_nation)? as i8, -1);
-        Ok(())
-    })?;
+    let supp_nation = nation_of_rows(rx, "supplier", "s_suppkey", "s_nationkey", |_| true)?;
 
     let pst = rx.table("partsupp")?;
     let ps_part = pst.col::<kind::I64>("ps_partkey")?;

@@ -61,7 +61,10 @@ fn describe(path: &Path, e: &Error) -> Failure {
             path.display()
         ),
         e if e.path().is_some() => e.to_string(),
-        Error::CorruptCatalog(_) | Error::CorruptPage { .. } | Error::CorruptRow(_) => {
+        Error::CorruptCatalog(_)
+        | Error::IncompatibleFormat(_)
+        | Error::CorruptPage { .. }
+        | Error::CorruptRow(_) => {
             format!("{}: {e}", path.join(nvpage::DATA_FILE).display())
         }
         Error::CorruptLog(_) => format!("{}: {e}", path.join(nvpage::LOG_FILE).display()),

@@ -29,8 +29,11 @@ use crate::schema::{Column, ColumnType, Schema};
 pub const CATALOG_ROOT: PageId = PageId(1);
 /// The type byte of a catalog page.
 pub const CATALOG_PAGE: u8 = b'C';
-/// Version 2 adds the indexes; a version-1 catalog (no indexes) is still read.
-const CATALOG_VERSION: u32 = 2;
+/// Version 2 added the indexes; version 3 changed their pages (a prefix and key heads in the
+/// slot array, `index/node.rs`). Catalogs of versions 1 and 2 without indexes are still read; a
+/// version-2 catalog with indexes is [`Error::IncompatibleFormat`] (its index pages are in the
+/// old format).
+const CATALOG_VERSION: u32 = 3;
 const CHUNK_LEN_OFFSET: usize = PAGE_HEADER_LEN + 4;
 const NEXT_OFFSET: usize = CHUNK_LEN_OFFSET + 4;
 const DATA_OFFSET: usize = NEXT_OFFSET + 8;
@@ -345,6 +348,14 @@ impl Catalog {
             tables.push(TableMeta { id, name, schema, rows, extents, used_in_last });
         }
         let indexes = if version >= 2 { r.indexes()? } else { Vec::new() };
+        if version == 2 && !indexes.is_empty() {
+            return Err(Error::IncompatibleFormat(format!(
+                "its {} index(es) have pages in the format of catalog version 2, and this nvpage \
+                 reads version {CATALOG_VERSION} (index pages with key heads): drop the indexes \
+                 with the nvpage that wrote the file, then create them again with this one",
+                indexes.len()
+            )));
+        }
         let cat = Catalog { next_table_id, free, pending_free: Vec::new(), tables, indexes, chain };
         cat.check(page_count)?;
         Ok(cat)

@@ -199,6 +199,10 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The file was written in a format this version of nvpage does not read (the message says
+    /// what to do).
+    #[error("incompatible file format: {0}")]
+    IncompatibleFormat(String),
     /// The catalog's bytes are inconsistent.
     #[error("corrupt catalog: {0}")]
     CorruptCatalog(String),
@@ -248,6 +252,7 @@ impl Error {
             | Error::Null(_)
             | Error::CorruptRow(_)
             | Error::CorruptPage { .. }
+            | Error::IncompatibleFormat(_)
             | Error::CorruptCatalog(_)
             | Error::CorruptLog(_)
             | Error::InvalidOption(_) => None,

@@ -229,6 +229,13 @@ pub mod fuzzing {
         Ok((n.search(key)?, n.child_for(key)?, n.free_space()?))
     }
 
+    /// Whether the node `page` (checked as [`index_node`] does) has a prefix every key starts
+    /// with and each slot its key's head: what a search relies on besides key order.
+    pub fn index_heads_sound(page: &[u8], index_id: u32, id: u64) -> Result<bool> {
+        index_node(page, index_id, id)?;
+        Ok(Node::new(whole_page(page)?, index_id, id)?.head_damage()?.is_none())
+    }
+
     /// The writer's insert into the node `page` (all its entries checked first, as the writer
     /// does), as the tree makes it: `key` → `value`
     /// where a search puts it, compacting the node if needed; a full node is split into

@@ -1,7 +1,7 @@
 //! Goal: a damaged index page is reported, never a panic or a hang (issue 18), on every layer.
 //! A unique index over long names (4 KiB pages, keys sharing a 150-byte prefix, so the tree
 //! has inner nodes below its root) is closed, and its pages in the data file are damaged in
-//! sixteen distinct ways, each on its own copy of the file:
+//! seventeen distinct ways, each on its own copy of the file:
 //!
 //! - bytes flipped under the checksum, (1) in a leaf and (2) in an inner node: the storage
 //!   layer's checksum reports them on read;
@@ -12,15 +12,15 @@
 //!   count too large for the page, (11) an entry past the end of the page, (12) slots sharing
 //!   one entry (more bytes than the page holds: an insert's free-space sum underflowed), (13)
 //!   a leaf's level byte 255 (a child's level + 1 overflowed), (14) another index's id in a
-//!   node, (15) an inner node without entries;
-//! - and (16) a root whose one child left, once a delete empties its other, is itself (the
+//!   node, (15) an inner node without entries, (16) a slot's key head not its key's;
+//! - and (17) a root whose one child left, once a delete empties its other, is itself (the
 //!   delete's collapse of the root looped forever).
 //!
 //! For each, `check` reports damage naming the index and the page; and lookups, `get_by`,
 //! range scans from either end, inserts and deletes that reach the damage return a typed error.
 //! Damage only some operations can see (keys out of order, leaf links: the scans that walk
-//! them; a point lookup reads one leaf and trusts its order) is asserted where it is seen;
-//! every other operation must still return, whatever it returns.
+//! them; a point lookup reads one leaf and trusts its order and its key heads) is asserted
+//! where it is seen; every other operation must still return, whatever it returns.
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -90,10 +90,14 @@ fn reseal(file: &mut [u8], p: u64) {
     page::seal(page_mut(file, p), PageId(p));
 }
 
+/// Where index pages' slots start, and a slot's bytes: the entry's offset (u16), its key's head.
+const SLOTS: usize = 64;
+const SLOT: usize = 6;
+
 /// Entry `i`'s (key, value) in index page `p` (engine/src/index/node.rs: count at 18, slots
-/// from 48, each entry a u16 key length, the key, the value).
+/// from 64, each entry a u16 key length, the key, the value).
 fn entry(p: &[u8], i: usize) -> (&[u8], &[u8]) {
-    let off = u16_at(p, 48 + 2 * i);
+    let off = u16_at(p, SLOTS + SLOT * i);
     let len = u16_at(p, off);
     let value = if p[17] == 0 { 10 } else { 8 };
     (&p[off + 2..off + 2 + len], &p[off + 2 + len..off + 2 + len + value])
@@ -262,9 +266,11 @@ fn cases(file: &[u8], tree: &Tree) -> Vec<Case> {
     case("a leaf's bytes flipped", leaf, leaf, PROBE | FULL | WRITES, &flip(leaf));
     case("an inner node's bytes flipped", inner, inner, PROBE | WRITES, &flip(inner));
     case("a leaf's keys out of order", leaf, leaf, FULL, &|f| {
+        // Slots 0 and 1 swapped whole: each head stays its key's.
         let p = page_mut(f, leaf);
-        p.swap(48, 50);
-        p.swap(49, 51);
+        for b in 0..SLOT {
+            p.swap(SLOTS + b, SLOTS + SLOT + b);
+        }
         reseal(f, leaf);
     });
     let set_u64 = |p: u64, at: usize, v: u64| {
@@ -285,7 +291,7 @@ fn cases(file: &[u8], tree: &Tree) -> Vec<Case> {
     // Where the inner node keeps its entry 0's child.
     let child0 = {
         let (key, _) = entry(page_of(file, inner), 0);
-        u16_at(page_of(file, inner), 48) + 2 + key.len()
+        u16_at(page_of(file, inner), SLOTS) + 2 + key.len()
     };
     let to_child = |target: u64| set_u64(inner, child0, target);
     let heap = tree.heap;
@@ -302,19 +308,20 @@ fn cases(file: &[u8], tree: &Tree) -> Vec<Case> {
     };
     let all = PROBE | FULL | WRITES;
     case("an entry count too large", leaf, leaf, all, &set_u16(leaf, 18, u16::MAX));
-    case("an entry past the page", leaf, leaf, all, &set_u16(leaf, 50, PS as u16 - 2));
+    let slot1 = SLOTS + SLOT;
+    case("an entry past the page", leaf, leaf, all, &set_u16(leaf, slot1, PS as u16 - 2));
     // Every slot on one entry: each entry read lies inside the page, so a point lookup (a binary
     // search reads a few entries, and checks only those) may find the one key; scans meet equal
     // keys out of order, the writer checks the entries' sum before it edits, check reports it.
     case("slots sharing one entry", leaf, leaf, all & !GET_BY, &|f| {
         let p = page_mut(f, leaf);
-        let entry0 = u16_at(p, 48);
-        let shared = (entry0 - 48) / 2;
-        for i in 0..shared {
-            p[48 + 2 * i..50 + 2 * i].copy_from_slice(&(entry0 as u16).to_le_bytes());
+        let entry0 = u16_at(p, SLOTS);
+        let shared = (entry0 - SLOTS) / SLOT;
+        for i in 1..shared {
+            p.copy_within(SLOTS..SLOTS + SLOT, SLOTS + SLOT * i);
         }
         p[18..20].copy_from_slice(&(shared as u16).to_le_bytes());
-        p[20..24].copy_from_slice(&((48 + 2 * shared) as u32).to_le_bytes());
+        p[20..24].copy_from_slice(&((SLOTS + SLOT * shared) as u32).to_le_bytes());
         reseal(f, leaf);
     });
     case("a leaf's level 255", leaf, leaf, all, &|f| {
@@ -326,6 +333,11 @@ fn cases(file: &[u8], tree: &Tree) -> Vec<Case> {
         reseal(f, leaf);
     });
     case("an inner node without entries", inner, inner, PROBE | WRITES, &set_u16(inner, 18, 0));
+    // A search compares heads and trusts them, as it trusts key order: check must see it.
+    case("a key head not its key's", leaf, leaf, 0, &|f| {
+        page_mut(f, leaf)[SLOTS + SLOT + 2] ^= 0x01;
+        reseal(f, leaf);
+    });
     out
 }
 
@@ -336,7 +348,7 @@ fn damaged_index_pages_are_reported_and_every_operation_returns_an_error() {
     let pristine = build(&db_dir, 1000);
     let tree = Tree::read(&pristine);
     let cases = cases(&pristine, &tree);
-    assert_eq!(cases.len(), 15);
+    assert_eq!(cases.len(), 16);
     for c in &cases {
         for layer in Layer::compiled() {
             std::fs::write(db_dir.join(DATA_FILE), &c.file).unwrap();
@@ -373,7 +385,7 @@ fn a_root_whose_last_child_is_itself_is_an_error_not_a_hang() {
     let r = page_of(&file, root);
     assert_eq!((r[17], u16_at(r, 18)), (1, 2), "a root of two entries above the leaves");
     let (key, _) = entry(r, 1);
-    let at = u16_at(r, 50) + 2 + key.len();
+    let at = u16_at(r, SLOTS + SLOT) + 2 + key.len();
     page_mut(&mut file, root)[at..at + 8].copy_from_slice(&root.to_le_bytes());
     reseal(&mut file, root);
     let first_leaf = u16_at(page_of(&file, tree.leaves[0]), 18) as i64;
@@ -392,4 +404,43 @@ fn a_root_whose_last_child_is_itself_is_an_error_not_a_hang() {
         let e = tx.delete(&t, ids[&name(first_leaf - 1)]).unwrap_err();
         assert!(matches!(e, nvpage::Error::CorruptPage { page, .. } if page == root), "{e}");
     }
+}
+
+/// A file whose catalog says version 2 (index pages without key heads, before this format)
+/// holds indexes in a format this nvpage does not read: opening it is a typed error saying so,
+/// not a misread tree. The same file without indexes opens (its tables' pages did not change).
+#[test]
+fn an_index_of_the_old_page_format_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    let mut file = build(&db_dir, 50);
+    // The catalog's blob starts on page 1 after its 32-byte header, with its version (u32).
+    let version = PS + 32;
+    assert_eq!(u64_at(&file, version) as u32, 3, "this nvpage writes catalog version 3");
+    file[version..version + 4].copy_from_slice(&2u32.to_le_bytes());
+    reseal(&mut file, 1);
+    std::fs::write(db_dir.join(DATA_FILE), &file).unwrap();
+    for layer in Layer::compiled() {
+        let e = Database::builder().layer(layer).page_size(PS as u64).open(&db_dir).unwrap_err();
+        assert!(matches!(e, nvpage::Error::IncompatibleFormat(_)), "{e}");
+        assert!(e.to_string().contains("drop the indexes"), "{e}");
+    }
+    // Without its index (dropped by this nvpage, then marked version 2 again) it opens.
+    let db_dir = dir.path().join("db2");
+    build(&db_dir, 50);
+    {
+        let db = open(&db_dir, Layer::Pread);
+        let mut tx = db.begin_write().unwrap();
+        tx.drop_index(INDEX).unwrap();
+        tx.commit().unwrap();
+    }
+    let mut file = std::fs::read(db_dir.join(DATA_FILE)).unwrap();
+    file[version..version + 4].copy_from_slice(&2u32.to_le_bytes());
+    reseal(&mut file, 1);
+    std::fs::write(db_dir.join(DATA_FILE), &file).unwrap();
+    let db = open(&db_dir, Layer::Pread);
+    let rx = db.begin_read().unwrap();
+    assert_eq!(rx.row_count(&rx.table("t").unwrap()).unwrap(), 50);
+    drop(rx);
+    assert!(db.check().unwrap().is_sound());
 }

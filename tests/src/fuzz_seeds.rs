@@ -122,10 +122,14 @@ fn index_input(flags: u8, index_id: u32, id: u64, key: &[u8], page: &[u8]) -> Ve
 /// (a new key, one they hold, an entry removed first, the node filled until the next insert
 /// splits it), and damaged copies (an entry count too
 /// large, a slot past the page, slots sharing one entry, keys out of order, a leaf's level
-/// byte 255, free end below the slots, a heap page's type, another index's id).
+/// byte 255, free end below the slots, a heap page's type, another index's id, a key head not
+/// its key's).
 fn index_seeds() -> Vec<Vec<u8>> {
     const EDIT: u8 = 8;
     const REMOVE: u8 = 16;
+    // Index pages' slots: from byte 64, 6 bytes each (entry offset u16, key head).
+    const SLOTS: usize = 64;
+    const SLOT: usize = 6;
     let u16_at = |p: &[u8], at: usize| usize::from(u16::from_le_bytes([p[at], p[at + 1]]));
     let pages = real_index_pages();
     let owner = |p: &[u8]| u32::from_le_bytes(p[24..28].try_into().unwrap());
@@ -140,7 +144,7 @@ fn index_seeds() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for (id, page) in picked.filter(|(_, p)| u16_at(p, 18) > 0) {
         let index_id = u32::from_le_bytes(page[24..28].try_into().unwrap());
-        let first = u16_at(page, 48);
+        let first = u16_at(page, SLOTS);
         let first_key = &page[first + 2..first + 2 + u16_at(page, first)];
         let mut new_key = first_key.to_vec();
         new_key.push(0x7F);
@@ -157,20 +161,24 @@ fn index_seeds() -> Vec<Vec<u8>> {
         p[18..20].copy_from_slice(&(count as u16 + 1).to_le_bytes());
         damaged.push(p);
         let mut p = page.clone();
-        p[48..50].copy_from_slice(&4094u16.to_le_bytes());
+        p[SLOTS..SLOTS + 2].copy_from_slice(&4094u16.to_le_bytes());
         damaged.push(p);
         // As many slots as fit below entry 0, all on it: more bytes than the page holds.
         let mut p = page.clone();
-        let shared = (first - 48) / 2;
-        for i in 0..shared {
-            p[48 + 2 * i..50 + 2 * i].copy_from_slice(&(first as u16).to_le_bytes());
+        let shared = (first - SLOTS) / SLOT;
+        for i in 1..shared {
+            p.copy_within(SLOTS..SLOTS + SLOT, SLOTS + SLOT * i);
         }
         p[18..20].copy_from_slice(&(shared as u16).to_le_bytes());
-        p[20..24].copy_from_slice(&((48 + 2 * shared) as u32).to_le_bytes());
+        p[20..24].copy_from_slice(&((SLOTS + SLOT * shared) as u32).to_le_bytes());
         damaged.push(p);
         let mut p = page.clone();
-        p.swap(48, 50);
-        p.swap(49, 51);
+        for b in 0..SLOT {
+            p.swap(SLOTS + b, SLOTS + SLOT + b);
+        }
+        damaged.push(p);
+        let mut p = page.clone();
+        p[SLOTS + 2] ^= 0x80;
         damaged.push(p);
         let mut p = page.clone();
         p[17] = 255;

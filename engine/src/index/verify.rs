@@ -1,9 +1,9 @@
 //! What [`Database::check`](crate::Database::check) verifies of an index: every node readable
-//! and of the index, one level below its parent, keys strictly ascending within each node and
-//! inside the range its parent's separators give it, every leaf at one depth and linked to its
-//! neighbours both ways, every page of the index either in the tree once or free, the entry
-//! count the catalog keeps, and that index and table agree both ways (every row indexed once
-//! under its key, every entry a live row with that key).
+//! and of the index, one level below its parent, its prefix and key heads its keys', keys
+//! strictly ascending within each node and inside the range its parent's separators give it,
+//! every leaf at one depth and linked to its neighbours both ways, every page of the index
+//! either in the tree once or free, the entry count the catalog keeps, and that index and table
+//! agree both ways (every row indexed once under its key, every entry a live row with that key).
 
 use std::collections::HashSet;
 
@@ -91,6 +91,11 @@ impl Walk<'_, '_> {
                     return Ok(());
                 }
             };
+        match n.head_damage() {
+            Ok(None) => {}
+            Ok(Some(what)) => self.damaged(page, what),
+            Err(e) => self.damage.push(format!("index {:?}: {e}", self.x.name)),
+        }
         for i in 1..entries.len() {
             if entries[i - 1].0 >= entries[i].0 {
                 self.damaged(page, format!("entry {i}'s key is not above entry {}'s", i - 1));

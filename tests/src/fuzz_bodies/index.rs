@@ -14,7 +14,9 @@ const FREE_END: usize = 20;
 const INDEX_ID: usize = 24;
 const PREV: usize = 32;
 const NEXT: usize = 40;
-const SLOTS: usize = 48;
+const SLOTS: usize = 64;
+/// A slot's bytes: its entry's offset, its key's head.
+const SLOT: usize = 6;
 /// A row id's bytes (a leaf's values), a child page's (an inner node's).
 const ROW_ID_LEN: usize = 10;
 const CHILD_LEN: usize = 8;
@@ -42,7 +44,7 @@ fn decode(page: &[u8], index_id: u32, id: u64) -> Option<(u8, Entries)> {
             assert_eq!((prev, next), (le(page, PREV, 8), le(page, NEXT, 8)));
             assert_eq!(entries.len() as u64, le(page, COUNT, 2));
             let free_end = le(page, FREE_END, 4) as usize;
-            assert!(SLOTS + 2 * entries.len() <= free_end && free_end <= page.len());
+            assert!(SLOTS + SLOT * entries.len() <= free_end && free_end <= page.len());
             let value_len = if level == 0 { ROW_ID_LEN } else { CHILD_LEN };
             let mut used = 0;
             for (i, (key, value)) in entries.iter().enumerate() {
@@ -71,19 +73,21 @@ fn decode(page: &[u8], index_id: u32, id: u64) -> Option<(u8, Entries)> {
     }
 }
 
-/// A search answers as a binary search must, and exactly so where keys ascend.
+/// A search answers as a binary search must, and exactly so where keys ascend and the key heads
+/// are their keys'.
 fn search(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8]) {
     let (found, child, free) =
         fuzzing::index_search(page, index_id, id, key).expect("a checked node searches");
     let n = entries.len();
     let used: usize = entries.iter().map(|(k, v)| 2 + k.len() + v.len()).sum();
-    assert_eq!(free, page.len() - SLOTS - 2 * n - used, "free space");
+    assert_eq!(free, page.len() - SLOTS - SLOT * n - used, "free space");
     match found {
         Ok(i) => assert!(i < n && entries[i].0 == key, "found {i} of {n}"),
         Err(i) => assert!(i <= n, "position {i} of {n}"),
     }
     assert!(child < n.max(1), "child {child} of {n}");
-    if entries.windows(2).all(|w| w[0].0 < w[1].0) {
+    let heads = fuzzing::index_heads_sound(page, index_id, id).expect("a checked node");
+    if heads && entries.windows(2).all(|w| w[0].0 < w[1].0) {
         let at = entries.partition_point(|(k, _)| k.as_slice() < key);
         let want = if entries.get(at).is_some_and(|(k, _)| k == key) { Ok(at) } else { Err(at) };
         assert_eq!(found, want, "a search in an ordered node");
@@ -94,6 +98,13 @@ fn search(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8]) {
 /// The writer's edits keep a checked node checked and lose, add or reorder nothing.
 fn edit(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8], remove: bool) {
     let value = vec![0xAB; if page[LEVEL] == 0 { ROW_ID_LEN } else { CHILD_LEN }];
+    // The writer keeps a node's prefix and heads its keys'.
+    let sound = fuzzing::index_heads_sound(page, index_id, id).expect("a checked node");
+    let still_sound = |p: &[u8], id: u64, what: &str| {
+        if sound {
+            assert!(fuzzing::index_heads_sound(p, index_id, id).expect("checked"), "{what}");
+        }
+    };
     let mut left = page.to_vec();
     let mut want = entries.clone();
     if remove && !entries.is_empty() {
@@ -102,6 +113,7 @@ fn edit(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8], remo
         want.remove(pos);
         let (_, got) = decode(&left, index_id, id).expect("a node checks after a removal");
         assert_eq!(got, want, "a removal");
+        still_sound(&left, id, "heads after a removal");
     }
     // Where the insert goes: where a search of the node puts it (in a disordered node, not
     // necessarily between a smaller and a larger key).
@@ -122,8 +134,10 @@ fn edit(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8], remo
                     decode(&right, index_id, right_id).expect("a split's right half checks");
                 assert_eq!(level, page[LEVEL], "a split's right half at the node's level");
                 assert!(!r.is_empty() && mid > 0, "a split leaves entries in both halves");
+                still_sound(&right, right_id, "heads of a split's right half");
                 all.extend(r);
             }
+            still_sound(&left, id, "heads after an insert");
             want.insert(pos, (key.to_vec(), value));
             assert_eq!(all, want, "an insert lost, changed or reordered entries");
         }
@@ -142,9 +156,10 @@ fn edit(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8], remo
 /// siblings and entry count are its header's, whose entries each lie (key length, key, value of
 /// its level's length) between `free end` and the end of the page, adding up to no more than
 /// that area; a node that does not check is a `CorruptPage` error naming the page. A search
-/// lands inside the node, and where keys ascend (not promised by the decoder: `check` verifies
-/// order) it is exact. An insert or removal leaves a node that checks, with every other entry
-/// kept in order; a split's halves both check and hold them all.
+/// lands inside the node, and where keys ascend and heads are their keys' (not promised by the
+/// decoder: `check` verifies both) it is exact. An insert or removal leaves a node that checks, with every other entry
+/// kept in order; a split's halves both check and hold them all; a node whose prefix and heads
+/// were sound keeps them sound through every edit.
 pub fn index_page(data: &[u8]) {
     let mut input = Input::new(data);
     let flags = input.u8();

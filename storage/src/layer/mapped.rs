@@ -95,7 +95,8 @@ impl MappedPages {
         self.file.raw().check_writable()
     }
 
-    /// Copies a whole page into the mapping under the page's stripe, exclusively.
+    /// Stores a whole page under the page's stripe, exclusively: into the mapping with its lines
+    /// persisted in the cache-line modes, by `pwrite` in `msync` mode (why: below).
     fn put(&self, id: PageId, bytes: &[u8]) -> Result<()> {
         let raw = self.file.raw();
         let _exclusive = self.stripe(id).write();
@@ -106,11 +107,17 @@ impl MappedPages {
             // this only under its own exclusive page latch.
             unsafe { raw.store_persist(self.file.offset(id), bytes) }
         } else {
-            // SAFETY: as above; `bytes` is the caller's buffer, not the mapping.
-            unsafe {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr(id).as_ptr(), bytes.len())
-            };
-            Ok(())
+            // `msync` mode (a file on a disk's file system): `pwrite`, not a store through the
+            // mapping. A store into a clean page of a shared file mapping faults, and the file
+            // system's `page_mkwrite` marks the whole folio dirty — with large folios in the page
+            // cache (ext4 on Linux 6.x), up to hundreds of KiB for one 8 KiB page — and the
+            // commit's `msync` writes all of it back. A `pwrite` dirties only the blocks it
+            // writes, and shows through the mapping like the store would (one page cache).
+            // Measured: 100-update commits over 1 M rows ran 5x slower than pread's before this.
+            // SAFETY: as above: no reference into the mapping overlaps the page during the call
+            // (the stripe keeps this type's readers out, the buffer manager's page latch its
+            // own); `bytes` is the caller's buffer, not the mapping.
+            unsafe { raw.write_at_mapped(bytes, self.file.offset(id)) }
         }
     }
 

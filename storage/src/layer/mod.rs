@@ -4,11 +4,14 @@
 //! | layer            | read a page                              | write a page back                          |
 //! |------------------|------------------------------------------|--------------------------------------------|
 //! | [`Layer::Pread`] | `pread` into the frame                   | `pwrite` from the frame                    |
-//! | [`Layer::Se1`]   | `memcpy` from the mapping into the frame | copy into the mapping, persist the range   |
+//! | [`Layer::Se1`]   | `memcpy` from the mapping into the frame | cache-line modes: copy into the mapping, persist the range; `msync` mode: `pwrite` |
 //! | [`Layer::Se2`]   | no copy: a pointer into the mapping      | as SE1 (the frame is SE2's private copy)   |
 //!
-//! SE2 writes back with the same copy as SE1 rather than `pwrite`: both move the page through the
-//! CPU once, and the copy lets the cache-line modes use streaming stores with no flush at all.
+//! In the cache-line modes (NVM, or tmpfs emulating it) SE2 writes back with the same copy as SE1
+//! rather than `pwrite`: both move the page through the CPU once, and the copy lets them use
+//! streaming stores with no flush at all. In `msync` mode (a disk's file system) both write back
+//! with `pwrite`: a store through the mapping would make the file system dirty (and the commit's
+//! `msync` write back) the page's whole folio, hundreds of KiB with large folios (`mapped.rs`).
 
 #[cfg(any(feature = "se1", feature = "se2"))]
 mod mapped;

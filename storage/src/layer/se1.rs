@@ -8,7 +8,8 @@ use crate::error::Result;
 use crate::page::PageId;
 use crate::pagefile::PageFile;
 
-/// Reads copy from the mapping into the frame; write-back copies the frame into the mapping.
+/// Reads copy from the mapping into the frame; write-back copies the frame into the mapping
+/// (cache-line modes) or `pwrite`s it (`msync` mode: see `mapped.rs`).
 #[derive(Debug)]
 pub(super) struct Se1Layer(MappedPages);
 

@@ -1,6 +1,6 @@
 //! SE2 (the paper's PtrRedirection Layer): reads point straight into the mapping; the buffer
-//! manager copies a page into a private frame before its first change, and write-back copies the
-//! frame into the mapping exactly as SE1 does.
+//! manager copies a page into a private frame before its first change, and write-back stores the
+//! frame exactly as SE1 does (into the mapping in the cache-line modes, `pwrite` in `msync` mode).
 
 use std::ptr::NonNull;
 

@@ -203,6 +203,11 @@ pub fn fold_rows_rev<'p, A>(
     Ok(acc)
 }
 
+/// Where slot `s` lies in a heap page (for a prefetch of a row's slot before its page is read).
+pub(crate) fn slot_offset(s: usize) -> usize {
+    SLOTS_OFFSET + s * SLOT_BYTES
+}
+
 fn slot(p: &[u8], s: usize) -> (usize, usize) {
     let at = SLOTS_OFFSET + s * SLOT_BYTES;
     (u16_at(p, at), u16_at(p, at + 2))

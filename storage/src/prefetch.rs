@@ -21,3 +21,19 @@ pub fn prefetch(bytes: &[u8]) {
     #[cfg(any(not(target_arch = "x86_64"), miri))]
     let _ = bytes;
 }
+
+/// Asks the CPU to start loading the cache line holding the byte at `p`, which need not point at
+/// anything readable: for a hint about memory the caller may not borrow yet (a page another
+/// thread may be changing, a frame that may be reused). Only a hint, as [`prefetch`].
+#[inline(always)]
+pub fn prefetch_addr(p: *const u8) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: as in `prefetch`; a prefetch does not dereference its address in the language's
+    // sense (nothing is read architecturally, no fault is raised for any address), so `p` need
+    // not be valid, aligned or unaliased.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(any(not(target_arch = "x86_64"), miri))]
+    let _ = p;
+}

@@ -63,6 +63,26 @@ impl BufferPool {
         }
     }
 
+    /// A hint that page `id` will be read soon at these byte offsets: starts loading their cache
+    /// lines from wherever a read would find the page now (its shared frame, or SE2's mapping),
+    /// pinning and latching nothing. A stale guess (the frame reused meanwhile, a snapshot that
+    /// will read an older version) costs only the memory traffic; a page not in the pool (and not
+    /// mapped) is skipped. An index scan names the rows it will read next this way.
+    pub fn prefetch(&self, id: PageId, offsets: &[usize]) {
+        let Some(st) = self.pages.get(id.0) else { return };
+        let base = match st.shared.load(Ordering::Relaxed) {
+            0 if self.layer.layer() == Layer::Se2 => match self.layer.mapped_page(id) {
+                Ok(Some(p)) => p,
+                _ => return,
+            },
+            0 => return,
+            e => self.frame_bytes((e - 1) as usize),
+        };
+        for &off in offsets.iter().filter(|&&off| off < self.page_size) {
+            nvpage_storage::prefetch::prefetch_addr(base.as_ptr().wrapping_add(off));
+        }
+    }
+
     /// The published shared frame of `id`, pinned, if `view` may read it: filled at the page's
     /// current stamp, which `view` sees. Its bytes cannot change while it is pinned, so neither
     /// the check nor the guard needs a latch (docs/design.md): a hit costs a pin and an unpin.

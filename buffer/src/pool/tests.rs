@@ -393,3 +393,30 @@ fn a_discard_waits_out_another_threads_transient_pin_and_claim() {
         p.abort_txn().unwrap();
     }
 }
+
+/// A prefetch is only a hint: of a resident page, one not in the pool, one past the file, or at
+/// offsets past the page, it loads nothing into the pool, counts nothing, pins nothing (the
+/// page can still be evicted and written) and changes no byte a read then sees.
+#[test]
+fn a_prefetch_reads_pins_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pool(dir.path(), MIN_FRAMES, Arc::new(CountingHook::default()));
+    p.grow(4).unwrap();
+    {
+        let mut w = p.write(PageId(1)).unwrap();
+        fill_words(&mut w, 0xB2);
+    }
+    // Page 2 in a shared frame (the writer's page 1 is in a frame of its own).
+    drop(p.read(PageId(2), View::Writer).unwrap());
+    let before = p.counters();
+    for id in [PageId(1), PageId(2), PageId(MAX_PAGES), PageId(u64::MAX)] {
+        p.prefetch(id, &[0, 100, PAGE_BYTES as usize - 1, PAGE_BYTES as usize, usize::MAX]);
+    }
+    let after = p.counters();
+    assert_eq!(
+        (after.hits, after.misses, after.bytes_copied_in),
+        (before.hits, before.misses, before.bytes_copied_in)
+    );
+    assert!(p.evict_page(PageId(1)).unwrap() && p.evict_page(PageId(2)).unwrap(), "no pins");
+    assert_eq!(uniform_word(&p.read(PageId(1), View::Writer).unwrap(), "after prefetches"), 0xB2);
+}

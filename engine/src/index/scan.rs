@@ -3,7 +3,9 @@
 //! A scan descends once per end (lazily, on the first step from that end), then walks the leaf
 //! chain, holding one leaf per end: the leaf is read as the transaction sees it (a snapshot's
 //! version, or the writer's own copy) and, on SE2, in place. Rows are fetched in place too
-//! ([`RowGuard`]). The range shrinks as either end yields, so the two ends meet and stop.
+//! ([`RowGuard`]), and as an end yields one it asks the pool to prefetch the page header and
+//! slot of the rows of its next entries in range ([`PREFETCH_ROWS`]). The range shrinks as
+//! either end yields, so the two ends meet and stop.
 //! Damage a walk can see is an error, not a shorter scan: a key that is not beyond the last one
 //! its end yielded, a sibling whose link back does not lead to the leaf just left, more steps
 //! than the index has pages.
@@ -19,6 +21,7 @@ use super::node::Node;
 use super::tree::{Target, corrupt, descend, entry_row};
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
+use crate::heap;
 use crate::row::Value;
 use crate::table::RowId;
 use crate::txn::{Ctx, RowGuard, get_in};
@@ -51,7 +54,21 @@ struct Cursor<'t> {
     leaf: PageRef<'t>,
     /// The front's next entry; for the back, one past its next entry.
     pos: usize,
+    /// How far this leaf's rows were prefetched: the front's first entry not yet asked for, the
+    /// back's last one asked for (both start at `pos`).
+    ahead: usize,
 }
+
+impl<'t> Cursor<'t> {
+    fn new(page: u64, leaf: PageRef<'t>, pos: usize) -> Self {
+        Self { page, leaf, pos, ahead: pos }
+    }
+}
+
+/// Rows a scan that reads rows asks the pool to prefetch ahead of the one it yields: each is on
+/// a heap page of its own when rows were not inserted in key order, and its page header and slot
+/// would otherwise be two cache misses in a row (`BufferPool::prefetch`).
+const PREFETCH_ROWS: usize = 8;
 
 fn above(key: &[u8], lo: &Bound<Vec<u8>>) -> bool {
     match lo {
@@ -173,7 +190,7 @@ impl<'t> IndexScan<'t> {
                 Bound::Excluded(k) => n.search(k)?.map_or_else(|i| i, |i| i + 1),
                 Bound::Unbounded => 0,
             };
-            self.front = Some(Cursor { page, leaf, pos });
+            self.front = Some(Cursor::new(page, leaf, pos));
         }
         loop {
             let cur = self.front.as_mut().expect("set above");
@@ -201,7 +218,7 @@ impl<'t> IndexScan<'t> {
             }
             let from = cur.page;
             let leaf = self.leaf(next, from, true)?;
-            self.front = Some(Cursor { page: next, leaf, pos: 0 });
+            self.front = Some(Cursor::new(next, leaf, 0));
         }
     }
 
@@ -222,7 +239,7 @@ impl<'t> IndexScan<'t> {
                 Bound::Excluded(k) => n.search(k)?.unwrap_or_else(|i| i),
                 Bound::Unbounded => n.len(),
             };
-            self.back = Some(Cursor { page, leaf, pos });
+            self.back = Some(Cursor::new(page, leaf, pos));
         }
         loop {
             let cur = self.back.as_mut().expect("set above");
@@ -249,7 +266,43 @@ impl<'t> IndexScan<'t> {
             let from = cur.page;
             let leaf = self.leaf(prev, from, false)?;
             let pos = Node::new(&leaf, self.meta.id, prev)?.len();
-            self.back = Some(Cursor { page: prev, leaf, pos });
+            self.back = Some(Cursor::new(prev, leaf, pos));
+        }
+    }
+
+    /// Asks the pool to prefetch the page header and slot of the rows of the next
+    /// [`PREFETCH_ROWS`] entries of one end's leaf that it has not asked for yet. Only a hint:
+    /// damage it meets is left for the step that reads the entry to report.
+    fn prefetch_rows(&mut self, front: bool) {
+        let (db, id) = (self.ctx.db, self.meta.id);
+        let Some(cur) = (if front { self.front.as_mut() } else { self.back.as_mut() }) else {
+            return;
+        };
+        let Ok(n) = Node::new(&cur.leaf, id, cur.page) else { return };
+        let range = if front {
+            let to = (cur.pos + PREFETCH_ROWS).min(n.len());
+            let range = cur.ahead.max(cur.pos)..to;
+            cur.ahead = cur.ahead.max(to);
+            range
+        } else {
+            let from = cur.pos.saturating_sub(PREFETCH_ROWS);
+            let range = from..cur.ahead.min(cur.pos);
+            cur.ahead = cur.ahead.min(from);
+            range
+        };
+        let in_range = |i: usize| {
+            n.key(i).is_ok_and(|k| if front { below(k, &self.hi) } else { above(k, &self.lo) })
+        };
+        let mut ask = |i: usize| {
+            if let Some(rid) = n.value(i).ok().and_then(key::row_id) {
+                db.pool.prefetch(PageId(rid.page), &[0, heap::slot_offset(usize::from(rid.slot))]);
+            }
+        };
+        // Only entries the scan will yield: a point lookup's range ends at its key.
+        if front {
+            range.take_while(|&i| in_range(i)).for_each(&mut ask);
+        } else {
+            range.rev().take_while(|&i| in_range(i)).for_each(&mut ask);
         }
     }
 
@@ -284,6 +337,7 @@ impl<'t> Iterator for IndexScan<'t> {
     fn next(&mut self) -> Option<Self::Item> {
         let step = self.step_front();
         let id = self.item(step)?;
+        self.prefetch_rows(true);
         Some(id.and_then(|id| self.row(id)))
     }
 }
@@ -292,6 +346,7 @@ impl DoubleEndedIterator for IndexScan<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         let step = self.step_back();
         let id = self.item(step)?;
+        self.prefetch_rows(false);
         Some(id.and_then(|id| self.row(id)))
     }
 }

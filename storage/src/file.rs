@@ -340,7 +340,10 @@ impl RawFile {
 
     /// Makes every byte written so far durable: `msync` of the file's length for `msync`-mode
     /// mappings, `fdatasync` otherwise (in the cache-line modes this covers bytes written with
-    /// [`Self::write_at`]; stores into the mapping were flushed by whoever made them).
+    /// [`Self::write_at`]; stores into the mapping were flushed by whoever made them). In `msync`
+    /// mode the mapped layers write pages back with `pwrite`: this relies on Linux's `msync`
+    /// (`MS_SYNC` on a shared file mapping syncs the file's range, `vfs_fsync_range`, however its
+    /// pages were dirtied), which POSIX promises only for changes made through the mapping.
     pub fn sync(&self) -> Result<()> {
         self.check_writable()?;
         match (self.mode(), &self.mapping) {

@@ -97,8 +97,9 @@ pub fn init(page: &mut [u8], index_id: u32, level: u8) {
 /// when it is read (so a lookup's binary search checks the dozen entries it reads, not the
 /// hundreds in the node); an entry outside the page is [`Error::CorruptPage`], never a read out
 /// of bounds. [`Node::check_entries`] checks them all, as the writer does before it changes a
-/// node in place. Key order is not checked here (a search in a disordered node finds wrong
-/// entries, never reads out of bounds); `check` verifies it.
+/// node in place. Key order, the prefix and the key heads are not checked here (a search in a
+/// disordered node, or one whose heads are not its keys', finds wrong entries, never reads out
+/// of bounds); `check` verifies them.
 #[derive(Clone, Copy, Debug)]
 pub struct Node<'p> {
     bytes: &'p [u8],

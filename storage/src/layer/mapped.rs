@@ -70,8 +70,8 @@ impl MappedPages {
         self.file.verify_once(id, frame)
     }
 
-    /// Seals `frame` and stores it into the mapping as page `id`; persists it at once in the
-    /// cache-line modes.
+    /// Seals `frame` and stores it as page `id` (into the mapping, persisted at once, in the
+    /// cache-line modes; by `pwrite` in `msync` mode: see `put`).
     pub(super) fn store(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
         self.check_store(id, frame.len())?;
         page::seal(frame, id);
@@ -131,6 +131,13 @@ impl MappedPages {
             self.in_place(id, &mut |_| {})?;
         }
         Ok(self.ptr(id))
+    }
+
+    /// The page's address if it is inside the file and verified already (a prefetch hint: no
+    /// latch, no read).
+    #[cfg(feature = "se2")]
+    pub(super) fn hint(&self, id: PageId) -> Option<NonNull<u8>> {
+        (self.file.check_id(id).is_ok() && self.file.is_verified(id)).then(|| self.ptr(id))
     }
 
     /// Runs `f` on the page's bytes in the mapping under the stripe's shared latch.

@@ -149,6 +149,14 @@ pub trait FileLayer: Send + Sync + fmt::Debug {
     /// buffer manager) guarantees that with the page's latch. See `docs/mmap-soundness.md`.
     fn mapped_page(&self, id: PageId) -> Result<Option<NonNull<u8>>>;
 
+    /// Where page `id` lies in the mapping, for a prefetch hint only: the layers that read in
+    /// place (SE2) return it for a page inside the file that they have verified already, taking
+    /// no latch and reading nothing; `None` otherwise. Never to be dereferenced.
+    fn mapped_hint(&self, id: PageId) -> Option<NonNull<u8>> {
+        let _ = id;
+        None
+    }
+
     /// Runs `f` on page `id`'s bytes in place where the layer can (SE2), holding the layer's own
     /// shared latch for the page so no write-back of it overlaps; copies into a scratch page for
     /// the other layers. Verifies the page on its first read.

@@ -46,6 +46,10 @@ impl FileLayer for Se2Layer {
         self.0.pointer(id).map(Some)
     }
 
+    fn mapped_hint(&self, id: PageId) -> Option<NonNull<u8>> {
+        self.0.hint(id)
+    }
+
     fn with_page(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()> {
         self.0.in_place(id, f)
     }

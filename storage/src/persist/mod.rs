@@ -42,7 +42,8 @@ pub enum PersistMode {
     /// DRAM. Models NVM's cost, never its durability.
     EmulatedNvm,
     /// `msync(MS_SYNC)` over a shared mapping. Survives power loss as far as the file system
-    /// keeps `msync`'s promise.
+    /// keeps `msync`'s promise. Pages are written back with `pwrite` in this mode, and Linux's
+    /// `msync` syncs the file's range however its pages were dirtied ([`crate::RawFile::sync`]).
     Msync,
     /// `fdatasync` after `pwrite`. Survives power loss as far as the file system keeps
     /// `fdatasync`'s promise.

@@ -65,9 +65,10 @@ impl BufferPool {
 
     /// A hint that page `id` will be read soon at these byte offsets: starts loading their cache
     /// lines from wherever a read would find the page now (its shared frame, or SE2's mapping
-    /// for a page verified since open), pinning, latching and reading nothing. A stale guess (the frame reused meanwhile, a snapshot that
-    /// will read an older version) costs only the memory traffic; a page not in the pool (and not
-    /// mapped) is skipped. An index scan names the rows it will read next this way.
+    /// for a page verified since open), pinning, latching and reading nothing. A stale guess (the
+    /// frame reused meanwhile, a snapshot that will read an older version) costs only the memory
+    /// traffic; a page not in the pool (and not mapped) is skipped. An index scan names the rows
+    /// it will read next this way.
     pub fn prefetch(&self, id: PageId, offsets: &[usize]) {
         let Some(st) = self.pages.get(id.0) else { return };
         let base = match st.shared.load(Ordering::Relaxed) {

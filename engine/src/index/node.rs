@@ -69,7 +69,7 @@ pub fn head(key: &[u8], p: usize) -> u32 {
 }
 
 /// Bytes `a` and `b` share at their start.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
@@ -387,15 +387,17 @@ fn fit_prefix(page: &mut [u8]) {
     }
     let key_of = |page: &[u8], i: usize| {
         let off = u16_at(page, SLOTS_OFFSET + i * SLOT_BYTES);
-        page[off + KEY_LEN_BYTES..off + KEY_LEN_BYTES + u16_at(page, off)].to_vec()
+        off + KEY_LEN_BYTES..off + KEY_LEN_BYTES + u16_at(page, off)
     };
-    let first = key_of(page, 0);
+    let first = &page[key_of(page, 0)];
     let mut keep = first.len().min(MAX_PREFIX);
+    let mut prefix = [0u8; MAX_PREFIX];
+    prefix[..keep].copy_from_slice(&first[..keep]);
     for i in 1..count {
-        keep = keep.min(common_prefix(&first[..keep], &key_of(page, i)));
+        keep = common_prefix(&prefix[..keep], &page[key_of(page, i)]);
     }
     if keep != usize::from(page[PREFIX_LEN_OFFSET]) {
-        set_prefix(page, &first[..keep]);
+        set_prefix(page, &prefix[..keep]);
     }
 }
 

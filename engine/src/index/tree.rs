@@ -79,7 +79,7 @@ pub(crate) fn descend<'a>(
 
 /// The shortest key `s` with `left < s <= right` (for `left < right`): a leaf's separator.
 pub(crate) fn separator(left: &[u8], right: &[u8]) -> Vec<u8> {
-    let common = left.iter().zip(right).take_while(|(a, b)| a == b).count();
+    let common = node::common_prefix(left, right);
     right[..(common + 1).min(right.len())].to_vec()
 }
 

@@ -1,7 +1,7 @@
 //! Frames: page-size-aligned memory, and each frame's metadata.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 use crate::latch::Latch;
 use crate::pin::PinState;
@@ -39,6 +39,10 @@ pub(crate) struct FrameMeta {
     /// reader needs only a pin (no latch). False while a loader fills it (readers then wait on
     /// the latch the loader holds) and for writer frames.
     pub(crate) ready: AtomicBool,
+    /// Write guards handed out on the frame (wrapping): a write-back compares it across its hook
+    /// call and its store, to find a frame another thread changed in between (possible only
+    /// outside a write transaction, where any thread may write).
+    pub(crate) writes: AtomicU32,
     /// Guards the frame's bytes: shared for readers, exclusive for writers and write-back.
     pub(crate) latch: Latch,
 }
@@ -53,6 +57,7 @@ impl FrameMeta {
             owner: AtomicU8::new(Owner::Shared as u8),
             fill_stamp: AtomicU64::new(0),
             ready: AtomicBool::new(false),
+            writes: AtomicU32::new(0),
             latch: Latch::new(),
         }
     }

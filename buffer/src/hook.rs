@@ -2,32 +2,110 @@
 //! overwritten in place (DESIGN.md rule 1), and hands the pool that image to keep as an old
 //! version for readers.
 
-use nvpage_storage::{PageFile, PageId};
+use std::ops::Range;
+
+use nvpage_storage::{FileLayer, PageFile, PageId, StorageError};
 
 use crate::error::HookError;
 use crate::versions::PageImage;
 
+/// The bytes of a cache line: the granule [`changed_lines`] compares in.
+pub const LINE: usize = 64;
+
+/// The page being written back, as its file still holds it, for the hook to read: the old bytes
+/// and the page file, and nothing that could store (a store beside the pool's read guards would
+/// change bytes a reader's `&[u8]` points at: docs/mmap-soundness.md).
+#[derive(Debug)]
+pub struct OldPage<'a> {
+    layer: &'a dyn FileLayer,
+    page: PageId,
+}
+
+impl<'a> OldPage<'a> {
+    pub(crate) fn new(layer: &'a dyn FileLayer, page: PageId) -> Self {
+        Self { layer, page }
+    }
+
+    /// The page's id.
+    pub fn id(&self) -> PageId {
+        self.page
+    }
+
+    /// The page file (its `RawFile` refuses writes to a mapped file).
+    pub fn file(&self) -> &PageFile {
+        self.layer.file()
+    }
+
+    /// Copies the page's bytes as the file holds them into `buf` (a whole page), unverified
+    /// ([`FileLayer::read_raw`]: from the mapping for SE1/SE2, no system call).
+    pub fn read(&self, buf: &mut [u8]) -> Result<(), StorageError> {
+        self.layer.read_raw(self.page, buf)
+    }
+}
+
+/// What the hook tells the pool about a page it is to write back.
+#[derive(Debug, Default)]
+pub struct WriteBack {
+    /// The page's old bytes for the pool to keep as the version readers of older snapshots
+    /// read; `None` when no reader can need one.
+    pub version: Option<PageImage>,
+    /// The byte ranges in which the page differs from the file (ascending, whole lines, from
+    /// [`changed_lines`]): the pool stores only those. `None`: store the whole page.
+    pub changed: Option<Vec<Range<usize>>>,
+}
+
+/// The ranges, in whole [`LINE`]s (the last one cut at the page's end), in which `new` differs
+/// from `old`, adjacent lines merged. Both are one page.
+pub fn changed_lines(old: &[u8], new: &[u8]) -> Vec<Range<usize>> {
+    debug_assert_eq!(old.len(), new.len());
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for (i, (a, b)) in old.chunks(LINE).zip(new.chunks(LINE)).enumerate() {
+        if !same_line(a, b) {
+            let (start, end) = (i * LINE, i * LINE + a.len());
+            match out.last_mut() {
+                Some(r) if r.end == start => r.end = end,
+                _ => out.push(start..end),
+            }
+        }
+    }
+    out
+}
+
+/// Whether two lines hold the same bytes: a whole line compared as words, inline (a `memcmp`
+/// call per line cost more than the comparison).
+#[inline]
+fn same_line(a: &[u8], b: &[u8]) -> bool {
+    match (<&[u8; LINE]>::try_from(a), <&[u8; LINE]>::try_from(b)) {
+        (Ok(a), Ok(b)) => {
+            let word = |l: &[u8; LINE], i: usize| {
+                u64::from_ne_bytes(l[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+            };
+            (0..LINE / 8).fold(0u64, |acc, i| acc | (word(a, i) ^ word(b, i))) == 0
+        }
+        _ => a == b,
+    }
+}
+
 /// Called by the pool before it stores the first byte of a page into the file, its mapping or the
 /// page cache.
 pub trait WriteBackHook: Send + Sync + std::fmt::Debug {
-    /// `page` is about to be written back into `file`, which still holds the page's old bytes
-    /// (read them with `file.raw().read_at` to log a before-image). The image need not be
-    /// durable when this returns: the pool calls [`WriteBackHook::persist`] before it stores
-    /// the first byte of any page it called this for, so a commit that writes back k pages
-    /// pays one persist for their k images, not k. An `Err` leaves the page dirty and is
-    /// returned to the caller as [`BufferError::Hook`](crate::BufferError::Hook).
+    /// `old.id()` is about to be written back; its file still holds the page's old bytes (read them
+    /// with [`OldPage::read`] to log a before-image); `new` is what the pool will
+    /// store, sealed (its checksum set): compare the two ([`changed_lines`]) to log, and to have
+    /// the pool store, only the lines that change. The image need not be durable when this
+    /// returns: the pool calls [`WriteBackHook::persist`] before it stores the first byte of any
+    /// page it called this for, so a commit that writes back k pages pays one persist for their
+    /// k images, not k. An `Err` leaves the page dirty and is returned to the caller as
+    /// [`BufferError::Hook`](crate::BufferError::Hook).
     ///
-    /// `Ok(Some(image))` hands the pool the page's old bytes to keep as the version readers of
-    /// older snapshots read (the buffer the hook filled for its log: no extra copy); `Ok(None)`
-    /// when no reader can need one (a page the transaction allocated, one it already wrote back,
-    /// or one readers never read through the pool).
+    /// [`WriteBack::version`]: the page's old bytes for the pool to keep as the version readers
+    /// of older snapshots read (the buffer the hook filled: no extra copy), or `None` when no
+    /// reader can need one (a page the transaction allocated, one it already wrote back, or one
+    /// readers never read through the pool). [`WriteBack::changed`]: the lines the pool stores;
+    /// a hook that names them vouches that every other byte of `new` equals the file's.
     ///
     /// The hook runs on the writer's thread; it must not call back into the pool.
-    fn before_write_back(
-        &self,
-        file: &PageFile,
-        page: PageId,
-    ) -> Result<Option<PageImage>, HookError>;
+    fn before_write_back(&self, old: &OldPage<'_>, new: &[u8]) -> Result<WriteBack, HookError>;
 
     /// Makes every image logged by [`WriteBackHook::before_write_back`] so far durable. The pool
     /// calls it before the first in-place store of the pages those calls were for, and proceeds
@@ -42,15 +120,62 @@ pub trait WriteBackHook: Send + Sync + std::fmt::Debug {
 pub struct NoUndo;
 
 impl WriteBackHook for NoUndo {
-    fn before_write_back(
-        &self,
-        _file: &PageFile,
-        _page: PageId,
-    ) -> Result<Option<PageImage>, HookError> {
-        Ok(None)
+    fn before_write_back(&self, _old: &OldPage<'_>, _new: &[u8]) -> Result<WriteBack, HookError> {
+        Ok(WriteBack::default())
     }
 
     fn persist(&self) -> Result<(), HookError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LINE, changed_lines};
+
+    /// The lines where the pages differ, found byte by byte, merged.
+    fn naive(old: &[u8], new: &[u8]) -> Vec<std::ops::Range<usize>> {
+        let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+        for start in (0..old.len()).step_by(LINE) {
+            let end = (start + LINE).min(old.len());
+            if (start..end).any(|i| old[i] != new[i]) {
+                match out.last_mut() {
+                    Some(r) if r.end == start => r.end = end,
+                    _ => out.push(start..end),
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn changed_lines_are_exactly_the_lines_that_differ() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for len in [4096usize, 8192, 100, 64, 1] {
+            let old: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            for changes in [0usize, 1, 2, 5, 40] {
+                let mut new = old.clone();
+                for _ in 0..changes {
+                    let i = (next() as usize) % len;
+                    new[i] = new[i].wrapping_add(1 + (next() % 255) as u8);
+                }
+                let got = changed_lines(&old, &new);
+                assert_eq!(got, naive(&old, &new), "{len} bytes, {changes} changes");
+                assert_eq!(got.is_empty(), old == new);
+            }
+        }
+        // The first and the last byte of a line each count.
+        let old = vec![0u8; 256];
+        let mut new = old.clone();
+        new[63] = 1;
+        new[128] = 1;
+        new[255] = 1;
+        assert_eq!(changed_lines(&old, &new), vec![0..64, 128..256]);
     }
 }

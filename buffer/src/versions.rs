@@ -38,6 +38,16 @@ impl PageImage {
         &self.bytes[self.offset..]
     }
 
+    /// A buffer of `len` zero bytes to fill and then wrap with [`PageImage::new`]: allocated
+    /// zeroed in one step (collecting `repeat_n(0, len)` stores byte by byte, and was a third
+    /// of a single-row commit's time).
+    pub fn zeroed(len: usize) -> Arc<[u8]> {
+        let bytes = Arc::<[u8]>::new_zeroed_slice(len);
+        // SAFETY: the allocation is zeroed, and zero is a valid `u8`: every element is
+        // initialised.
+        unsafe { bytes.assume_init() }
+    }
+
     /// Bytes of memory this image holds (its whole buffer).
     pub fn held_bytes(&self) -> u64 {
         self.bytes.len() as u64
@@ -200,7 +210,9 @@ mod tests {
 
     /// A one-byte "page" holding `v`, in a buffer of `len` bytes.
     fn image(v: u8, len: usize) -> PageImage {
-        PageImage::new(std::iter::repeat_n(v, len).collect::<Arc<[u8]>>(), 0)
+        let mut bytes = PageImage::zeroed(len);
+        Arc::get_mut(&mut bytes).expect("one owner").fill(v);
+        PageImage::new(bytes, 0)
     }
 
     fn value(v: &Versions, page: u64, s: u64) -> Result<u8, NoVersion> {

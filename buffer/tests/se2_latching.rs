@@ -11,8 +11,10 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
-use nvpage_buffer::{BufferError, BufferPool, HookError, NoUndo, PageImage, View, WriteBackHook};
-use nvpage_storage::{Layer, PageFile, PageId};
+use nvpage_buffer::{
+    BufferError, BufferPool, HookError, NoUndo, OldPage, View, WriteBack, WriteBackHook,
+};
+use nvpage_storage::{Layer, PageId};
 
 use common::{fill_words, open_pool, scratch_dir, uniform_word, watchdog};
 
@@ -36,15 +38,16 @@ impl EventHook {
 impl WriteBackHook for EventHook {
     fn before_write_back(
         &self,
-        file: &PageFile,
-        page: PageId,
-    ) -> Result<Option<PageImage>, HookError> {
-        let mut old = vec![0u8; file.page_size().bytes()];
-        file.raw().read_at(&mut old, file.offset(page))?;
+        old_page: &OldPage<'_>,
+        _new: &[u8],
+    ) -> Result<WriteBack, HookError> {
+        let page = old_page.id();
+        let mut old = vec![0u8; old_page.file().page_size().bytes()];
+        old_page.read(&mut old)?;
         let v = uniform_word(&old, "before-image");
         self.events.lock().unwrap().push(format!("write-back {} over {v}", page.0));
         self.called.store(true, Ordering::SeqCst);
-        Ok(None)
+        Ok(WriteBack::default())
     }
 
     fn persist(&self) -> Result<(), HookError> {

@@ -8,8 +8,8 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use nvpage_buffer::{BufferPool, HookError, PageImage, View, WriteBackHook};
-use nvpage_storage::{Layer, PageFile, PageId};
+use nvpage_buffer::{BufferPool, HookError, OldPage, View, WriteBack, WriteBackHook};
+use nvpage_storage::{Layer, PageId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -37,13 +37,9 @@ const LAST_PAGE: u64 = THREADS as u64 * OWN_PAGES + SHARED_PAGES;
 struct CountingHook(AtomicU64);
 
 impl WriteBackHook for CountingHook {
-    fn before_write_back(
-        &self,
-        _file: &PageFile,
-        _page: PageId,
-    ) -> Result<Option<PageImage>, HookError> {
+    fn before_write_back(&self, _old: &OldPage<'_>, _new: &[u8]) -> Result<WriteBack, HookError> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(None)
+        Ok(WriteBack::default())
     }
 
     fn persist(&self) -> Result<(), HookError> {

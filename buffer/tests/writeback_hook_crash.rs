@@ -13,9 +13,9 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use nvpage_buffer::{BufferError, BufferPool, HookError, PageImage, View, WriteBackHook};
+use nvpage_buffer::{BufferError, BufferPool, HookError, OldPage, View, WriteBack, WriteBackHook};
 use nvpage_storage::sim::{Fault, Sim, Tear};
-use nvpage_storage::{Layer, OpenOptions, PageFile, PageId, PersistRequest, SimOp, StorageError};
+use nvpage_storage::{Layer, OpenOptions, PageId, PersistRequest, SimOp, StorageError};
 
 use common::{data_path, fill_words, open_with, options, scratch_dir, uniform_word};
 
@@ -51,20 +51,21 @@ impl UndoHook {
 impl WriteBackHook for UndoHook {
     fn before_write_back(
         &self,
-        file: &PageFile,
-        page: PageId,
-    ) -> Result<Option<PageImage>, HookError> {
+        old_page: &OldPage<'_>,
+        _new: &[u8],
+    ) -> Result<WriteBack, HookError> {
+        let page = old_page.id();
         if self.crashed.load(Ordering::SeqCst) {
             return Err("the power is out".into());
         }
-        let mut old = vec![0u8; file.page_size().bytes()];
-        file.raw().read_at(&mut old, file.offset(page))?;
+        let mut old = vec![0u8; old_page.file().page_size().bytes()];
+        old_page.read(&mut old)?;
         self.images.lock().unwrap().push((page, old));
         if self.calls.fetch_add(1, Ordering::SeqCst) == self.crash_at {
             self.crashed.store(true, Ordering::SeqCst);
             self.sim.fail(Fault::once(Some(SimOp::Persist), 0));
         }
-        Ok(None)
+        Ok(WriteBack::default())
     }
 
     fn persist(&self) -> Result<(), HookError> {
@@ -201,16 +202,12 @@ struct SwitchHook {
 }
 
 impl WriteBackHook for SwitchHook {
-    fn before_write_back(
-        &self,
-        _file: &PageFile,
-        _page: PageId,
-    ) -> Result<Option<PageImage>, HookError> {
+    fn before_write_back(&self, _old: &OldPage<'_>, _new: &[u8]) -> Result<WriteBack, HookError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.failing.load(Ordering::SeqCst) {
             return Err("the log is full".into());
         }
-        Ok(None)
+        Ok(WriteBack::default())
     }
 
     fn persist(&self) -> Result<(), HookError> {

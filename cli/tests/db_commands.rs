@@ -8,8 +8,19 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::Mutex;
 
 use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Value};
+
+/// Held by each test for its whole run. A child `nvpage` forked by one test holds a copy of
+/// every descriptor open in this process until it execs (Rust opens files close-on-exec, which
+/// takes effect only at the exec), so a database the other test had just closed could still be
+/// locked by it for that instant: seen once as "already open" in a loaded run (session 9).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn nvpage(args: &[&str], path: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nvpage")).args(args).arg(path).output().expect("run nvpage")
@@ -50,6 +61,7 @@ fn make(path: &Path) -> u64 {
 
 #[test]
 fn check_and_info_on_good_damaged_missing_and_unrecovered_databases() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let heap_page = make(&path);
@@ -147,6 +159,7 @@ fn check_and_info_on_good_damaged_missing_and_unrecovered_databases() {
 /// and `info` names the log file.
 #[test]
 fn a_log_in_a_directory_of_its_own_is_found_with_log_dir() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let (path, logs) = (dir.path().join("db"), dir.path().join("wal"));
     {

@@ -394,7 +394,7 @@ impl Database {
     }
 
     /// What the database holds for its readers right now: live read transactions, how far the
-    /// oldest lags, and the old versions kept for them.
+    /// oldest lags, and the old versions kept for them; and the log's bytes.
     pub fn stats(&self) -> Stats {
         let snap = self.snapshots.stats();
         let v = self.pool.versions().stats();
@@ -405,6 +405,7 @@ impl Database {
             versions: v.versions,
             version_bytes: v.bytes,
             version_horizon: v.horizon,
+            log_bytes: self.log.read().tell(),
         }
     }
 }
@@ -425,6 +426,10 @@ pub struct Stats {
     /// Versions of commits at or below this were freed by [`Builder::max_version_bytes`]: a
     /// reader whose snapshot is older and needs one fails with [`Error::SnapshotTooOld`].
     pub version_horizon: u64,
+    /// Bytes in the log: before-images of the running write transaction (0 between
+    /// transactions: a commit or a rollback rewinds it). Images gathered for the pool's next
+    /// persist are not in it yet.
+    pub log_bytes: u64,
 }
 
 /// Checks that `dir` is a directory and, when `create` allows and it is missing, makes it — the
@@ -570,8 +575,11 @@ fn recover(data_path: &Path, log_path: &Path, b: &Builder) -> Result<Log> {
         if b.read_only {
             return Err(Error::RecoveryNeeded);
         }
-        let store = |page: PageId, bytes: &[u8]| -> Result<()> {
-            Ok(raw.write_at(bytes, page.0 * page_size as u64)?)
+        let store = |page: PageId, parts: &[(usize, &[u8])]| -> Result<()> {
+            for &(off, bytes) in parts {
+                raw.write_at(bytes, page.0 * page_size as u64 + off as u64)?;
+            }
+            Ok(())
         };
         undo::roll_back(&mut log, page_size, store, || Ok(raw.sync()?))?;
     }
@@ -586,12 +594,15 @@ fn header_image(log: &Log) -> Result<Option<usize>> {
         if r.payload.len() < undo::IMAGE_OFFSET {
             continue;
         }
-        let size = u32::from_le_bytes(r.payload[8..12].try_into().expect("4 bytes")) as usize;
-        let Ok(img) = undo::decode(r.payload, size) else { continue };
-        if img.page != PageId::HEADER {
+        let size = u32::from_le_bytes(r.payload[8..12].try_into().expect("4 bytes"));
+        let size = (size & !undo::RANGES) as usize;
+        let Ok(images) = undo::decode(r.payload, size) else { continue };
+        let Some(bytes) =
+            images.iter().filter(|i| i.page == PageId::HEADER).find_map(|i| i.whole(size))
+        else {
             continue;
-        }
-        let prefix = &img.bytes[..MIN_PAGE_SIZE.min(img.bytes.len())];
+        };
+        let prefix = &bytes[..MIN_PAGE_SIZE.min(bytes.len())];
         if FileHeader::decode_prefix(Path::new("log image"), prefix)
             .is_ok_and(|h| h.uuid == log.uuid())
         {

@@ -960,8 +960,8 @@ impl WriteTxn<'_> {
         db.pool.discard_writer_frames()?;
         // Pages logged but never stored (a flush that failed part-way) are skipped: they hold
         // their image's bytes already, and a reader may be reading them in place.
-        let store = |page: PageId, bytes: &[u8]| -> Result<()> {
-            db.pool.restore_page(page, bytes)?;
+        let store = |page: PageId, parts: &[(usize, &[u8])]| -> Result<()> {
+            db.pool.restore_parts(page, parts)?;
             Ok(())
         };
         undo::roll_back(&mut db.log.write(), db.page_size(), store, || Ok(db.pool.sync()?))?;

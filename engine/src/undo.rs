@@ -3,17 +3,33 @@
 //! with one flush before the first of their pages is stored), and the one routine that rolls
 //! them back — abort and recovery alike (DESIGN.md rules 1 and 4).
 //!
-//! A before-image record's payload:
+//! A before-image names the lines of one page that a write-back changes, as the file held them
+//! (a single-row commit logs a few hundred bytes, not whole pages):
+//!
+//! ```text
+//! | page id u64 | page size u32 | RANGES (bit 31) | count u32 | (offset u32, len u32) x count |
+//! | the ranges' old bytes, one after another |
+//! ```
+//!
+//! A record's payload is one or more images, one after another: the images of a commit's pages
+//! are gathered and appended as one record when the pool asks for them to be persisted (one
+//! append and one fence, however many pages), or earlier, unsynced, in chunks of
+//! [`PENDING_MAX`]. A page is logged at each write-back in a transaction (evicted, changed again,
+//! written back again: the lines that changed since), and rolled back newest first, so every byte
+//! ends with the value it had when the transaction began. The header page's first image is whole
+//! (a header torn by a crash is recognised by it at open). Logs of older builds hold one whole
+//! page per record, read as one range covering the page:
 //!
 //! ```text
 //! | page id u64 | page size u32 | the page's bytes as the file held them (page size) |
 //! ```
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::Arc;
 
-use nvpage_buffer::{HookError, PageImage, WriteBackHook};
-use nvpage_storage::{PageFile, PageId};
+use nvpage_buffer::{HookError, OldPage, PageImage, WriteBack, WriteBackHook, changed_lines};
+use nvpage_storage::PageId;
 use nvpage_wal::Log;
 use parking_lot::{Mutex, RwLock};
 
@@ -21,8 +37,15 @@ use crate::error::{Error, Result};
 
 const ID_LEN: usize = 8;
 const SIZE_LEN: usize = 4;
-/// Bytes before the page image in a before-image record.
+/// Bytes before the page image in an older build's whole-page record.
 pub const IMAGE_OFFSET: usize = ID_LEN + SIZE_LEN;
+/// The bit of the page-size field that marks a record of ranges.
+pub const RANGES: u32 = 1 << 31;
+/// Bytes of one range in a record's table.
+const RANGE_LEN: usize = 8;
+/// Images gathered past this many bytes are appended (unsynced) before the pool asks for them
+/// to be persisted: what a large transaction holds in memory stays bounded.
+pub const PENDING_MAX: usize = 1 << 20;
 
 /// What the hook knows of the write transaction in progress.
 #[derive(Debug)]
@@ -34,6 +57,8 @@ struct TxnUndo {
     /// Pages readers never read through the pool (the header, the catalog chain as the
     /// transaction began): their images are logged for undo but kept as no version.
     unversioned: HashSet<u64>,
+    /// Images gathered since the last append, not yet in the log.
+    pending: Vec<u8>,
     /// Whether images were appended since the last persist.
     unpersisted: bool,
 }
@@ -61,6 +86,7 @@ impl UndoHook {
             start_page_count: page_count,
             logged: HashSet::new(),
             unversioned: unversioned.collect(),
+            pending: Vec::new(),
             unpersisted: false,
         });
     }
@@ -74,9 +100,10 @@ impl UndoHook {
 impl WriteBackHook for UndoHook {
     fn before_write_back(
         &self,
-        file: &PageFile,
-        page: PageId,
-    ) -> Result<Option<PageImage>, HookError> {
+        old_page: &OldPage<'_>,
+        new: &[u8],
+    ) -> Result<WriteBack, HookError> {
+        let page = old_page.id();
         let mut guard = self.txn.lock();
         let Some(t) = guard.as_mut() else {
             // A dirty frame with no transaction to log to is a bug: refuse to store it.
@@ -85,39 +112,69 @@ impl WriteBackHook for UndoHook {
                 "page {page} written back outside a write transaction"
             ))));
         };
-        if page.0 >= t.start_page_count || t.logged.contains(&page.0) {
-            return Ok(None);
+        if page.0 >= t.start_page_count {
+            // Allocated by this transaction: undo shrinks the file back, no image needed.
+            return Ok(WriteBack::default());
         }
-        let ps = file.page_size().bytes();
-        // One buffer for the record and, shared, for the version readers may need: no copy.
-        let mut record: Arc<[u8]> = std::iter::repeat_n(0u8, IMAGE_OFFSET + ps).collect();
-        let buf = Arc::get_mut(&mut record).expect("a fresh Arc has one owner");
-        buf[..ID_LEN].copy_from_slice(&page.0.to_le_bytes());
-        buf[ID_LEN..IMAGE_OFFSET].copy_from_slice(&(ps as u32).to_le_bytes());
+        let first = !t.logged.contains(&page.0);
+        let ps = old_page.file().page_size().bytes();
+        // One buffer for the old bytes and, shared, for the version readers may need: no copy.
+        let mut old = PageImage::zeroed(ps);
+        let buf = Arc::get_mut(&mut old).expect("a fresh Arc has one owner");
         // The bytes as the file holds them, unverified: a page being reinitialised (a free
         // extent taken again, a page past an old crash's rolled-back growth) may hold anything,
         // and undo must restore exactly that, not refuse to log it.
-        file.raw().read_at(&mut buf[IMAGE_OFFSET..], file.offset(page)).map_err(hook_error)?;
-        // Buffered: `persist` makes a commit's images durable together, before the pool stores
-        // the first of their pages (rule 1).
-        self.log.read().append_buffered(&record).map_err(hook_error)?;
+        old_page.read(buf).map_err(hook_error)?;
+        let changed = changed_lines(buf, new);
+        let whole = 0..ps;
+        let logged: &[Range<usize>] =
+            if first && page == PageId::HEADER { std::slice::from_ref(&whole) } else { &changed };
+        if !logged.is_empty() {
+            push_image(&mut t.pending, page, buf, logged);
+            if t.pending.len() >= PENDING_MAX {
+                // Unsynced: `persist` makes them durable with the rest, before the pool stores
+                // the first of their pages (rule 1).
+                self.log.read().append_buffered(&t.pending).map_err(hook_error)?;
+                t.pending.clear();
+                t.unpersisted = true;
+            }
+        }
         t.logged.insert(page.0);
-        t.unpersisted = true;
-        Ok((!t.unversioned.contains(&page.0)).then(|| PageImage::new(record, IMAGE_OFFSET)))
+        let version = (first && !t.unversioned.contains(&page.0)).then(|| PageImage::new(old, 0));
+        Ok(WriteBack { version, changed: Some(changed) })
     }
 
     fn persist(&self) -> Result<(), HookError> {
         let mut guard = self.txn.lock();
-        match guard.as_mut() {
-            Some(t) if t.unpersisted => {
-                // One device flush for every image appended since the last (the log's
-                // watermark is stored only when due): a commit's k images cost one, not k.
-                self.log.read().persist_appends().map_err(hook_error)?;
-                t.unpersisted = false;
-                Ok(())
-            }
-            _ => Ok(()),
+        let Some(t) = guard.as_mut() else { return Ok(()) };
+        let log = self.log.read();
+        if !t.pending.is_empty() {
+            // The gathered images as one durable record: one fence in the cache-line modes, one
+            // sync in `msync` mode, covering the unsynced chunks before it too.
+            let r = log.append(&t.pending);
+            t.pending.clear();
+            r.map_err(hook_error)?;
+        } else if t.unpersisted {
+            // One device flush for every chunk appended since the last (the log's watermark is
+            // stored only when due).
+            log.persist_appends().map_err(hook_error)?;
         }
+        t.unpersisted = false;
+        Ok(())
+    }
+}
+
+/// Appends to `out` the image of `page` whose old bytes are `old`: the lines `ranges`.
+fn push_image(out: &mut Vec<u8>, page: PageId, old: &[u8], ranges: &[Range<usize>]) {
+    out.extend_from_slice(&page.0.to_le_bytes());
+    out.extend_from_slice(&(old.len() as u32 | RANGES).to_le_bytes());
+    out.extend_from_slice(&(ranges.len() as u32).to_le_bytes());
+    for r in ranges {
+        out.extend_from_slice(&(r.start as u32).to_le_bytes());
+        out.extend_from_slice(&(r.len() as u32).to_le_bytes());
+    }
+    for r in ranges {
+        out.extend_from_slice(&old[r.clone()]);
     }
 }
 
@@ -127,46 +184,107 @@ fn hook_error(e: impl Into<Error>) -> HookError {
     Box::new(e.into())
 }
 
-/// A before-image decoded from a record.
+/// A before-image decoded from a record: parts of one page, offsets into it and their bytes.
 pub struct Image<'a> {
     pub page: PageId,
-    pub bytes: &'a [u8],
+    pub parts: Vec<(usize, &'a [u8])>,
 }
 
-/// Decodes a before-image record, checking it against the file's page size.
-pub fn decode(payload: &[u8], page_size: usize) -> Result<Image<'_>> {
+impl Image<'_> {
+    /// The whole page, if the image holds all of it.
+    pub fn whole(&self, page_size: usize) -> Option<&[u8]> {
+        match self.parts.as_slice() {
+            [(0, bytes)] if bytes.len() == page_size => Some(bytes),
+            _ => None,
+        }
+    }
+}
+
+/// Decodes a before-image record — its images, in the order they were logged — checking each
+/// against the file's page size: every range inside the page, in ascending order without
+/// overlap, and the record's bytes exactly its images.
+pub fn decode(payload: &[u8], page_size: usize) -> Result<Vec<Image<'_>>> {
+    let mut images = Vec::new();
+    let mut rest = payload;
+    while !rest.is_empty() {
+        let (img, len) = decode_one(rest, page_size)?;
+        images.push(img);
+        rest = &rest[len..];
+    }
+    if images.is_empty() {
+        return Err(Error::CorruptLog("before-image: an empty record".into()));
+    }
+    Ok(images)
+}
+
+/// Decodes the image at the start of `bytes`; returns it and its length.
+fn decode_one(bytes: &[u8], page_size: usize) -> Result<(Image<'_>, usize)> {
     let bad = |why: &str| Error::CorruptLog(format!("before-image: {why}"));
-    if payload.len() < IMAGE_OFFSET {
+    let u32_at = |at: usize| {
+        bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    };
+    if bytes.len() < IMAGE_OFFSET {
         return Err(bad("shorter than its header"));
     }
-    let page = u64::from_le_bytes(payload[..ID_LEN].try_into().expect("8 bytes"));
-    let size = u32::from_le_bytes(payload[ID_LEN..IMAGE_OFFSET].try_into().expect("4 bytes"));
-    if size as usize != page_size || payload.len() != IMAGE_OFFSET + page_size {
+    let page = PageId(u64::from_le_bytes(bytes[..ID_LEN].try_into().expect("8 bytes")));
+    let size = u32_at(ID_LEN).expect("checked above");
+    if size & !RANGES != page_size as u32 {
         return Err(bad("page size differs from the data file's"));
     }
-    Ok(Image { page: PageId(page), bytes: &payload[IMAGE_OFFSET..] })
+    if size & RANGES == 0 {
+        // An older build's whole page, alone in its record.
+        let page_bytes = &bytes[IMAGE_OFFSET..];
+        if page_bytes.len() != page_size {
+            return Err(bad("a whole-page image of the wrong length"));
+        }
+        return Ok((Image { page, parts: vec![(0, page_bytes)] }, bytes.len()));
+    }
+    let count = u32_at(IMAGE_OFFSET).ok_or_else(|| bad("shorter than its header"))? as usize;
+    let table = IMAGE_OFFSET + SIZE_LEN;
+    let data = count
+        .checked_mul(RANGE_LEN)
+        .and_then(|n| n.checked_add(table))
+        .filter(|&end| end <= bytes.len())
+        .ok_or_else(|| bad("its table of ranges passes the record's end"))?;
+    let (mut parts, mut at, mut floor) = (Vec::with_capacity(count), data, 0usize);
+    for i in 0..count {
+        let off = u32_at(table + i * RANGE_LEN).expect("inside the table") as usize;
+        let len = u32_at(table + i * RANGE_LEN + 4).expect("inside the table") as usize;
+        if off < floor || off.checked_add(len).is_none_or(|end| end > page_size) {
+            return Err(bad("a range outside the page or out of order"));
+        }
+        let range_bytes = bytes
+            .get(at..at + len)
+            .ok_or_else(|| bad("its ranges' bytes pass the record's end"))?;
+        parts.push((off, range_bytes));
+        (at, floor) = (at + len, off + len);
+    }
+    Ok((Image { page, parts }, at))
 }
 
-/// Rolls the current generation back: every before-image, newest first, handed to `store`
-/// (plain writes that append nothing to the log: `pwrite` at recovery, the pool's store in place
-/// under the page latch at abort); then `sync` makes them durable and the log is rewound.
-/// Returns the pages restored. Idempotent: a crash part-way leaves the log unchanged, and running
+/// Rolls the current generation back: every before-image, newest first, handed to `store` as
+/// its page and parts (plain writes that append nothing to the log: `pwrite` at recovery, the
+/// pool's store in place under the page latch at abort); then `sync` makes them durable and the
+/// log is rewound. Returns the pages restored, each once, in page order. Idempotent: a crash part-way leaves the log unchanged, and running
 /// it again writes the same images.
 pub fn roll_back(
     log: &mut Log,
     page_size: usize,
-    mut store: impl FnMut(PageId, &[u8]) -> Result<()>,
+    mut store: impl FnMut(PageId, &[(usize, &[u8])]) -> Result<()>,
     sync: impl FnOnce() -> Result<()>,
 ) -> Result<Vec<PageId>> {
     let mut restored = Vec::new();
     {
         let records = log.records_newest_first()?;
         for r in &records {
-            let img = decode(r.payload, page_size)?;
-            store(img.page, img.bytes)?;
-            restored.push(img.page);
+            for img in decode(r.payload, page_size)?.iter().rev() {
+                store(img.page, &img.parts)?;
+                restored.push(img.page);
+            }
         }
     }
+    restored.sort_unstable();
+    restored.dedup();
     if !restored.is_empty() {
         sync()?;
     }
@@ -181,4 +299,79 @@ pub fn roll_back(
         return Err(Error::Poisoned);
     }
     Ok(restored)
+}
+
+#[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)] // one range of a page, not a Vec of its indices
+mod tests {
+    use super::{Error, PageId, RANGES, decode, push_image};
+
+    const PS: usize = 256;
+
+    fn old() -> Vec<u8> {
+        (0..PS).map(|i| (i * 7) as u8).collect()
+    }
+
+    #[test]
+    fn a_record_of_images_decodes_to_its_ranges() {
+        let old = old();
+        let mut rec = Vec::new();
+        push_image(&mut rec, PageId(3), &old, &[0..64, 128..192]);
+        push_image(&mut rec, PageId(5), &old, &[192..256]);
+        let images = decode(&rec, PS).unwrap();
+        assert_eq!(images.len(), 2);
+        assert_eq!(images[0].page, PageId(3));
+        assert_eq!(images[0].parts, vec![(0, &old[0..64]), (128, &old[128..192])]);
+        assert_eq!(images[1].page, PageId(5));
+        assert_eq!(images[1].parts, vec![(192, &old[192..256])]);
+        assert_eq!(images[0].whole(PS), None);
+        let mut whole = Vec::new();
+        push_image(&mut whole, PageId(0), &old, &[0..PS]);
+        assert_eq!(decode(&whole, PS).unwrap()[0].whole(PS), Some(old.as_slice()));
+    }
+
+    #[test]
+    fn an_older_builds_whole_page_record_decodes() {
+        let old = old();
+        let mut rec = 9u64.to_le_bytes().to_vec();
+        rec.extend_from_slice(&(PS as u32).to_le_bytes());
+        rec.extend_from_slice(&old);
+        let images = decode(&rec, PS).unwrap();
+        assert_eq!(images.len(), 1);
+        assert_eq!(images[0].page, PageId(9));
+        assert_eq!(images[0].whole(PS), Some(old.as_slice()));
+        // One byte short, or one too many: the wrong length.
+        assert!(matches!(decode(&rec[..rec.len() - 1], PS), Err(Error::CorruptLog(_))));
+        rec.push(0);
+        assert!(matches!(decode(&rec, PS), Err(Error::CorruptLog(_))));
+    }
+
+    #[test]
+    fn damaged_records_are_corrupt_log_errors() {
+        let old = old();
+        let mut rec = Vec::new();
+        push_image(&mut rec, PageId(3), &old, &[0..64, 128..192]);
+        let first = rec.len();
+        push_image(&mut rec, PageId(5), &old, &[192..256]);
+        // Cut anywhere but between the two images: never a panic, always a typed error.
+        for cut in (0..rec.len()).filter(|&c| c != first) {
+            assert!(matches!(decode(&rec[..cut], PS), Err(Error::CorruptLog(_))), "cut at {cut}");
+        }
+        let field = |rec: &mut Vec<u8>, at: usize, v: u32| {
+            rec[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        };
+        // The table starts at byte 16: (offset, len) pairs.
+        let mut bad = rec.clone();
+        field(&mut bad, 16, 200); // first range now 200..264: past the page
+        assert!(matches!(decode(&bad, PS), Err(Error::CorruptLog(_))));
+        let mut bad = rec.clone();
+        field(&mut bad, 24, 32); // second range starts inside the first
+        assert!(matches!(decode(&bad, PS), Err(Error::CorruptLog(_))));
+        let mut bad = rec.clone();
+        field(&mut bad, 12, u32::MAX); // a count whose table cannot fit
+        assert!(matches!(decode(&bad, PS), Err(Error::CorruptLog(_))));
+        let mut bad = rec.clone();
+        field(&mut bad, 8, 512 | RANGES); // another page size
+        assert!(matches!(decode(&bad, PS), Err(Error::CorruptLog(_))));
+    }
 }

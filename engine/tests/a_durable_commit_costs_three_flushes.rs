@@ -3,9 +3,11 @@
 //! in place), one for its pages (the data file's sync), one for the commit point (the log's
 //! rewind) — counted on the power-loss simulator, on every layer, for a single-row insert (two
 //! pages logged: the heap page and the catalog's), a single-row update, and an update of rows on
-//! a dozen pages, with a pool large enough that no page is stolen before the commit. A commit
-//! that logs 64 KiB or more also stores the log's watermark (one more: the log stores it every
-//! `MARK_INTERVAL`, so that damage below it is an error, never the end of the log).
+//! a dozen pages and on every page, with a pool large enough that no page is stolen before the
+//! commit. Images hold only the lines a page's write-back changes, so a tenth of the rows updated
+//! on every page logs well under 64 KiB; a commit that logs 64 KiB or more (every row changed)
+//! also stores the log's watermark (one more: the log stores it every `MARK_INTERVAL`, so that
+//! damage below it is an error, never the end of the log).
 
 mod common;
 
@@ -31,11 +33,12 @@ fn every_durable_commit_costs_three_flushes() {
             let after = sim.counts();
             assert_eq!(after.persists - before.persists, want, "{layer}: {what}: {after:?}");
         };
-        let update_every = |step: usize| {
+        let update_every = |step: usize, note: Option<String>| {
             let mut tx = db.begin_write().unwrap();
             let t = tx.table("t").unwrap();
             for (k, &id) in ids.iter().enumerate().step_by(step) {
-                tx.update(&t, id, &values(k as i64, &Row { qty: 0, note: None })).unwrap();
+                let row = Row { qty: -(k as i32), note: note.clone() };
+                tx.update(&t, id, &values(k as i64, &row)).unwrap();
             }
             tx.commit().unwrap();
         };
@@ -51,9 +54,11 @@ fn every_durable_commit_costs_three_flushes() {
             tx.commit().unwrap();
         });
         // 2000 rows of about 60 bytes fill some 35 pages of 4 KiB: every 200th row is on a
-        // dozen of them (48 KiB of images), every 10th on all of them (over 64 KiB).
-        flushes("rows on a dozen pages updated", 3, &|| update_every(200));
-        flushes("rows on every page updated", 4, &|| update_every(10));
+        // dozen of them, every 10th on all of them (a few lines of each: under 64 KiB of
+        // images); every row changed changes nearly every line of every page (over 64 KiB).
+        flushes("rows on a dozen pages updated", 3, &|| update_every(200, None));
+        flushes("rows on every page updated", 3, &|| update_every(10, None));
+        flushes("every row changed", 4, &|| update_every(1, Some("w".repeat(20))));
         let rx = db.begin_read().unwrap();
         let t = rx.table("t").unwrap();
         let qty = t.col::<kind::I32>("qty").unwrap();

@@ -476,6 +476,37 @@ impl RawFile {
         }
     }
 
+    /// [`Self::store_persist`] of several ranges, `(offset, bytes)`, made durable together:
+    /// streaming stores and one fence in the cache-line modes (one device flush however many
+    /// ranges), a copy and an `msync` of the span they cover otherwise.
+    ///
+    /// # Safety
+    /// As [`Self::store_persist`], for every range.
+    pub unsafe fn store_persist_parts(&self, parts: &[(u64, &[u8])]) -> Result<()> {
+        self.check_writable()?;
+        let m = self.mapping.as_ref().expect("store_persist_parts needs a mapped file");
+        for &(offset, src) in parts {
+            // SAFETY: the caller keeps each range inside the file and to itself.
+            let dst = unsafe { m.base().as_ptr().add(offset as usize) };
+            match self.durability.flush {
+                // SAFETY: as above; `src` is the caller's own buffer, not the mapping.
+                Some(instr) => unsafe { cacheline::copy_nontemporal(instr, dst, src) },
+                // SAFETY: as above.
+                None => unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) },
+            }
+        }
+        let Some(start) = parts.iter().map(|p| p.0).min() else { return Ok(()) };
+        if self.durability.flush.is_none() {
+            let end = parts.iter().map(|p| p.0 + p.1.len() as u64).max().unwrap_or(start);
+            return self.persist_range(start, (end - start) as usize);
+        }
+        self.fence_step()?;
+        for &(offset, src) in parts {
+            self.sim_persisted_lines(offset, src.len() as u64);
+        }
+        Ok(())
+    }
+
     /// Writes `srcs`, one after another, from `offset`, without making them durable (a later
     /// [`Self::persist_range`] or [`Self::sync`] does). Where the file is memory, a copy into the
     /// mapping; on a disk, `pwrite` into the page cache the mapping shares, because the first

@@ -152,6 +152,17 @@ impl PageFile {
         Ok(())
     }
 
+    /// Fails unless every part (an offset into a page and its bytes) lies inside one page.
+    pub fn check_parts(&self, parts: &[(usize, &[u8])]) -> Result<()> {
+        let page = self.page_size.bytes();
+        match parts.iter().find(|(off, b)| off.checked_add(b.len()).is_none_or(|end| end > page)) {
+            Some(&(off, b)) => {
+                Err(StorageError::BufferSize { expected: page, found: off.saturating_add(b.len()) })
+            }
+            None => Ok(()),
+        }
+    }
+
     /// The byte offset of page `id`.
     pub fn offset(&self, id: PageId) -> u64 {
         id.offset(self.page_size)

@@ -40,8 +40,9 @@ pub fn load(
 }
 
 /// Open time of a database whose log holds `mib` MiB of before-images of an unfinished
-/// transaction (0: an empty log), in ms. The transaction changes pages already in the file
-/// through a pool of a few pages, so their before-images are stolen into the log, and is never
+/// transaction (0: an empty log; at least `mib` and less than one more pass's worth otherwise),
+/// in ms. The transaction rewrites every row of pages already in the file through a pool of a
+/// few pages, pass after pass, so their before-images are stolen into the log, and is never
 /// ended (the process "crashes": the handle is dropped with the transaction open); the next open
 /// rolls it back. Returns the time and the database's durability.
 pub fn recovery(
@@ -73,19 +74,25 @@ pub fn recovery(
         let id = t.col::<kind::I64>("id")?;
         let mut rows = Vec::new();
         for p in tx.scan(&t)? {
-            let p = p?;
-            if let Some(r) = p.rows().next() {
+            for r in p?.rows() {
                 let row = r?;
                 rows.push((row.id(), row.get(id)?));
             }
         }
-        for (rid, i) in rows {
-            let note = format!("changed {i}");
-            tx.update(
-                &t,
-                rid,
-                &[Value::I64(i), Value::Decimal(Decimal::new(0, 2)), Value::Str(&note)],
-            )?;
+        // Images hold the lines a write-back changes: every row of every page is rewritten,
+        // pass after pass (each pass's bytes differ from the last), until the log holds `mib`.
+        let target = mib << 20;
+        for pass in 0.. {
+            for &(rid, i) in &rows {
+                // One length every pass: after the first, rows change in place.
+                let note = format!("{:<28}", format!("changed {i} in pass {pass}"));
+                let values =
+                    [Value::I64(i), Value::Decimal(Decimal::new(pass, 2)), Value::Str(&note)];
+                tx.update(&t, rid, &values)?;
+            }
+            if db.stats().log_bytes >= target {
+                break;
+            }
         }
         // The process dies here: the transaction never commits or aborts.
         std::mem::forget(tx);

@@ -233,7 +233,7 @@ impl BufferPool {
 
     /// Page `id` read from the file into memory of its own, for a reader that can have no frame.
     fn private_copy(&self, id: PageId) -> Result<PageRef<'_>> {
-        let mut bytes: Arc<[u8]> = std::iter::repeat_n(0u8, self.page_size).collect();
+        let mut bytes = PageImage::zeroed(self.page_size);
         let buf = Arc::get_mut(&mut bytes).expect("a fresh Arc has one owner");
         self.layer.read_page(id, buf)?;
         self.counters.add(Counter::PrivateCopy, 1);

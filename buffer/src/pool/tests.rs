@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use nvpage_storage::page::PAGE_HEADER_LEN;
-use nvpage_storage::{FileLayer, Layer, OpenOptions, PageFile, PageId, PageSize, StorageError};
+use nvpage_storage::{FileLayer, Layer, OpenOptions, PageId, PageSize, StorageError};
 
 use super::{BufferPool, MIN_FRAMES, View};
 use crate::error::{BufferError, HookError};
 use crate::hook::WriteBackHook;
-use crate::versions::PageImage;
+use crate::hook::{OldPage, WriteBack};
 
 /// The smallest page size: Miri interprets every byte that is checksummed or copied.
 const PAGE_BYTES: u64 = 4096;
@@ -32,13 +32,9 @@ impl CountingHook {
 }
 
 impl WriteBackHook for CountingHook {
-    fn before_write_back(
-        &self,
-        _file: &PageFile,
-        _page: PageId,
-    ) -> Result<Option<PageImage>, HookError> {
+    fn before_write_back(&self, _old: &OldPage<'_>, _new: &[u8]) -> Result<WriteBack, HookError> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(None)
+        Ok(WriteBack::default())
     }
 
     fn persist(&self) -> Result<(), HookError> {

@@ -3,15 +3,15 @@
 
 use std::sync::atomic::Ordering;
 
-use nvpage_storage::PageId;
+use nvpage_storage::{PageId, page};
 
 use super::guard::PageMut;
 use super::{BufferPool, NOBODY, PageState, View};
 use crate::counters::Counter;
 use crate::error::{BufferError, Result};
-use crate::frame::{NO_PAGE, Owner};
+use crate::frame::{FrameMeta, NO_PAGE, Owner};
 use crate::held::{self, LatchKind};
-use crate::versions::PageImage;
+use crate::hook::{OldPage, WriteBack};
 
 #[derive(Clone, Copy)]
 enum Fill {
@@ -74,6 +74,7 @@ impl BufferPool {
                     Fill::Zeros => g.fill(0),
                     Fill::Current => self.counters.add(Counter::Hit, 1),
                 }
+                self.metas[f].writes.fetch_add(1, Ordering::Relaxed);
                 return Ok(g);
             }
             match self.load_writer(id, st, fill) {
@@ -127,6 +128,8 @@ impl BufferPool {
             undo();
             return Err(LoadError::Failed(e));
         }
+        self.note_writer_frame(f);
+        m.writes.fetch_add(1, Ordering::Relaxed);
         m.dirty.store(true, Ordering::Release);
         held::push(self.key(LatchKind::Frame, f as u64), true);
         Ok(PageMut::new(self, f))
@@ -173,18 +176,31 @@ impl BufferPool {
                 return Err(BufferError::LatchHeld { page: id });
             }
         }
-        let file = self.layer.file();
-        let images = ids
-            .iter()
-            .map(|&page| {
-                let image = self.hook.before_write_back(file, page);
-                image.map_err(|source| BufferError::Hook { page, source })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let logged = ids.iter().map(|&page| self.seal_and_log(page)).collect::<Result<Vec<_>>>()?;
         if let Some(&page) = ids.first() {
             self.hook.persist().map_err(|source| BufferError::Hook { page, source })?;
         }
-        ids.into_iter().zip(images).try_for_each(|(id, image)| self.flush_logged(id, image))
+        ids.into_iter().zip(logged).try_for_each(|(id, (wb, seen))| self.flush_logged(id, wb, seen))
+    }
+
+    /// Seals page `id`'s writer frame (its checksum set: what will be stored) and hands it to
+    /// the hook, which logs the page's before-image — the lines that change — and says which
+    /// lines to store; returns that, and the frame and its count of write guards then. In a write
+    /// transaction only the writer's thread changes a writer frame, so it holds still until the
+    /// store; outside one, another thread may change it in between, which the store finds by
+    /// the count.
+    fn seal_and_log(&self, id: PageId) -> Result<(WriteBack, Option<(usize, u32)>)> {
+        let none = (WriteBack::default(), None);
+        let Some(st) = self.pages.get(id.0) else { return Ok(none) };
+        let Some(f) = self.lookup_pin(&st.writer, id, Owner::Writer) else { return Ok(none) };
+        if !self.latch_frame(f, id, true)? {
+            return Ok(none);
+        }
+        let mut g = PageMut::new(self, f);
+        let seen = self.metas[f].writes.load(Ordering::Relaxed);
+        page::seal(&mut g, id);
+        let wb = self.hook.before_write_back(&OldPage::new(&*self.layer, id), &g);
+        Ok((wb.map_err(|source| BufferError::Hook { page: id, source })?, Some((f, seen))))
     }
 
     /// The writer's frame of `id`, if it holds the page dirty (a snapshot).
@@ -195,9 +211,13 @@ impl BufferPool {
         (m.page() == id.0 && m.dirty.load(Ordering::Acquire)).then_some(f)
     }
 
-    /// Stores page `id`'s writer frame in place, its before-image logged and persisted
-    /// (`image`: the version readers may need, if any).
-    fn flush_logged(&self, id: PageId, image: Option<PageImage>) -> Result<()> {
+    /// Stores page `id`'s writer frame in place, its before-image logged and persisted (`wb`:
+    /// the version readers may need, if any, and the lines to store). A frame written since
+    /// `seen` (the frame and its count of write guards at the hook call) — or another frame of
+    /// the page by now, or one the hook was not called for: all only by another thread's write,
+    /// outside a write transaction — is sealed again, handed to the hook again and its image
+    /// persisted, here, before the store (rule 1 holds for the bytes stored).
+    fn flush_logged(&self, id: PageId, wb: WriteBack, seen: Option<(usize, u32)>) -> Result<()> {
         let Some(st) = self.pages.get(id.0) else { return Ok(()) };
         let Some(f) = self.lookup_pin(&st.writer, id, Owner::Writer) else { return Ok(()) };
         // The page latch first, then the frame's: a reader holding the page latch (SE2 in place)
@@ -209,11 +229,20 @@ impl BufferPool {
         }
         let r = match self.latch_frame(f, id, true) {
             Ok(true) => {
-                let guard = PageMut::new(self, f);
-                let r = if self.metas[f].dirty.load(Ordering::Acquire) {
-                    self.store_in_place(f, id, st, image, AfterStore::Shared)
-                } else {
+                let mut guard = PageMut::new(self, f);
+                let r = if !self.metas[f].dirty.load(Ordering::Acquire) {
                     Ok(())
+                } else if seen == Some((f, self.metas[f].writes.load(Ordering::Relaxed))) {
+                    self.store_in_place(f, id, st, wb, AfterStore::Shared)
+                } else {
+                    page::seal(&mut guard, id);
+                    let hook_error = |source| BufferError::Hook { page: id, source };
+                    let old = OldPage::new(&*self.layer, id);
+                    self.hook
+                        .before_write_back(&old, &guard)
+                        .and_then(|wb| self.hook.persist().map(|()| wb))
+                        .map_err(hook_error)
+                        .and_then(|wb| self.store_in_place(f, id, st, wb, AfterStore::Shared))
                 };
                 drop(guard);
                 r
@@ -232,32 +261,55 @@ impl BufferPool {
 
     /// The pages the writer holds dirty (a snapshot), in page order.
     pub fn dirty_pages(&self) -> Vec<PageId> {
-        let mut v: Vec<PageId> = self
-            .metas
+        self.writer_pages(|m| m.dirty.load(Ordering::Acquire))
+    }
+
+    /// The pages of the writer's frames that pass `keep`, in page order, each once. Frames in
+    /// `writer_frames` no longer the writer's are pruned from it on the way (a frame becomes the
+    /// writer's again only through `note_writer_frame`, which lists it again).
+    fn writer_pages(&self, keep: impl Fn(&FrameMeta) -> bool) -> Vec<PageId> {
+        let mut frames = self.writer_frames.lock();
+        frames.retain(|&f| self.metas[f as usize].owner() == Owner::Writer);
+        let mut v: Vec<PageId> = frames
             .iter()
-            .filter(|m| m.dirty.load(Ordering::Acquire))
+            .map(|&f| &self.metas[f as usize])
+            .filter(|m| keep(m))
             .map(|m| m.page())
             .filter(|&p| p != NO_PAGE)
             .map(PageId)
             .collect();
         v.sort_unstable();
+        v.dedup();
         v
     }
 
-    /// Stores writer frame `f` as page `id` in place: its version (`image`, the before-image the
-    /// hook logged and persisted: rule 1), the stamp, the old shared frame unpublished, the
-    /// store. The caller holds `id`'s page latch exclusively and the frame (claim or exclusive
-    /// latch), on the writer's thread.
+    /// Frame `f`, already owned by the writer, is listed before it is marked dirty: every dirty
+    /// frame is in the list. The list is pruned of frames no longer the writer's when it
+    /// outgrows the pool (a transaction that evicted many of its pages), so it stays bounded.
+    fn note_writer_frame(&self, f: usize) {
+        let mut frames = self.writer_frames.lock();
+        if frames.len() >= self.metas.len() {
+            frames.retain(|&g| self.metas[g as usize].owner() == Owner::Writer);
+            frames.sort_unstable();
+            frames.dedup();
+        }
+        frames.push(f as u32);
+    }
+
+    /// Stores writer frame `f`, sealed, as page `id` in place: its version (the before-image
+    /// the hook logged and persisted: rule 1), the stamp, the old shared frame unpublished, the
+    /// store (of the lines the hook found changed, or all). The caller holds `id`'s page latch
+    /// exclusively and the frame (claim or exclusive latch), on the writer's thread.
     pub(super) fn store_in_place(
         &self,
         f: usize,
         id: PageId,
         st: &PageState,
-        image: Option<PageImage>,
+        wb: WriteBack,
         after: AfterStore,
     ) -> Result<()> {
         let pending = self.pending.load(Ordering::Acquire);
-        if let Some(image) = image {
+        if let Some(image) = wb.version {
             self.versions.insert(id.0, pending, image);
         }
         let old = st.stamp.swap(pending, Ordering::AcqRel);
@@ -269,12 +321,15 @@ impl BufferPool {
         st.shared.store(0, Ordering::Release);
         // SAFETY: the caller keeps the frame's bytes to itself (claim or exclusive latch).
         let bytes =
-            unsafe { std::slice::from_raw_parts_mut(self.frame_bytes(f).as_ptr(), self.page_size) };
-        self.layer.write_page(id, bytes)?;
+            unsafe { std::slice::from_raw_parts(self.frame_bytes(f).as_ptr(), self.page_size) };
+        let whole = 0..self.page_size;
+        let lines = wb.changed.as_deref().unwrap_or(std::slice::from_ref(&whole));
+        self.layer.store_sealed(id, bytes, lines)?;
         let m = &self.metas[f];
         m.dirty.store(false, Ordering::Release);
         self.counters.add(Counter::WriteBack, 1);
-        self.counters.add(Counter::BytesOut, self.page_size as u64);
+        let stored: usize = lines.iter().map(|r| r.len()).sum();
+        self.counters.add(Counter::BytesOut, stored as u64);
         let published = f as u32 + 1;
         let _ = st.writer.compare_exchange(published, 0, Ordering::AcqRel, Ordering::Acquire);
         if let AfterStore::Shared = after {
@@ -286,24 +341,23 @@ impl BufferPool {
         Ok(())
     }
 
-    /// Abort's store in place: `bytes`, page `id`'s before-image, exactly as the log holds it,
-    /// under the page's exclusive latch; then the page's shared frame is unpublished and its
-    /// stamp restored (docs/design.md, "Abort, in order"). Only a page this transaction stored
-    /// in place is restored: one whose image was logged but never stored (a flush that failed
-    /// part-way) still holds exactly those bytes, and may be read in place by a reader holding
-    /// a guard (`Ok(false)`, nothing done). A stored page is read from the file by no reader
-    /// (its stamp sent them all to the version), so this waits at most for a reader
-    /// mid-decision, never for a guard.
-    pub fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<bool> {
+    /// Abort's store in place: `parts` (offsets into page `id` and bytes) of the page's
+    /// before-image, exactly as the log holds them, under the page's exclusive latch. A page
+    /// keeps its stamp until [`Self::abort_txn`] (several images of one page are restored
+    /// newest first, and every one of them must find the page stamped): meanwhile readers read
+    /// its version, which holds the bytes being restored (docs/design.md, "Abort, in order").
+    /// Only a page this transaction stored in place is restored: one whose image was logged but
+    /// never stored (a flush that failed part-way) still holds exactly those bytes, and may be
+    /// read in place by a reader holding a guard (`Ok(false)`, nothing done). A stored page is
+    /// read from the file by no reader (its stamp sent them all to the version), so this waits
+    /// at most for a reader mid-decision, never for a guard.
+    pub fn restore_parts(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<bool> {
         if !self.txn.lock().stamped.contains_key(&id.0) {
             return Ok(false);
         }
         let st = self.page_state(id)?;
         self.lock_page_exclusive(st, id)?;
-        let r = self.layer.restore_page(id, bytes);
-        if r.is_ok() {
-            self.unstamp(id, st);
-        }
+        let r = self.layer.restore_parts(id, parts);
         self.unlock_page_exclusive(st, id);
         r?;
         Ok(true)
@@ -318,10 +372,10 @@ impl BufferPool {
         }
     }
 
-    /// The write transaction rolled back (its pages restored with [`Self::restore_page`]): every
-    /// page it stamped and did not restore (pages it allocated) loses its shared frame and gets
-    /// its old stamp back, then its versions are dropped. Call after
-    /// [`Self::discard_writer_frames`].
+    /// The write transaction rolled back (its pages restored with [`Self::restore_parts`]): every
+    /// page it stamped (restored, or allocated by it) loses its shared frame and gets its old
+    /// stamp back, then its versions are dropped. Call after [`Self::discard_writer_frames`] and
+    /// the restores.
     pub fn abort_txn(&self) -> Result<()> {
         let pages: Vec<u64> = self.txn.lock().stamped.keys().copied().collect();
         for p in pages {
@@ -371,13 +425,7 @@ impl BufferPool {
 
     /// Drops every writer frame without writing anything back (abort: the file holds the truth).
     pub fn discard_writer_frames(&self) -> Result<()> {
-        let pages: Vec<u64> = self
-            .metas
-            .iter()
-            .filter(|m| m.owner() == Owner::Writer)
-            .map(|m| m.page())
-            .filter(|&p| p != NO_PAGE)
-            .collect();
-        pages.into_iter().try_for_each(|p| self.discard_writer(PageId(p)))
+        let pages = self.writer_pages(|_| true);
+        pages.into_iter().try_for_each(|p| self.discard_writer(p))
     }
 }

@@ -4,6 +4,7 @@
 //! The stripes make this module's safe API sound on its own. The buffer manager, which reads SE2
 //! pages in place through raw pointers, keeps its own page latches for the same purpose.
 
+use std::ops::Range;
 use std::ptr::NonNull;
 
 use parking_lot::RwLock;
@@ -52,22 +53,22 @@ impl MappedPages {
 
     /// Copies page `id` into `frame` and verifies it on its first read.
     pub(super) fn copy_out(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
-        self.file.check_id(id)?;
-        self.file.check_buf(frame.len())?;
-        {
-            let _shared = self.stripe(id).read();
-            // SAFETY: the page is inside the mapped, allocated file (checked above); the stripe's
-            // shared latch excludes `store` of this page, the only writer through this type;
-            // `frame` is the caller's own buffer, so the ranges do not overlap.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    self.ptr(id).as_ptr(),
-                    frame.as_mut_ptr(),
-                    frame.len(),
-                )
-            };
-        }
+        self.copy_raw(id, frame)?;
         self.file.verify_once(id, frame)
+    }
+
+    /// Copies page `id` into `buf` as the mapping holds it, unverified.
+    pub(super) fn copy_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_buf(buf.len())?;
+        let _shared = self.stripe(id).read();
+        // SAFETY: the page is inside the mapped, allocated file (checked above); the stripe's
+        // shared latch excludes `put` of this page, the only writer through this type; `buf` is
+        // the caller's own buffer, so the ranges do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr(id).as_ptr(), buf.as_mut_ptr(), buf.len())
+        };
+        Ok(())
     }
 
     /// Seals `frame` and stores it as page `id` (into the mapping, persisted at once, in the
@@ -75,16 +76,40 @@ impl MappedPages {
     pub(super) fn store(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
         self.check_store(id, frame.len())?;
         page::seal(frame, id);
-        self.put(id, frame)?;
+        self.put(id, &[(0, frame)])?;
         self.file.mark_written(id);
         Ok(())
     }
 
-    /// Stores `bytes` as page `id` exactly as given (undo's before-image, not resealed) and
-    /// forgets that the page was verified; persists at once in the cache-line modes.
-    pub(super) fn restore(&self, id: PageId, bytes: &[u8]) -> Result<()> {
-        self.check_store(id, bytes.len())?;
-        self.put(id, bytes)?;
+    /// Stores the `lines` of `frame`, a page sealed for `id` already, as page `id`
+    /// ([`FileLayer::store_sealed`](super::FileLayer::store_sealed)): only those lines in the
+    /// cache-line modes (each streamed and flushed, one fence for them all), the span from the
+    /// first to the last with one `pwrite` in `msync` mode.
+    pub(super) fn store_sealed(
+        &self,
+        id: PageId,
+        frame: &[u8],
+        lines: &[Range<usize>],
+    ) -> Result<()> {
+        self.check_store(id, frame.len())?;
+        let parts = if self.file.raw().mode().uses_cache_lines() {
+            super::line_parts(frame, lines)?
+        } else {
+            super::span_part(frame, lines)?.into_iter().collect()
+        };
+        self.put(id, &parts)?;
+        self.file.mark_written(id);
+        Ok(())
+    }
+
+    /// Stores `parts` (offsets into page `id` and bytes) exactly as given (undo's before-image,
+    /// not resealed) and forgets that the page was verified; persists at once in the cache-line
+    /// modes.
+    pub(super) fn restore(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_parts(parts)?;
+        self.file.raw().check_writable()?;
+        self.put(id, parts)?;
         self.file.forget_verified(id);
         Ok(())
     }
@@ -95,17 +120,22 @@ impl MappedPages {
         self.file.raw().check_writable()
     }
 
-    /// Stores a whole page under the page's stripe, exclusively: into the mapping with its lines
-    /// persisted in the cache-line modes, by `pwrite` in `msync` mode (why: below).
-    fn put(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+    /// Stores `parts` of page `id` (offsets inside the page, checked by the caller) under the
+    /// page's stripe, exclusively: into the mapping with their lines persisted in the cache-line
+    /// modes (one fence for them all), by `pwrite` in `msync` mode (why: below).
+    fn put(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()> {
         let raw = self.file.raw();
+        let base = self.file.offset(id);
         let _exclusive = self.stripe(id).write();
         if raw.mode().uses_cache_lines() {
-            // SAFETY: the file is mapped; the page lies below its length (`check_id`); the
-            // exclusive stripe latch keeps every other access to this page through this type
-            // out, and the buffer manager, the only holder of pointers from `pointer`, calls
-            // this only under its own exclusive page latch.
-            unsafe { raw.store_persist(self.file.offset(id), bytes) }
+            let parts: Vec<(u64, &[u8])> =
+                parts.iter().map(|&(off, bytes)| (base + off as u64, bytes)).collect();
+            // SAFETY: the file is mapped; the page lies below its length (`check_id`) and every
+            // part inside the page (checked by the caller); the exclusive stripe latch keeps
+            // every other access to this page through this type out, and the buffer manager,
+            // the only holder of pointers from `pointer`, calls this only under its own
+            // exclusive page latch.
+            unsafe { raw.store_persist_parts(&parts) }
         } else {
             // `msync` mode (a file on a disk's file system): `pwrite`, not a store through the
             // mapping. A store into a clean page of a shared file mapping faults, and the file
@@ -114,10 +144,13 @@ impl MappedPages {
             // commit's `msync` writes all of it back. A `pwrite` dirties only the blocks it
             // writes, and shows through the mapping like the store would (one page cache).
             // Measured: 100-update commits over 1 M rows ran 5x slower than pread's before this.
-            // SAFETY: as above: no reference into the mapping overlaps the page during the call
-            // (the stripe keeps this type's readers out, the buffer manager's page latch its
-            // own); `bytes` is the caller's buffer, not the mapping.
-            unsafe { raw.write_at_mapped(bytes, self.file.offset(id)) }
+            for &(off, bytes) in parts {
+                // SAFETY: as above: no reference into the mapping overlaps the page during the
+                // call (the stripe keeps this type's readers out, the buffer manager's page latch
+                // its own); `bytes` is the caller's buffer, not the mapping.
+                unsafe { raw.write_at_mapped(bytes, base + off as u64) }?;
+            }
+            Ok(())
         }
     }
 

@@ -23,6 +23,7 @@ mod se1;
 mod se2;
 
 use std::fmt;
+use std::ops::Range;
 use std::path::Path;
 use std::ptr::NonNull;
 use std::str::FromStr;
@@ -128,6 +129,12 @@ pub trait FileLayer: Send + Sync + fmt::Debug {
     /// Copies page `id` into `frame` (a whole page) and verifies it if this is its first read.
     fn read_page(&self, id: PageId, frame: &mut [u8]) -> Result<()>;
 
+    /// Copies page `id`'s bytes as the file holds them into `buf` (a whole page), unverified:
+    /// what a write-back's before-image is made of (a page being reinitialised may hold
+    /// anything, and undo must restore exactly that). The mapped layers copy from the mapping
+    /// under the page's stripe (no system call), pread reads with `pread`.
+    fn read_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()>;
+
     /// Seals `frame` (writes `id` and the checksum into its envelope) and stores it as page `id`.
     ///
     /// From the first byte stored, the page may reach the medium at any moment, whole or in part:
@@ -136,10 +143,27 @@ pub trait FileLayer: Send + Sync + fmt::Debug {
     /// durable once [`FileLayer::sync`] returns.
     fn write_page(&self, id: PageId, frame: &mut [u8]) -> Result<()>;
 
-    /// Stores `bytes` (a whole page) as page `id` exactly as given, not resealed, and forgets
-    /// that the page was verified: undo writes a before-image back as the log holds it (a page
-    /// being reinitialised may have held anything). Durable as [`FileLayer::write_page`] is.
-    fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()>;
+    /// Stores the byte ranges `lines` of `frame` — a whole page, sealed for `id` already
+    /// ([`page::seal`](crate::page::seal)) — as page `id`. The caller vouches that every byte
+    /// outside `lines` equals the file's already (the buffer pool's write-back hook compared
+    /// them): the mapped layers in the cache-line modes store and flush only those lines, the
+    /// layers that `pwrite` write the span from the first range to the end of the last. Ranges
+    /// are ascending and inside the page ([`StorageError::BufferSize`] otherwise). Durable as
+    /// [`FileLayer::write_page`] is.
+    fn store_sealed(&self, id: PageId, frame: &[u8], lines: &[Range<usize>]) -> Result<()>;
+
+    /// Stores `parts` — offsets into page `id` and their bytes — exactly as given, not resealed,
+    /// and forgets that the page was verified: undo writes a before-image back as the log holds
+    /// it (a page being reinitialised may have held anything), all of it or the lines a
+    /// write-back changed. Parts must lie inside the page ([`StorageError::BufferSize`]).
+    /// Durable as [`FileLayer::write_page`] is, together (one fence in the cache-line modes).
+    fn restore_parts(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()>;
+
+    /// [`FileLayer::restore_parts`] of a whole page.
+    fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+        self.file().check_buf(bytes.len())?;
+        self.restore_parts(id, &[(0, bytes)])
+    }
 
     /// A pointer to page `id` in the mapping, verified on its first use, where the layer hands
     /// pages out in place (SE2); `Ok(None)` for the layers that copy.
@@ -277,5 +301,29 @@ fn constructor(layer: Layer) -> Result<fn(PageFile) -> Box<dyn FileLayer>> {
         // Unreachable only in a build with all three layers.
         #[allow(unreachable_patterns)]
         _ => Err(StorageError::LayerNotCompiled(layer.name())),
+    }
+}
+
+/// The parts of `frame` named by `lines` (ascending ranges inside it), for a layer that stores
+/// each.
+#[cfg(any(feature = "se1", feature = "se2"))]
+fn line_parts<'a>(frame: &'a [u8], lines: &[Range<usize>]) -> Result<Vec<(usize, &'a [u8])>> {
+    lines
+        .iter()
+        .map(|r| match frame.get(r.clone()) {
+            Some(bytes) => Ok((r.start, bytes)),
+            None => Err(StorageError::BufferSize { expected: frame.len(), found: r.end }),
+        })
+        .collect()
+}
+
+/// The one part of `frame` from the start of the first of `lines` to the end of the last, for a
+/// layer that writes with one `pwrite`; `None` if `lines` is empty.
+#[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
+fn span_part<'a>(frame: &'a [u8], lines: &[Range<usize>]) -> Result<Option<(usize, &'a [u8])>> {
+    let (Some(first), Some(last)) = (lines.first(), lines.last()) else { return Ok(None) };
+    match frame.get(first.start..last.end) {
+        Some(bytes) => Ok(Some((first.start, bytes))),
+        None => Err(StorageError::BufferSize { expected: frame.len(), found: last.end }),
     }
 }

@@ -1,5 +1,6 @@
 //! The baseline layer (the paper's File Layer): `pread` into a frame, `pwrite` from it.
 
+use std::ops::Range;
 use std::ptr::NonNull;
 
 use super::{FileLayer, Layer};
@@ -35,6 +36,12 @@ impl FileLayer for PreadLayer {
         self.file.verify_once(id, frame)
     }
 
+    fn read_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_buf(buf.len())?;
+        self.file.raw().read_at(buf, self.file.offset(id))
+    }
+
     fn write_page(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
         self.file.check_id(id)?;
         self.file.check_buf(frame.len())?;
@@ -45,10 +52,23 @@ impl FileLayer for PreadLayer {
         Ok(())
     }
 
-    fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+    fn store_sealed(&self, id: PageId, frame: &[u8], lines: &[Range<usize>]) -> Result<()> {
         self.file.check_id(id)?;
-        self.file.check_buf(bytes.len())?;
-        self.file.raw().write_at(bytes, self.file.offset(id))?;
+        self.file.check_buf(frame.len())?;
+        self.file.raw().check_writable()?;
+        if let Some((off, bytes)) = super::span_part(frame, lines)? {
+            self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)?;
+        }
+        self.file.mark_written(id);
+        Ok(())
+    }
+
+    fn restore_parts(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()> {
+        self.file.check_id(id)?;
+        self.file.check_parts(parts)?;
+        for &(off, bytes) in parts {
+            self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)?;
+        }
         self.file.forget_verified(id);
         Ok(())
     }

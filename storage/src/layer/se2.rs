@@ -2,6 +2,7 @@
 //! manager copies a page into a private frame before its first change, and write-back stores the
 //! frame exactly as SE1 does (into the mapping in the cache-line modes, `pwrite` in `msync` mode).
 
+use std::ops::Range;
 use std::ptr::NonNull;
 
 use super::mapped::MappedPages;
@@ -34,12 +35,20 @@ impl FileLayer for Se2Layer {
         self.0.copy_out(id, frame)
     }
 
+    fn read_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.0.copy_raw(id, buf)
+    }
+
     fn write_page(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
         self.0.store(id, frame)
     }
 
-    fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()> {
-        self.0.restore(id, bytes)
+    fn store_sealed(&self, id: PageId, frame: &[u8], lines: &[Range<usize>]) -> Result<()> {
+        self.0.store_sealed(id, frame, lines)
+    }
+
+    fn restore_parts(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()> {
+        self.0.restore(id, parts)
     }
 
     fn mapped_page(&self, id: PageId) -> Result<Option<NonNull<u8>>> {

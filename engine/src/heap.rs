@@ -229,7 +229,10 @@ pub fn free_space(p: &[u8]) -> usize {
 /// Inserts `row` into a checked page; the slot, or `None` if the page has no room.
 pub fn insert(p: &mut [u8], row: &[u8]) -> Option<usize> {
     let slots = u16_at(p, SLOT_COUNT_OFFSET);
-    let reuse = (0..slots).find(|&s| slot(p, s) == (0, 0));
+    // A free slot reads (0, 0): four zero bytes, found a slot array's worth at a time.
+    let reuse = p
+        .get(SLOTS_OFFSET..SLOTS_OFFSET + slots * SLOT_BYTES)
+        .and_then(|a| a.chunks_exact(SLOT_BYTES).position(|c| c == [0u8; SLOT_BYTES]));
     let slot_cost = if reuse.is_some() { 0 } else { SLOT_BYTES };
     if slots >= usize::from(u16::MAX) && reuse.is_none() {
         return None;

@@ -120,6 +120,7 @@ impl PageFile {
     }
 
     /// Pages below which ids are valid (the header page included).
+    #[inline]
     pub fn page_count(&self) -> u64 {
         self.page_count.load(Ordering::Acquire)
     }
@@ -136,6 +137,7 @@ impl PageFile {
     }
 
     /// Fails unless `id` is below the page count.
+    #[inline]
     pub fn check_id(&self, id: PageId) -> Result<()> {
         let page_count = self.page_count();
         if id.0 >= page_count {

@@ -96,6 +96,7 @@ impl<'a> PageRef<'a> {
 
 impl Deref for PageRef<'_> {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         match &self.kind {
             RefKind::Owned(image) => image.page(),
@@ -116,6 +117,7 @@ impl Deref for PageRef<'_> {
 }
 
 impl Drop for PageRef<'_> {
+    #[inline]
     fn drop(&mut self) {
         let pool = self.pool;
         match self.kind {

@@ -122,6 +122,8 @@ struct Txn {
 pub struct BufferPool {
     id: usize,
     layer: Box<dyn FileLayer>,
+    /// `layer.layer()`, kept: the read path asks it on every SE2 hit.
+    kind: Layer,
     page_size: usize,
     metas: Box<[CachePadded<FrameMeta>]>,
     memory: FrameMemory,
@@ -228,6 +230,7 @@ impl BufferPool {
             txn: Mutex::new(Txn::default()),
             writer_frames: Mutex::new(Vec::new()),
             unpins: Unpins::default(),
+            kind: layer.layer(),
             layer,
         })
     }
@@ -240,7 +243,7 @@ impl BufferPool {
 
     /// The file layer in use.
     pub fn layer_kind(&self) -> Layer {
-        self.layer.layer()
+        self.kind
     }
 
     /// The page size in bytes.
@@ -356,7 +359,7 @@ impl BufferPool {
     }
 
     /// Pins the frame `entry` names if it still holds `id` as `owner`.
-    #[inline]
+    #[inline(always)]
     fn lookup_pin(&self, entry: &AtomicU32, id: PageId, owner: Owner) -> Option<usize> {
         loop {
             let e = entry.load(Ordering::Acquire);

@@ -53,9 +53,9 @@ impl BufferPool {
                 self.counters.add(Counter::Hit, 1);
                 return Ok(guard);
             }
-            if let Some(r) = self.shared_hit(id, st, view)? {
+            if let Some(f) = self.shared_hit_frame(id, st, view)? {
                 self.counters.add(Counter::Hit, 1);
-                return Ok(r);
+                return Ok(PageRef::shared_frame(self, f));
             }
             if let Some(r) = self.read_locked(id, st, view, ring.as_deref_mut())? {
                 return Ok(r);
@@ -87,15 +87,21 @@ impl BufferPool {
     /// The published shared frame of `id`, pinned, if `view` may read it: filled at the page's
     /// current stamp, which `view` sees. Its bytes cannot change while it is pinned, so neither
     /// the check nor the guard needs a latch (docs/design.md): a hit costs a pin and an unpin.
-    // Inlined into `read_inner`: returned through memory, its 50-byte `Result<Option<PageRef>>`
-    // cost a hit a few nanoseconds of store-to-load forwarding stalls (perf annotate).
-    #[inline(always)]
     pub(super) fn shared_hit(
         &self,
         id: PageId,
         st: &PageState,
         view: View,
     ) -> Result<Option<PageRef<'_>>> {
+        Ok(self.shared_hit_frame(id, st, view)?.map(|f| PageRef::shared_frame(self, f)))
+    }
+
+    /// [`Self::shared_hit`] as the frame, pinned, for the caller to wrap in a guard at once.
+    // Inlined into `read_inner`, which builds the guard in the value it returns: a guard built
+    // here was moved through temporaries, its fields stored one by one and copied in wider
+    // loads — store-to-load forwarding stalls, a quarter of a hit's time (perf annotate).
+    #[inline(always)]
+    fn shared_hit_frame(&self, id: PageId, st: &PageState, view: View) -> Result<Option<usize>> {
         if !view.sees(st.stamp.load(Ordering::Acquire)) {
             return Ok(None);
         }
@@ -105,12 +111,15 @@ impl BufferPool {
             return Ok(None);
         }
         m.touch();
-        let guard = PageRef::shared_frame(self, f);
         let now = st.stamp.load(Ordering::Acquire);
         let valid = m.owner() == Owner::Shared
             && m.fill_stamp.load(Ordering::Acquire) == now
             && view.sees(now);
-        Ok(valid.then_some(guard))
+        if !valid {
+            self.unpin(m);
+            return Ok(None);
+        }
+        Ok(Some(f))
     }
 
     /// Waits for the fill of pinned frame `f` (its loader holds the frame's latch exclusively):
@@ -156,7 +165,7 @@ impl BufferPool {
             self.counters.add(Counter::VersionRead, 1);
             return Ok(Some(PageRef::owned(self, image)));
         }
-        if self.layer.layer() == Layer::Se2 {
+        if self.kind == Layer::Se2 {
             return match self.layer.mapped_page(id) {
                 Ok(Some(ptr)) => {
                     self.counters.add(Counter::Redirected, 1);

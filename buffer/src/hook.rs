@@ -13,8 +13,10 @@ use crate::versions::PageImage;
 pub const LINE: usize = 64;
 
 /// The page being written back, as its file still holds it, for the hook to read: the old bytes
-/// and the page file, and nothing that could store (a store beside the pool's read guards would
-/// change bytes a reader's `&[u8]` points at: docs/mmap-soundness.md).
+/// and the page file, and no layer (a layer's stores beside the pool's read guards would change
+/// bytes a reader's `&[u8]` points at: docs/mmap-soundness.md). The page file's `RawFile`
+/// refuses writes to a mapped file; an unmapped one (pread) it lets a hook `pwrite`, which a
+/// hook must not do.
 #[derive(Debug)]
 pub struct OldPage<'a> {
     layer: &'a dyn FileLayer,
@@ -47,7 +49,7 @@ impl<'a> OldPage<'a> {
 #[derive(Debug, Default)]
 pub struct WriteBack {
     /// The page's old bytes for the pool to keep as the version readers of older snapshots
-    /// read; `None` when no reader can need one.
+    /// read (at the page's first store in the transaction); `None` when no reader can need one.
     pub version: Option<PageImage>,
     /// The byte ranges in which the page differs from the file (ascending, whole lines, from
     /// [`changed_lines`]): the pool stores only those. `None`: store the whole page.
@@ -99,9 +101,9 @@ pub trait WriteBackHook: Send + Sync + std::fmt::Debug {
     /// [`BufferError::Hook`](crate::BufferError::Hook).
     ///
     /// [`WriteBack::version`]: the page's old bytes for the pool to keep as the version readers
-    /// of older snapshots read (the buffer the hook filled: no extra copy), or `None` when no
-    /// reader can need one (a page the transaction allocated, one it already wrote back, or one
-    /// readers never read through the pool). [`WriteBack::changed`]: the lines the pool stores;
+    /// of older snapshots read (the buffer the hook filled: no extra copy; the pool keeps it only
+    /// at the page's first store in the transaction), or `None` when no reader can need one (a
+    /// page the transaction allocated, or one readers never read through the pool). [`WriteBack::changed`]: the lines the pool stores;
     /// a hook that names them vouches that every other byte of `new` equals the file's.
     ///
     /// The hook runs on the writer's thread; it must not call back into the pool.

@@ -575,9 +575,21 @@ fn recover(data_path: &Path, log_path: &Path, b: &Builder) -> Result<Log> {
         if b.read_only {
             return Err(Error::RecoveryNeeded);
         }
+        let file_bytes = raw.len_bytes();
         let store = |page: PageId, parts: &[(usize, &[u8])]| -> Result<()> {
             for &(off, bytes) in parts {
-                raw.write_at(bytes, page.0 * page_size as u64 + off as u64)?;
+                // A record that passed its check but names a page past the file is damage, not
+                // an offset to write at.
+                let at =
+                    page.0.checked_mul(page_size as u64).and_then(|p| p.checked_add(off as u64));
+                match at.filter(|&at| at.saturating_add(bytes.len() as u64) <= file_bytes) {
+                    Some(at) => raw.write_at(bytes, at)?,
+                    None => {
+                        return Err(Error::CorruptLog(format!(
+                            "before-image of page {page}, past the data file's end"
+                        )));
+                    }
+                }
             }
             Ok(())
         };

@@ -7,7 +7,7 @@
 //! (a single-row commit logs a few hundred bytes, not whole pages):
 //!
 //! ```text
-//! | page id u64 | page size u32 | RANGES (bit 31) | count u32 | (offset u32, len u32) x count |
+//! | page id u64 | page size u32, bit 31 (RANGES) set | count u32 | (offset u32, len u32) x count |
 //! | the ranges' old bytes, one after another |
 //! ```
 //!
@@ -140,7 +140,11 @@ impl WriteBackHook for UndoHook {
             }
         }
         t.logged.insert(page.0);
-        let version = (first && !t.unversioned.contains(&page.0)).then(|| PageImage::new(old, 0));
+        // The old page goes with every write-back of a versioned page, not only the first: the
+        // pool keeps it only at the page's first store in this transaction (the bytes the
+        // transaction began with), so a write-back whose persist failed after this call (the
+        // images dropped, nothing stored) does not leave the page's later store without one.
+        let version = (!t.unversioned.contains(&page.0)).then(|| PageImage::new(old, 0));
         Ok(WriteBack { version, changed: Some(changed) })
     }
 

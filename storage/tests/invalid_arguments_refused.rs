@@ -1,5 +1,6 @@
 //! Goal: bad arguments are typed errors and change nothing: page ids at or past the page count
 //! (`PageOutOfRange`, for every way of reaching a page), frames that are not one page
+//! (`BufferSize`), lines to store or parts to restore that are out of order or past the page
 //! (`BufferSize`), page sizes that are not a power of two from 4 KiB to 64 KiB
 //! (`InvalidPageSize`), creating over an existing file (`AlreadyExists`), a persist of bytes
 //! outside the file (`RangeOutOfFile`), a maximum size past what is supported
@@ -66,6 +67,33 @@ fn frames_that_are_not_one_page_are_refused() {
                 assert!(sized(l.write_page(PageId(1), &mut f)), "{ctx} write from {len}");
                 assert!(f.iter().all(|&b| b == 0xEE), "{ctx}: a refused call touched the frame");
             }
+            assert_eq!(read(&*l, PageId(1)).unwrap(), written[1], "{ctx}: page 1 unchanged");
+        }
+    }
+}
+
+#[test]
+// Ranges of a page, not Vecs of indices; one of them deliberately reversed.
+#[allow(clippy::single_range_in_vec_init, clippy::reversed_empty_ranges)]
+fn lines_and_parts_out_of_order_or_past_the_page_are_refused() {
+    for medium in media() {
+        for layer in Layer::ALL {
+            let ctx = format!("{} {layer}", medium.name);
+            let l = opts(layer, PS).create(&medium.path(&format!("{layer}.db"))).unwrap();
+            let written = fill(&*l, PAGES, 3);
+            let frame = vec![0x5Au8; PS];
+            let bad_lines: [&[std::ops::Range<usize>]; 4] =
+                [&[128..192, 0..64], &[0..128, 64..192], &[PS - 64..PS + 64], &[64..0]];
+            for lines in bad_lines {
+                let r = l.store_sealed(PageId(1), &frame, lines);
+                assert!(
+                    matches!(r, Err(StorageError::BufferSize { .. })),
+                    "{ctx} {lines:?}: {r:?}"
+                );
+            }
+            let bytes = [0x33u8; 64];
+            let r = l.restore_parts(PageId(1), &[(PS - 32, &bytes)]);
+            assert!(matches!(r, Err(StorageError::BufferSize { .. })), "{ctx}: {r:?}");
             assert_eq!(read(&*l, PageId(1)).unwrap(), written[1], "{ctx}: page 1 unchanged");
         }
     }

@@ -309,7 +309,11 @@ impl BufferPool {
         after: AfterStore,
     ) -> Result<()> {
         let pending = self.pending.load(Ordering::Acquire);
-        if let Some(image) = wb.version {
+        // The version is the page as the transaction found it: kept at the page's first store
+        // in this transaction only (a later write-back's old bytes are the transaction's own).
+        if let Some(image) = wb.version
+            && st.stamp.load(Ordering::Acquire) != pending
+        {
             self.versions.insert(id.0, pending, image);
         }
         let old = st.stamp.swap(pending, Ordering::AcqRel);

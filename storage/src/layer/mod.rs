@@ -304,26 +304,35 @@ fn constructor(layer: Layer) -> Result<fn(PageFile) -> Box<dyn FileLayer>> {
     }
 }
 
+/// Fails unless `lines` ascend without overlap inside a page of `len` bytes (the first range out
+/// of place is reported by its end).
+#[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
+fn check_lines(len: usize, lines: &[Range<usize>]) -> Result<()> {
+    let mut floor = 0;
+    for r in lines {
+        if r.start < floor || r.start > r.end || r.end > len {
+            return Err(StorageError::BufferSize { expected: len, found: r.end });
+        }
+        floor = r.end;
+    }
+    Ok(())
+}
+
 /// The parts of `frame` named by `lines` (ascending ranges inside it), for a layer that stores
 /// each.
 #[cfg(any(feature = "se1", feature = "se2"))]
 fn line_parts<'a>(frame: &'a [u8], lines: &[Range<usize>]) -> Result<Vec<(usize, &'a [u8])>> {
-    lines
-        .iter()
-        .map(|r| match frame.get(r.clone()) {
-            Some(bytes) => Ok((r.start, bytes)),
-            None => Err(StorageError::BufferSize { expected: frame.len(), found: r.end }),
-        })
-        .collect()
+    check_lines(frame.len(), lines)?;
+    Ok(lines.iter().map(|r| (r.start, &frame[r.clone()])).collect())
 }
 
-/// The one part of `frame` from the start of the first of `lines` to the end of the last, for a
-/// layer that writes with one `pwrite`; `None` if `lines` is empty.
+/// The one part of `frame` from the start of the first of `lines` (ascending ranges inside it)
+/// to the end of the last, for a layer that writes with one `pwrite`; `None` if `lines` is empty.
 #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
 fn span_part<'a>(frame: &'a [u8], lines: &[Range<usize>]) -> Result<Option<(usize, &'a [u8])>> {
-    let (Some(first), Some(last)) = (lines.first(), lines.last()) else { return Ok(None) };
-    match frame.get(first.start..last.end) {
-        Some(bytes) => Ok(Some((first.start, bytes))),
-        None => Err(StorageError::BufferSize { expected: frame.len(), found: last.end }),
-    }
+    check_lines(frame.len(), lines)?;
+    Ok(lines
+        .first()
+        .zip(lines.last())
+        .map(|(first, last)| (first.start, &frame[first.start..last.end])))
 }

@@ -32,7 +32,9 @@ pub struct Counters {
     pub write_backs: u64,
     /// Bytes copied from the file or its mapping into frames.
     pub bytes_copied_in: u64,
-    /// Bytes copied from frames into the file or its mapping.
+    /// Bytes copied from frames into the file or its mapping: a write-back's changed lines (the
+    /// `pwrite` paths also write the unchanged bytes between them), the whole page where the
+    /// hook names none.
     pub bytes_copied_out: u64,
     /// Reads served from an old version (a snapshot older than the page's last change).
     pub version_reads: u64,

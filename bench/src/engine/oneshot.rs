@@ -40,7 +40,7 @@ pub fn load(
 }
 
 /// Open time of a database whose log holds `mib` MiB of before-images of an unfinished
-/// transaction (0: an empty log; at least `mib` and less than one more pass's worth otherwise),
+/// transaction (0: an empty log; otherwise at least `mib`, and about a page's image more),
 /// in ms. The transaction rewrites every row of pages already in the file through a pool of a
 /// few pages, pass after pass, so their before-images are stolen into the log, and is never
 /// ended (the process "crashes": the handle is dropped with the transaction open); the next open
@@ -80,10 +80,11 @@ pub fn recovery(
             }
         }
         // Images hold the lines a write-back changes: every row of every page is rewritten,
-        // pass after pass (each pass's bytes differ from the last), until the log holds `mib`.
+        // pass after pass (each pass's bytes differ from the last), until the log holds `mib`
+        // (checked every page's worth of rows, so it overshoots by about a page's image).
         let target = mib << 20;
-        for pass in 0.. {
-            for (rid, i) in rows.iter_mut() {
+        'fill: for pass in 0.. {
+            for (n, (rid, i)) in rows.iter_mut().enumerate() {
                 let i = *i;
                 // One length every pass: after the first, rows change in place.
                 let note = format!("{:<28}", format!("changed {i} in pass {pass}"));
@@ -91,9 +92,9 @@ pub fn recovery(
                     [Value::I64(i), Value::Decimal(Decimal::new(pass, 2)), Value::Str(&note)];
                 // A row that grows may move (the first pass): keep where it is now.
                 *rid = tx.update(&t, *rid, &values)?;
-            }
-            if db.stats().log_bytes >= target {
-                break;
+                if n % rows_per_page as usize == 0 && db.stats().log_bytes >= target {
+                    break 'fill;
+                }
             }
         }
         // The process dies here: the transaction never commits or aborts.

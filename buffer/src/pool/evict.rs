@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use nvpage_storage::{PageId, page};
+use nvpage_storage::PageId;
 
 use super::BufferPool;
 use super::write::AfterStore;
@@ -12,7 +12,6 @@ use crate::counters::Counter;
 use crate::error::{BufferError, Result};
 use crate::frame::{NO_PAGE, Owner};
 use crate::held::{self, LatchKind};
-use crate::hook::OldPage;
 
 /// A small set of frames one sequential scan cycles through, so that scanning a table larger than
 /// the pool does not push everything else out (PostgreSQL's ring buffer strategy). A frame in the
@@ -160,7 +159,7 @@ impl BufferPool {
                 return Ok(false);
             }
             held::push(key, true);
-            let r = self.write_back_one(f, id, st);
+            let r = self.write_back_alone(f, id, st, AfterStore::Leaves);
             self.unlock_page_exclusive(st, id);
             r?;
         } else {
@@ -175,20 +174,6 @@ impl BufferPool {
         m.set_owner(Owner::Shared);
         self.counters.add(Counter::Eviction, 1);
         Ok(true)
-    }
-
-    /// Writes claimed frame `f` of page `id` back alone (eviction): sealed, its before-image
-    /// logged and persisted, then the store; the caller holds the page latch exclusively.
-    fn write_back_one(&self, f: usize, id: PageId, st: &super::PageState) -> Result<()> {
-        let hook_error = |source| BufferError::Hook { page: id, source };
-        // SAFETY: the caller holds the frame's claim: its bytes are this thread's alone.
-        let bytes =
-            unsafe { std::slice::from_raw_parts_mut(self.frame_bytes(f).as_ptr(), self.page_size) };
-        page::seal(bytes, id);
-        let old = OldPage::new(&*self.layer, id);
-        let wb = self.hook.before_write_back(&old, bytes).map_err(hook_error)?;
-        self.hook.persist().map_err(hook_error)?;
-        self.store_in_place(f, id, st, wb, AfterStore::Leaves)
     }
 
     /// Evicts page `id`'s frames (the writer's, written back first if dirty, and the shared one)

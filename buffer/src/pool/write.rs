@@ -229,20 +229,13 @@ impl BufferPool {
         }
         let r = match self.latch_frame(f, id, true) {
             Ok(true) => {
-                let mut guard = PageMut::new(self, f);
+                let guard = PageMut::new(self, f);
                 let r = if !self.metas[f].dirty.load(Ordering::Acquire) {
                     Ok(())
                 } else if seen == Some((f, self.metas[f].writes.load(Ordering::Relaxed))) {
                     self.store_in_place(f, id, st, wb, AfterStore::Shared)
                 } else {
-                    page::seal(&mut guard, id);
-                    let hook_error = |source| BufferError::Hook { page: id, source };
-                    let old = OldPage::new(&*self.layer, id);
-                    self.hook
-                        .before_write_back(&old, &guard)
-                        .and_then(|wb| self.hook.persist().map(|()| wb))
-                        .map_err(hook_error)
-                        .and_then(|wb| self.store_in_place(f, id, st, wb, AfterStore::Shared))
+                    self.write_back_alone(f, id, st, AfterStore::Shared)
                 };
                 drop(guard);
                 r
@@ -252,6 +245,28 @@ impl BufferPool {
         };
         self.unlock_page_exclusive(st, id);
         r
+    }
+
+    /// Writes frame `f` of page `id` back on its own: sealed, its before-image logged by the hook
+    /// and persisted, then stored in place (eviction, and a flush that found the frame changed
+    /// since its hook call). The caller holds `id`'s page latch exclusively and the frame (claim
+    /// or exclusive latch), on the writer's thread.
+    pub(super) fn write_back_alone(
+        &self,
+        f: usize,
+        id: PageId,
+        st: &PageState,
+        after: AfterStore,
+    ) -> Result<()> {
+        let hook_error = |source| BufferError::Hook { page: id, source };
+        // SAFETY: the caller keeps the frame's bytes to itself (claim or exclusive latch).
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(self.frame_bytes(f).as_ptr(), self.page_size) };
+        page::seal(bytes, id);
+        let wb = self.hook.before_write_back(&OldPage::new(&*self.layer, id), bytes);
+        let wb = wb.map_err(hook_error)?;
+        self.hook.persist().map_err(hook_error)?;
+        self.store_in_place(f, id, st, wb, after)
     }
 
     /// Writes back every dirty page, in page order. Does not sync: see [`BufferPool::sync`].

@@ -159,12 +159,6 @@ pub trait FileLayer: Send + Sync + fmt::Debug {
     /// Durable as [`FileLayer::write_page`] is, together (one fence in the cache-line modes).
     fn restore_parts(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()>;
 
-    /// [`FileLayer::restore_parts`] of a whole page.
-    fn restore_page(&self, id: PageId, bytes: &[u8]) -> Result<()> {
-        self.file().check_buf(bytes.len())?;
-        self.restore_parts(id, &[(0, bytes)])
-    }
-
     /// A pointer to page `id` in the mapping, verified on its first use, where the layer hands
     /// pages out in place (SE2); `Ok(None)` for the layers that copy.
     ///

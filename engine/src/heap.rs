@@ -157,10 +157,24 @@ pub fn row_at(
     Ok((off != 0).then_some((off, len)))
 }
 
-/// How many rows ahead [`fold_rows_rev`] asks for a row's bytes.
-const PREFETCH_AHEAD: usize = 4;
-/// The most cache lines of a row it asks for.
-const PREFETCH_LINES: usize = 4;
+/// How far ahead of the row it is folding [`fold_rows_rev`] asks for the page's bytes: every
+/// cache line up to this many bytes past the row's end is on its way (about 15 rows of
+/// lineitem, more than a memory latency's worth of folding).
+const PREFETCH_BYTES: usize = 2048;
+
+/// The cache lines at the start of a heap page that a scan reads first: its header, its slot
+/// array and (for a page filled by inserts) its lowest rows, which [`fold_rows_rev`] folds
+/// first. A scan asks for them one page ahead ([`nvpage_buffer::BufferPool::prefetch`]), since
+/// a page's first rows are too close to its start for the fold's own prefetch.
+pub(crate) const LEADING_LINES: [usize; 16] = {
+    let mut a = [0; 16];
+    let mut i = 0;
+    while i < a.len() {
+        a[i] = i * 64;
+        i += 1;
+    }
+    a
+};
 
 /// Folds the live rows of `bytes` (page `page`, a heap page of table `table_id`) with `f`, last
 /// slot first (rows are stored from the page's end down, so this walks memory upwards and the
@@ -178,20 +192,20 @@ pub fn fold_rows_rev<'p, A>(
 ) -> Result<A> {
     let (slots, free_end) = header(bytes, table_id, page)?;
     let array = &bytes[SLOTS_OFFSET..SLOTS_OFFSET + slots * SLOT_BYTES];
-    let (mut acc, mut used) = (init, 0);
+    let (mut acc, mut used, mut ahead) = (init, 0, 0);
     for (s, e) in array.chunks_exact(SLOT_BYTES).enumerate().rev() {
         let off = usize::from(u16::from_le_bytes([e[0], e[1]]));
         let len = usize::from(u16::from_le_bytes([e[2], e[3]]));
         check_slot(bytes, page, s, off, len, free_end)?;
-        // The row PREFETCH_AHEAD slots on is on its way while this one is folded: each of its
-        // cache lines (up to PREFETCH_LINES), since a query's columns may lie on any of them
-        // (a hardware prefetcher restarts at every 4 KiB and ramps up slowly).
-        if let Some(a) = s.checked_sub(PREFETCH_AHEAD) {
-            let e = &array[a * SLOT_BYTES..a * SLOT_BYTES + SLOT_BYTES];
-            let o = usize::from(u16::from_le_bytes([e[0], e[1]]));
-            let n = usize::from(u16::from_le_bytes([e[2], e[3]]));
-            for line in (0..n.min(PREFETCH_LINES * 64)).step_by(64) {
-                nvpage_storage::prefetch::prefetch(bytes.get(o + line..).unwrap_or_default());
+        // Every cache line up to PREFETCH_BYTES past this row is on its way while it is
+        // folded (a hardware prefetcher restarts at every 4 KiB and ramps up slowly); `ahead`
+        // is the first line not yet asked for.
+        if off != 0 {
+            let to = (off + len + PREFETCH_BYTES).min(bytes.len());
+            ahead = ahead.max(off & !63);
+            while ahead < to {
+                nvpage_storage::prefetch::prefetch(&bytes[ahead..]);
+                ahead += 64;
             }
         }
         if off != 0 {

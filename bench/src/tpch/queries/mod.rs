@@ -272,8 +272,11 @@ pub fn avg2(sum: i128, scale: u8, count: u64) -> String {
 }
 
 /// A date constant of the queries' parameters.
-pub fn ymd(y: i32, m: u32, d: u32) -> Date {
-    Date::from_ymd(y, m, d).expect("a valid constant date")
+pub const fn ymd(y: i32, m: u32, d: u32) -> Date {
+    match Date::from_ymd(y, m, d) {
+        Some(d) => d,
+        None => panic!("an invalid constant date"),
+    }
 }
 
 /// `extendedprice × (1 − discount)` at scale 4, from cents and hundredths.

@@ -40,9 +40,7 @@ impl Agg {
 pub struct Groups(Vec<Agg>);
 
 /// Q1's cut-off: 1998-12-01 minus 90 days.
-fn last_shipdate() -> Date {
-    ymd(1998, 9, 2)
-}
+const LAST_SHIPDATE: Date = ymd(1998, 9, 2);
 
 impl Groups {
     /// Adds one lineitem: its ship date, return flag and line status (first bytes), quantity,
@@ -60,7 +58,7 @@ impl Groups {
         disc: i64,
         tax: i64,
     ) {
-        if shipdate > last_shipdate() {
+        if shipdate > LAST_SHIPDATE {
             return;
         }
         let key = (flag, status);
@@ -107,7 +105,6 @@ pub fn aggregate(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<Groups> {
     let price = l.col::<kind::Units>("l_extendedprice")?;
     let disc = l.col::<kind::Units>("l_discount")?;
     let tax = l.col::<kind::Units>("l_tax")?;
-    let last = last_shipdate();
     rx.par_fold(
         &l,
         threads,
@@ -115,7 +112,7 @@ pub fn aggregate(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<Groups> {
         |mut groups, r| {
             // The date test first: the other columns are read only for rows that count.
             let d = r.get(shipdate)?;
-            if d > last {
+            if d > LAST_SHIPDATE {
                 return Ok(groups);
             }
             groups.add_line(

@@ -9,12 +9,15 @@ use nvpage::{Date, ReadOps, ReadTxn, kind};
 
 use super::{QueryResult, scaled, ymd};
 
+/// The year of shipments the query sums: from 1994-01-01 to 1995-01-01 (excluded).
+const FROM: Date = ymd(1994, 1, 1);
+const TO: Date = ymd(1995, 1, 1);
+
 /// What one lineitem adds to the revenue (scale 4), given its ship date, and its discount,
 /// quantity and extended price in hundredths: `None` if the query's `WHERE` leaves it out.
 #[inline]
 pub fn line_revenue(shipdate: Date, disc: i64, qty: i64, price: i64) -> Option<i128> {
-    let (from, to) = (ymd(1994, 1, 1), ymd(1995, 1, 1));
-    if shipdate < from || shipdate >= to || !(5..=7).contains(&disc) || qty >= 2400 {
+    if shipdate < FROM || shipdate >= TO || !(5..=7).contains(&disc) || qty >= 2400 {
         return None;
     }
     Some(i128::from(price * disc))
@@ -27,7 +30,6 @@ pub fn revenue(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<i128> {
     let discount = l.col::<kind::Units>("l_discount")?;
     let quantity = l.col::<kind::Units>("l_quantity")?;
     let price = l.col::<kind::Units>("l_extendedprice")?;
-    let (from, to) = (ymd(1994, 1, 1), ymd(1995, 1, 1));
     rx.par_fold(
         &l,
         threads,
@@ -36,7 +38,7 @@ pub fn revenue(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<i128> {
             // Column by column, so a row the date leaves out costs one read; `line_revenue`
             // decides the rest.
             let d = r.get(shipdate)?;
-            if d < from || d >= to {
+            if d < FROM || d >= TO {
                 return Ok(acc);
             }
             let disc = r.get(discount)?;

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 
 use nvpage_storage::PageId;
 
-use super::BufferPool;
+use super::{BufferPool, PageState};
 
 thread_local! {
     /// Frames this thread's guards pin: a writer short of frames waits for other threads'
@@ -31,13 +31,14 @@ use crate::held::{self, LatchKind};
 use crate::versions::PageImage;
 
 #[derive(Debug)]
-enum RefKind {
+enum RefKind<'a> {
     /// A frame, pinned and latched shared (the writer's frame, read in the writer's view).
     Frame(usize),
     /// A shared frame, filled: pinned only (its bytes cannot change while it is pinned).
     SharedFrame(usize),
-    /// A page in place in the mapping (SE2), its page latch held shared.
-    Mapped(u64),
+    /// A page in place in the mapping (SE2), its page latch held shared: the page's state (where
+    /// the latch is) and id.
+    Mapped(&'a PageState, u64),
     /// Bytes in memory of their own: an old version, or a reader's private copy.
     Owned(PageImage),
 }
@@ -49,7 +50,7 @@ enum RefKind {
 #[derive(Debug)]
 pub struct PageRef<'a> {
     pool: &'a BufferPool,
-    kind: RefKind,
+    kind: RefKind<'a>,
     ptr: NonNull<u8>,
     _not_send: PhantomData<*const ()>,
 }
@@ -73,8 +74,14 @@ impl<'a> PageRef<'a> {
     }
 
     /// Page `id` in place at `ptr`; the caller holds its page latch shared (recorded as held).
-    pub(super) fn mapped(pool: &'a BufferPool, id: PageId, ptr: NonNull<u8>) -> Self {
-        PageRef { pool, kind: RefKind::Mapped(id.0), ptr, _not_send: PhantomData }
+    #[inline(always)]
+    pub(super) fn mapped(
+        pool: &'a BufferPool,
+        st: &'a PageState,
+        id: PageId,
+        ptr: NonNull<u8>,
+    ) -> Self {
+        PageRef { pool, kind: RefKind::Mapped(st, id.0), ptr, _not_send: PhantomData }
     }
 
     /// An image in memory.
@@ -85,7 +92,7 @@ impl<'a> PageRef<'a> {
 
     /// Whether the guard points into the mapping (SE2) rather than at a frame or an image.
     pub fn is_redirected(&self) -> bool {
-        matches!(self.kind, RefKind::Mapped(_))
+        matches!(self.kind, RefKind::Mapped(..))
     }
 
     /// Whether the guard holds bytes of its own (an old version, or a private copy).
@@ -109,7 +116,7 @@ impl Deref for PageRef<'_> {
             // exclusively (the pool owns the layer, and nothing else writes the file:
             // docs/mmap-soundness.md), and the page is below the page count, inside the
             // mapping, which outlives the pool's borrow.
-            RefKind::Frame(_) | RefKind::SharedFrame(_) | RefKind::Mapped(_) => unsafe {
+            RefKind::Frame(_) | RefKind::SharedFrame(_) | RefKind::Mapped(..) => unsafe {
                 std::slice::from_raw_parts(self.ptr.as_ptr(), self.pool.page_size)
             },
         }
@@ -133,10 +140,7 @@ impl Drop for PageRef<'_> {
                 pool.unpin(&pool.metas[f]);
                 guard_unpinned();
             }
-            RefKind::Mapped(page) => {
-                let st = pool.pages.get(page).expect("the page state was allocated when taken");
-                pool.unlock_page_shared(st, PageId(page));
-            }
+            RefKind::Mapped(st, page) => pool.unlock_page_shared(st, PageId(page)),
             RefKind::Owned(_) => {}
         }
     }

@@ -36,8 +36,25 @@ impl Agg {
 
 /// Q1's groups before formatting: what one pass over some lineitems sums to. Sums of disjoint
 /// sets of rows add up ([`Groups::merge`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Groups(Vec<Agg>);
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Groups {
+    aggs: Vec<Agg>,
+    /// Each group's place in `aggs` plus one (0: none yet), by the low five bits of its flag and
+    /// of its status: one load per row instead of a search of `aggs` (the flags and statuses
+    /// TPC-H has, `A`, `N`, `R` and `F`, `O`, differ in those bits; keys that collide share a
+    /// slot and are found by the search).
+    place: Box<[u8; 1024]>,
+}
+
+impl Default for Groups {
+    fn default() -> Self {
+        Groups { aggs: Vec::new(), place: Box::new([0; 1024]) }
+    }
+}
+
+fn place_of(key: (u8, u8)) -> usize {
+    (usize::from(key.0 & 31) << 5) | usize::from(key.1 & 31)
+}
 
 /// Q1's cut-off: 1998-12-01 minus 90 days.
 const LAST_SHIPDATE: Date = ymd(1998, 9, 2);
@@ -62,15 +79,12 @@ impl Groups {
             return;
         }
         let key = (flag, status);
-        let i = match self.0.iter().position(|g| g.key == key) {
-            Some(i) => i,
-            None => {
-                self.0.push(Agg { key, ..Agg::default() });
-                self.0.len() - 1
-            }
+        let i = match usize::from(self.place[place_of(key)]) {
+            p if p > 0 && self.aggs[p - 1].key == key => p - 1,
+            _ => self.find_or_add(key),
         };
         let dp = price * (100 - disc);
-        let g = &mut self.0[i];
+        let g = &mut self.aggs[i];
         g.sum_qty += i128::from(qty);
         g.sum_base += i128::from(price);
         g.sum_disc_price += i128::from(dp);
@@ -79,13 +93,29 @@ impl Groups {
         g.count += 1;
     }
 
+    /// The place of group `key` in `aggs`, added if new, and remembered in `place` when its
+    /// slot is free.
+    #[cold]
+    fn find_or_add(&mut self, key: (u8, u8)) -> usize {
+        let i = match self.aggs.iter().position(|g| g.key == key) {
+            Some(i) => i,
+            None => {
+                self.aggs.push(Agg { key, ..Agg::default() });
+                self.aggs.len() - 1
+            }
+        };
+        let slot = &mut self.place[place_of(key)];
+        if *slot == 0 && i < usize::from(u8::MAX) {
+            *slot = i as u8 + 1;
+        }
+        i
+    }
+
     /// Adds the sums of `other` (rows disjoint from this one's) to these.
     pub fn merge(mut self, other: &Groups) -> Groups {
-        for g in &other.0 {
-            match self.0.iter_mut().find(|x| x.key == g.key) {
-                Some(x) => x.merge(g),
-                None => self.0.push(*g),
-            }
+        for g in &other.aggs {
+            let i = self.find_or_add(g.key);
+            self.aggs[i].merge(g);
         }
         self
     }
@@ -132,7 +162,7 @@ pub fn aggregate(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<Groups> {
 
 /// The answer the groups make, sorted by flag and status.
 pub fn answer(groups: &Groups) -> QueryResult {
-    let mut groups = groups.0.clone();
+    let mut groups = groups.aggs.clone();
     groups.sort_by_key(|g| g.key);
     let mut out = QueryResult::new(&[
         "l_returnflag",

@@ -54,19 +54,28 @@ pub fn run(name: &str, data: &[u8]) {
 
 /// A directory for one thread's scratch files (tests replay corpora on several threads of one
 /// process): on tmpfs when there is one (fast, and the persists are cheap), else the system's
-/// temporary directory. Files are removed after use; the directory is left behind, empty.
+/// temporary directory. Files are removed after use; the directory, empty then, is removed when
+/// its thread exits (a thread-local's destructor: a process's main thread may skip it, so a
+/// fuzzer's run can leave one empty directory behind).
 pub(crate) fn scratch_dir() -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    /// The thread's directory; removed when the thread exits, if empty.
+    struct Dir(PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
     // Made once per thread: a fuzzer calls this for every input, and a `mkdir -p` per call
     // (two system calls) cost it a measurable share of its executions.
-    thread_local!(static DIR: PathBuf = {
+    thread_local!(static DIR: Dir = {
         let shm = Path::new("/dev/shm");
         let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        base.join(format!("nvpage-fuzz-{}-{id}", std::process::id()))
+        Dir(base.join(format!("nvpage-fuzz-{}-{id}", std::process::id())))
     });
-    let dir = DIR.with(Clone::clone);
+    let dir = DIR.with(|d| d.0.clone());
     if !dir.is_dir() {
         std::fs::create_dir_all(&dir).expect("create the scratch directory");
     }

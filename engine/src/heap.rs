@@ -197,18 +197,16 @@ pub fn fold_rows_rev<'p, A>(
         let off = usize::from(u16::from_le_bytes([e[0], e[1]]));
         let len = usize::from(u16::from_le_bytes([e[2], e[3]]));
         check_slot(bytes, page, s, off, len, free_end)?;
-        // Every cache line up to PREFETCH_BYTES past this row is on its way while it is
-        // folded (a hardware prefetcher restarts at every 4 KiB and ramps up slowly); `ahead`
-        // is the first line not yet asked for.
         if off != 0 {
+            // Every cache line up to PREFETCH_BYTES past this row is on its way while it is
+            // folded (a hardware prefetcher restarts at every 4 KiB and ramps up slowly);
+            // `ahead` is the first line not yet asked for.
             let to = (off + len + PREFETCH_BYTES).min(bytes.len());
             ahead = ahead.max(off & !63);
             while ahead < to {
                 nvpage_storage::prefetch::prefetch(&bytes[ahead..]);
                 ahead += 64;
             }
-        }
-        if off != 0 {
             used += len;
             acc = f(acc, s, &bytes[off..off + len])?;
         }

@@ -166,8 +166,9 @@ impl MappedPages {
         Ok(self.ptr(id))
     }
 
-    /// The page's address if it is inside the file and verified already (a prefetch hint: no
-    /// latch, no read).
+    /// The page's address if it is inside the file and verified already — the checks and the
+    /// address of [`Self::pointer`], less its first-use verification (no latch, no read): for
+    /// `FileLayer::mapped_hint`, whose callers read through it only under the page's latch.
     #[cfg(feature = "se2")]
     pub(super) fn hint(&self, id: PageId) -> Option<NonNull<u8>> {
         (self.file.check_id(id).is_ok() && self.file.is_verified(id)).then(|| self.ptr(id))

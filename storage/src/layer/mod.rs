@@ -167,9 +167,12 @@ pub trait FileLayer: Send + Sync + fmt::Debug {
     /// buffer manager) guarantees that with the page's latch. See `docs/mmap-soundness.md`.
     fn mapped_page(&self, id: PageId) -> Result<Option<NonNull<u8>>>;
 
-    /// Where page `id` lies in the mapping, for a prefetch hint only: the layers that read in
-    /// place (SE2) return it for a page inside the file that they have verified already, taking
-    /// no latch and reading nothing; `None` otherwise. Never to be dereferenced.
+    /// Where page `id` lies in the mapping, without verifying it: the layers that read in place
+    /// (SE2) return it only for a page inside the file that they have verified already, taking
+    /// no latch and reading nothing; `None` otherwise. When `Some`, it is the pointer
+    /// [`FileLayer::mapped_page`] would return, under the same contract: the buffer manager
+    /// reads through it only while it holds the page's latch shared (SE2's hit), and a prefetch
+    /// hint may use it without any latch (a prefetch reads nothing).
     fn mapped_hint(&self, id: PageId) -> Option<NonNull<u8>> {
         let _ = id;
         None

@@ -274,7 +274,7 @@ pub fn avg2(sum: i128, scale: u8, count: u64) -> String {
 /// A date constant of the queries' parameters.
 pub const fn ymd(y: i32, m: u32, d: u32) -> Date {
     match Date::from_ymd(y, m, d) {
-        Some(d) => d,
+        Some(date) => date,
         None => panic!("an invalid constant date"),
     }
 }

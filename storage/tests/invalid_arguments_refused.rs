@@ -10,9 +10,13 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::{fill, media, opts, read};
 use nvpage_storage::file::MAX_SUPPORTED_FILE_BYTES;
-use nvpage_storage::{FileOptions, Layer, OpenOptions, PageId, PageSize, RawFile, StorageError};
+use nvpage_storage::{
+    FileLayer, FileOptions, Layer, OpenOptions, PageId, PageSize, RawFile, StorageError,
+};
 
 const PS: usize = 8192;
 const PAGES: u64 = 5;
@@ -22,81 +26,77 @@ fn out_of_range<T: std::fmt::Debug>(r: Result<T, StorageError>, id: u64) -> bool
         if page == PageId(id) && page_count == PAGES)
 }
 
-#[test]
-fn page_ids_past_the_page_count_are_out_of_range() {
+/// Runs `f` on a new file of every layer on every medium, filled with `PAGES` pages of
+/// pattern `seed`: a label for messages, the file's path, the layer, and the pages written.
+fn each_filled_layer(seed: u64, mut f: impl FnMut(&str, &Path, Box<dyn FileLayer>, &[Vec<u8>])) {
     for medium in media() {
         for layer in Layer::ALL {
             let ctx = format!("{} {layer}", medium.name);
             let path = medium.path(&format!("{layer}.db"));
             let l = opts(layer, PS).create(&path).unwrap();
-            let written = fill(&*l, PAGES, 1);
-            for id in [PAGES, PAGES + 1, 1 << 40, u64::MAX] {
-                let mut f = vec![0u8; PS];
-                assert!(out_of_range(l.read_page(PageId(id), &mut f), id), "{ctx} read {id}");
-                assert!(out_of_range(l.write_page(PageId(id), &mut f), id), "{ctx} write {id}");
-                assert!(out_of_range(l.with_page(PageId(id), &mut |_| {}), id), "{ctx} with {id}");
-                assert!(out_of_range(l.mapped_page(PageId(id)), id), "{ctx} mapped {id}");
-                assert!(f.iter().all(|&b| b == 0), "{ctx}: a refused call touched the frame");
-            }
-            // Nothing was written past the count, and the file still holds its pages.
-            l.sync().unwrap();
-            drop(l);
-            let l = OpenOptions::new(layer).open(&path).unwrap();
-            assert_eq!(l.file().page_count(), PAGES, "{ctx}");
-            for id in 1..PAGES {
-                assert_eq!(read(&*l, PageId(id)).unwrap(), written[id as usize], "{ctx}");
-            }
+            let written = fill(&*l, PAGES, seed);
+            f(&ctx, &path, l, &written);
         }
     }
 }
 
 #[test]
-fn frames_that_are_not_one_page_are_refused() {
-    for medium in media() {
-        for layer in Layer::ALL {
-            let ctx = format!("{} {layer}", medium.name);
-            let l = opts(layer, PS).create(&medium.path(&format!("{layer}.db"))).unwrap();
-            let written = fill(&*l, PAGES, 2);
-            for len in [0, 1, 4096, PS - 1, PS + 1, 2 * PS] {
-                let mut f = vec![0xEEu8; len];
-                let sized = |r: Result<(), StorageError>| {
-                    matches!(r, Err(StorageError::BufferSize { expected, found })
-                        if expected == PS && found == len)
-                };
-                assert!(sized(l.read_page(PageId(1), &mut f)), "{ctx} read into {len}");
-                assert!(sized(l.write_page(PageId(1), &mut f)), "{ctx} write from {len}");
-                assert!(f.iter().all(|&b| b == 0xEE), "{ctx}: a refused call touched the frame");
-            }
-            assert_eq!(read(&*l, PageId(1)).unwrap(), written[1], "{ctx}: page 1 unchanged");
+fn page_ids_past_the_page_count_are_out_of_range() {
+    each_filled_layer(1, |ctx, path, l, written| {
+        for id in [PAGES, PAGES + 1, 1 << 40, u64::MAX] {
+            let mut f = vec![0u8; PS];
+            assert!(out_of_range(l.read_page(PageId(id), &mut f), id), "{ctx} read {id}");
+            assert!(out_of_range(l.write_page(PageId(id), &mut f), id), "{ctx} write {id}");
+            assert!(out_of_range(l.with_page(PageId(id), &mut |_| {}), id), "{ctx} with {id}");
+            assert!(out_of_range(l.mapped_page(PageId(id)), id), "{ctx} mapped {id}");
+            assert!(f.iter().all(|&b| b == 0), "{ctx}: a refused call touched the frame");
         }
-    }
+        // Nothing was written past the count, and the file still holds its pages.
+        l.sync().unwrap();
+        let layer = l.layer();
+        drop(l);
+        let l = OpenOptions::new(layer).open(path).unwrap();
+        assert_eq!(l.file().page_count(), PAGES, "{ctx}");
+        for id in 1..PAGES {
+            assert_eq!(read(&*l, PageId(id)).unwrap(), written[id as usize], "{ctx}");
+        }
+    });
+}
+
+#[test]
+fn frames_that_are_not_one_page_are_refused() {
+    each_filled_layer(2, |ctx, _, l, written| {
+        for len in [0, 1, 4096, PS - 1, PS + 1, 2 * PS] {
+            let mut f = vec![0xEEu8; len];
+            let sized = |r: Result<(), StorageError>| {
+                matches!(r, Err(StorageError::BufferSize { expected, found })
+                    if expected == PS && found == len)
+            };
+            assert!(sized(l.read_page(PageId(1), &mut f)), "{ctx} read into {len}");
+            assert!(sized(l.write_page(PageId(1), &mut f)), "{ctx} write from {len}");
+            assert!(f.iter().all(|&b| b == 0xEE), "{ctx}: a refused call touched the frame");
+        }
+        assert_eq!(read(&*l, PageId(1)).unwrap(), written[1], "{ctx}: page 1 unchanged");
+    });
 }
 
 #[test]
 // Ranges of a page, not Vecs of indices; one of them deliberately reversed.
 #[allow(clippy::single_range_in_vec_init, clippy::reversed_empty_ranges)]
 fn lines_and_parts_out_of_order_or_past_the_page_are_refused() {
-    for medium in media() {
-        for layer in Layer::ALL {
-            let ctx = format!("{} {layer}", medium.name);
-            let l = opts(layer, PS).create(&medium.path(&format!("{layer}.db"))).unwrap();
-            let written = fill(&*l, PAGES, 3);
-            let frame = vec![0x5Au8; PS];
-            let bad_lines: [&[std::ops::Range<usize>]; 4] =
-                [&[128..192, 0..64], &[0..128, 64..192], &[PS - 64..PS + 64], &[64..0]];
-            for lines in bad_lines {
-                let r = l.store_sealed(PageId(1), &frame, lines);
-                assert!(
-                    matches!(r, Err(StorageError::BufferSize { .. })),
-                    "{ctx} {lines:?}: {r:?}"
-                );
-            }
-            let bytes = [0x33u8; 64];
-            let r = l.restore_parts(PageId(1), &[(PS - 32, &bytes)]);
-            assert!(matches!(r, Err(StorageError::BufferSize { .. })), "{ctx}: {r:?}");
-            assert_eq!(read(&*l, PageId(1)).unwrap(), written[1], "{ctx}: page 1 unchanged");
+    each_filled_layer(3, |ctx, _, l, written| {
+        let frame = vec![0x5Au8; PS];
+        let bad_lines: [&[std::ops::Range<usize>]; 4] =
+            [&[128..192, 0..64], &[0..128, 64..192], &[PS - 64..PS + 64], &[64..0]];
+        for lines in bad_lines {
+            let r = l.store_sealed(PageId(1), &frame, lines);
+            assert!(matches!(r, Err(StorageError::BufferSize { .. })), "{ctx} {lines:?}: {r:?}");
         }
-    }
+        let bytes = [0x33u8; 64];
+        let r = l.restore_parts(PageId(1), &[(PS - 32, &bytes)]);
+        assert!(matches!(r, Err(StorageError::BufferSize { .. })), "{ctx}: {r:?}");
+        assert_eq!(read(&*l, PageId(1)).unwrap(), written[1], "{ctx}: page 1 unchanged");
+    });
 }
 
 #[test]

@@ -210,13 +210,16 @@ impl Log {
         bufs: &[IoSlice<'_>],
         by_kernel: bool,
     ) -> Result<()> {
+        let mut payload = Parts::default();
+        bufs.iter().for_each(|b| payload.push(b));
         let header;
         let mut parts = Parts::default();
         if self.header.framing == Framing::Records {
-            header = record_header(start, self.generation, len, bufs.iter().map(|b| &**b));
+            let check = self.header.record_check();
+            header = record_header(check, start, self.generation, len, payload.as_slice());
             parts.push(&header);
         }
-        bufs.iter().for_each(|b| parts.push(b));
+        payload.as_slice().iter().for_each(|b| parts.push(b));
         let framing = if self.header.framing == Framing::Records { RECORD_HEADER_LEN } else { 0 };
         let pad = size - len - framing as u64;
         parts.push(&ZERO_PAD[..pad as usize]);

@@ -17,8 +17,8 @@
 //! bytes.
 //!
 //! - **Record logs: one fence per append.** A record is self-validating (length, generation,
-//!   an XXH3-64 check over its fields, its offset and its payload: not a CRC, which a payload
-//!   holding its own CRC can fool). An appender copies it with
+//!   an XXH3-64 check of its payload seeded with its offset and generation: not a CRC, which a
+//!   payload holding its own CRC can fool). An appender copies it with
 //!   streaming stores and one SFENCE, waits until every earlier append has completed, and is
 //!   durable: an open after a crash reads on from the state word's **watermark** while records
 //!   are whole and of the current generation. The watermark is stored only every

@@ -149,6 +149,7 @@ impl Log {
         let fopts = file_options(false, opts.persistence, size_bytes);
         let file = RawFile::create(path, &fopts)?;
         let header = LogHeader {
+            version: layout::FORMAT_VERSION,
             framing: opts.framing,
             uuid: opts.uuid,
             capacity: size_bytes - DATA_OFFSET as u64,
@@ -385,7 +386,7 @@ impl Log {
         self.generation
     }
 
-    /// The header: framing, database UUID, capacity.
+    /// The header: format version, framing, database UUID, capacity.
     pub fn header(&self) -> &LogHeader {
         &self.header
     }

@@ -50,7 +50,8 @@ impl Log {
     pub fn records(&self) -> Result<Records<'_>> {
         self.require(Framing::Records)?;
         let end = self.copied.load(Ordering::Acquire);
-        let walk = RecordWalk::new(self.data(end), 0, Generations::up_to(self.generation));
+        let gens = Generations::up_to(self.generation);
+        let walk = RecordWalk::new(self.data(end), 0, gens, self.header.record_check());
         Ok(Records { log: self, walk })
     }
 

@@ -1,5 +1,5 @@
 //! Goal: a missing file, a file that is not a log, a damaged header, a truncated log, a damaged
-//! or zeroed state word, an older format and another database's log are each a typed error at
+//! or zeroed state word, a format too old or too new and another database's log are each a typed error at
 //! open, never a panic.
 
 mod common;
@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 
 use common::create;
 use nvpage_storage::PersistRequest;
-use nvpage_wal::layout::DATA_OFFSET;
+use nvpage_wal::layout::{DATA_OFFSET, FORMAT_VERSION};
 use nvpage_wal::{Framing, Log, WalError};
 use uuid::Uuid;
 
@@ -88,6 +88,16 @@ fn damaged_and_foreign_files() {
     std::fs::write(&old, &b).unwrap();
     assert!(matches!(
         Log::open(&old),
-        Err(WalError::VersionMismatch { expected: 3, found: 2, .. })
+        Err(WalError::VersionMismatch { expected: FORMAT_VERSION, found: 2, .. })
+    ));
+    // So is one newer than this build.
+    b[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let crc = crc32c::crc32c(&b[..60]);
+    b[60..64].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&old, &b).unwrap();
+    assert!(matches!(
+        Log::open(&old),
+        Err(WalError::VersionMismatch { expected: FORMAT_VERSION, found, .. })
+            if found == FORMAT_VERSION + 1
     ));
 }

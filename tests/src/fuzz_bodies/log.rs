@@ -6,15 +6,18 @@
 //! watermark with generations that never decrease and never pass the state word's, then on past
 //! it with the state word's generation only. That is checked here against the file's bytes,
 //! independently of the record decoder: each record's length, generation and XXH3-64 check
-//! (over its first 8 bytes, its offset and its payload, as `wal/src/layout.rs` draws it) and
-//! the tiling of `[0, end)`. The state word itself is decoded with the crate's `State`.
+//! (format 4: of the payload, seeded with the offset and generation; format 3: over its first
+//! 8 bytes, its offset and its payload, as `wal/src/layout.rs` draws them; computed here with
+//! another crate, `xxhash-rust`, than the log's `twox-hash`) and the tiling of `[0, end)`. The
+//! state word itself is decoded with the crate's `State`.
 
 use std::path::Path;
 
 use nvpage_wal::Uuid;
 use nvpage_wal::layout::{
-    DATA_OFFSET, Decoded, FIRST_GENERATION, GENERATION_MASK, HeaderFault, LogFault, LogHeader,
-    MAGIC, MAX_CAPACITY, RECORD_HEADER_LEN, STATE_OFFSET, Scan, State, decode_log, scan_records,
+    DATA_OFFSET, Decoded, FIRST_GENERATION, FORMAT_VERSION, GENERATION_MASK, HeaderFault, LogFault,
+    LogHeader, MAGIC, MAX_CAPACITY, RECORD_HEADER_LEN, RecordCheck, STATE_OFFSET, Scan, State,
+    decode_log, scan_records,
 };
 use nvpage_wal::{Framing, Log, OpenOptions, WalError, layout::record_size};
 
@@ -32,12 +35,16 @@ pub(crate) const HEADER_LEN: usize = 64;
 const FRAMING_RAW: u32 = 1;
 const FRAMING_RECORDS: u32 = 2;
 
-/// A valid log header: `framing` is 1 (raw) or 2 (records).
-pub(crate) fn log_header(framing: u32, uuid: [u8; 16], capacity: u64) -> [u8; HEADER_LEN] {
+/// A valid log header of format `version`: `framing` is 1 (raw) or 2 (records).
+pub(crate) fn log_header(
+    version: u32,
+    framing: u32,
+    uuid: [u8; 16],
+    capacity: u64,
+) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[..8].copy_from_slice(&nvpage_wal::layout::MAGIC);
-    h[VERSION_OFFSET..FRAMING_OFFSET]
-        .copy_from_slice(&nvpage_wal::layout::FORMAT_VERSION.to_le_bytes());
+    h[VERSION_OFFSET..FRAMING_OFFSET].copy_from_slice(&version.to_le_bytes());
     h[FRAMING_OFFSET..UUID_OFFSET].copy_from_slice(&framing.to_le_bytes());
     h[UUID_OFFSET..DATA_OFFSET_OFFSET].copy_from_slice(&uuid);
     h[DATA_OFFSET_OFFSET..CAPACITY_OFFSET].copy_from_slice(&(DATA_OFFSET as u64).to_le_bytes());
@@ -58,13 +65,30 @@ pub(crate) fn set_log_uuid(file: &mut [u8], uuid: &[u8]) {
     reseal_log_header(file);
 }
 
-/// The check a record at data offset `pos` with header `h` (its first 8 bytes count) and
-/// `payload` carries: XXH3-64 over those 8 bytes, `pos` and the payload, in one buffer.
-fn record_check(h: &[u8], pos: u64, payload: &[u8]) -> u64 {
+/// The check a record at data offset `pos` with header `h` (length, generation) and `payload`
+/// carries in a log of format `version`: from 4 on, XXH3-64 of the payload seeded with
+/// `pos | generation << 36`; in 3, XXH3-64 over the header's first 8 bytes, `pos` and the
+/// payload, in one buffer.
+fn record_check(version: u32, h: &[u8], pos: u64, payload: &[u8]) -> u64 {
+    if version >= 4 {
+        let seed = pos | u64::from(u32_at(h, 4)) << 36;
+        return xxhash_rust::xxh3::xxh3_64_with_seed(payload, seed);
+    }
     let mut all = h[..8].to_vec();
     all.extend_from_slice(&pos.to_le_bytes());
     all.extend_from_slice(payload);
     xxhash_rust::xxh3::xxh3_64(&all)
+}
+
+/// The format version in a log file's header bytes (the current one if the file is too short
+/// to hold it: such a file never opens).
+fn file_version(file: &[u8]) -> u32 {
+    if file.len() < FRAMING_OFFSET { FORMAT_VERSION } else { u32_at(file, VERSION_OFFSET) }
+}
+
+/// The format version a fuzz input's flag asks for: 3 if set, else the current one.
+fn version_of_flag(set: bool) -> u32 {
+    if set { 3 } else { FORMAT_VERSION }
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -144,7 +168,7 @@ fn check_open_log(log: &Log, file: &[u8], chunk: usize, read_only: bool) -> u64 
         );
         assert_eq!(
             u64_at(h, 8),
-            record_check(h, at, r.payload),
+            record_check(log.header().version, h, at, r.payload),
             "payload not what its check covers"
         );
         payloads.extend_from_slice(r.payload);
@@ -154,7 +178,8 @@ fn check_open_log(log: &Log, file: &[u8], chunk: usize, read_only: bool) -> u64 
     if tail < capacity && state.generation != 0 {
         // The open stopped at the first record that is not whole and of the current generation.
         let next = &data_area(file, capacity)[tail as usize..];
-        assert!(!is_valid_record(next, tail, state.generation), "the open stopped too early");
+        let version = log.header().version;
+        assert!(!is_valid_record(next, tail, state.generation, version), "stopped too early");
     }
     assert_eq!(walked, payloads, "walk visits the records' payloads in order");
     assert_eq!(log.record_count(), records.len() as u64);
@@ -168,8 +193,8 @@ fn data_area(file: &[u8], capacity: u64) -> &[u8] {
 }
 
 /// Whether `rest` (the data area from relative offset `at`) starts with a whole, valid record of
-/// generation `generation`.
-fn is_valid_record(rest: &[u8], at: u64, generation: u32) -> bool {
+/// generation `generation`, checked as format `version` does.
+fn is_valid_record(rest: &[u8], at: u64, generation: u32, version: u32) -> bool {
     if rest.len() < RECORD_HEADER_LEN {
         return false;
     }
@@ -178,7 +203,7 @@ fn is_valid_record(rest: &[u8], at: u64, generation: u32) -> bool {
         return false;
     }
     let payload = &rest[RECORD_HEADER_LEN..RECORD_HEADER_LEN + len as usize];
-    u64_at(rest, 8) == record_check(rest, at, payload)
+    u64_at(rest, 8) == record_check(version, rest, at, payload)
 }
 
 /// Repairs the checks of a log file's bytes as the mode byte of `log_records` and `log_decode`
@@ -192,7 +217,9 @@ fn reseal_file(file: &mut [u8], mode: u8) {
         let state = State { tail: word & MAX_CAPACITY, generation };
         if mode & 16 == 16 {
             let capacity = u64_at(file, CAPACITY_OFFSET).min((file.len() - DATA_OFFSET) as u64);
-            reseal_records(&mut file[DATA_OFFSET..DATA_OFFSET + capacity as usize], generation);
+            let version = file_version(file);
+            let area = &mut file[DATA_OFFSET..DATA_OFFSET + capacity as usize];
+            reseal_records(area, generation, version);
         }
         if mode & 8 == 8 {
             file[STATE_OFFSET..STATE_OFFSET + 8].copy_from_slice(&state.encode().to_le_bytes());
@@ -225,9 +252,9 @@ pub fn log_records(data: &[u8]) {
 }
 
 /// Walks `area` from offset 0, rewriting every record it finds (a length that fits) to
-/// generation `generation` with a valid check; returns where the run of records ends and how
-/// many there are.
-fn reseal_records(area: &mut [u8], generation: u32) -> (u64, u64) {
+/// generation `generation` with a valid check of format `version`; returns where the run of
+/// records ends and how many there are.
+fn reseal_records(area: &mut [u8], generation: u32, version: u32) -> (u64, u64) {
     let (mut at, mut n) = (0usize, 0u64);
     while at + RECORD_HEADER_LEN <= area.len() {
         let len = u32_at(area, at) as u64;
@@ -237,8 +264,8 @@ fn reseal_records(area: &mut [u8], generation: u32) -> (u64, u64) {
         }
         area[at + 4..at + 8].copy_from_slice(&generation.to_le_bytes());
         let payload_end = at + RECORD_HEADER_LEN + len as usize;
-        let check =
-            record_check(&area[at..at + 8], at as u64, &area[at + RECORD_HEADER_LEN..payload_end]);
+        let (h, payload) = (&area[at..at + 8], &area[at + RECORD_HEADER_LEN..payload_end]);
+        let check = record_check(version, h, at as u64, payload);
         area[at + 8..at + 16].copy_from_slice(&check.to_le_bytes());
         at += size as usize;
         n += 1;
@@ -249,9 +276,10 @@ fn reseal_records(area: &mut [u8], generation: u32) -> (u64, u64) {
 /// Target `log_recovery`: a valid header, a state word from the input and an arbitrary data
 /// area. Input: flags u8 (bit 0 raw framing; bit 1 reseal the records found from offset 0 to the
 /// state word's generation; bit 2 set the tail to the end of that clean run; bit 3 cut the file
-/// short; bit 4 store the state word as given, check byte and all, instead of sealing it), the
-/// state word (tail, generation, check byte), a cut length u16, walk's chunk size u8; then the
-/// data area (its length is the capacity, at least 64 bytes).
+/// short; bit 4 store the state word as given, check byte and all, instead of sealing it; bit 5
+/// a log of format 3, the oldest this build reads, instead of the current one), the state word
+/// (tail, generation, check byte), a cut length u16, walk's chunk size u8; then the data area
+/// (its length is the capacity, at least 64 bytes).
 ///
 /// Properties: open returns a typed error or a clean run of records; a clean run whose tail is
 /// its exact end always opens, with every record (none if the generation is 0, "zeroing
@@ -271,9 +299,10 @@ pub fn log_recovery(data: &[u8]) {
     let generation = (word >> 36) as u32 & GENERATION_MASK;
     let mut tail = word & MAX_CAPACITY;
     let raw = flags & 1 == 1;
+    let version = version_of_flag(flags & 32 == 32);
     let mut clean = None;
     if flags & 2 == 2 && !raw {
-        let (end, n) = reseal_records(&mut area, generation);
+        let (end, n) = reseal_records(&mut area, generation, version);
         if flags & 4 == 4 {
             tail = end;
             clean = Some(if generation == 0 { 0 } else { n });
@@ -281,7 +310,7 @@ pub fn log_recovery(data: &[u8]) {
     }
     let framing = if raw { FRAMING_RAW } else { FRAMING_RECORDS };
     let mut file = vec![0u8; DATA_OFFSET];
-    file[..HEADER_LEN].copy_from_slice(&log_header(framing, [7; 16], capacity));
+    file[..HEADER_LEN].copy_from_slice(&log_header(version, framing, [7; 16], capacity));
     let sealed = flags & 16 == 0;
     let state = if sealed { State { tail, generation }.encode() } else { word };
     file[STATE_OFFSET..STATE_OFFSET + 8].copy_from_slice(&state.to_le_bytes());
@@ -328,9 +357,9 @@ pub fn log_recovery(data: &[u8]) {
 }
 
 /// The scan an open must run, written independently of the crate (see `scan_records` in
-/// `wal/src/layout.rs` for the rules): `Ok((end, records))`, or `Err(offset)` of the damaged
-/// record below the watermark.
-fn reference_scan(area: &[u8], state: State) -> Result<(u64, u64), u64> {
+/// `wal/src/layout.rs` for the rules), records checked as format `version` does:
+/// `Ok((end, records))`, or `Err(offset)` of the damaged record below the watermark.
+fn reference_scan(area: &[u8], state: State, version: u32) -> Result<(u64, u64), u64> {
     if state.generation == 0 {
         return Ok((0, 0));
     }
@@ -351,7 +380,7 @@ fn reference_scan(area: &[u8], state: State) -> Result<(u64, u64), u64> {
         let len = u64::from(u32_at(rest, 0));
         let payload = &rest[RECORD_HEADER_LEN..RECORD_HEADER_LEN + len as usize];
         if !(oldest..=state.generation).contains(&g)
-            || u64_at(rest, 8) != record_check(rest, at, payload)
+            || u64_at(rest, 8) != record_check(version, rest, at, payload)
         {
             return Err(at);
         }
@@ -359,7 +388,7 @@ fn reference_scan(area: &[u8], state: State) -> Result<(u64, u64), u64> {
         at += record_size(len);
         n += 1;
     }
-    while is_valid_record(&area[at as usize..], at, state.generation) {
+    while is_valid_record(&area[at as usize..], at, state.generation, version) {
         at += record_size(u64::from(u32_at(&area[at as usize..], 0)));
         n += 1;
     }
@@ -373,8 +402,9 @@ fn reference_scan(area: &[u8], state: State) -> Result<(u64, u64), u64> {
 /// corpus seeds the other — flags u8 (bit 0 also decode the area's first 64 bytes as a log
 /// header, its checksum resealed; bit 1 reseal the records found from offset 0 to the state
 /// word's generation; bit 2 set the tail to the end of that clean run; bit 3 cut the area short
-/// by the cut length; bit 4 take the state word as given, check byte and all), the state word
-/// (tail, generation, check byte), the cut length u16, one unused byte, then the data area.
+/// by the cut length; bit 4 take the state word as given, check byte and all; bit 5 check
+/// records as format 3 does, instead of the current format), the state word (tail, generation,
+/// check byte), the cut length u16, one unused byte, then the data area.
 ///
 /// Properties: no decoder panics; a decoded state word or header encodes back to itself; the
 /// scan agrees with the reference exactly (where the records end and how many, or which record
@@ -396,9 +426,10 @@ pub fn log_scan(data: &[u8]) {
     }
     let generation = (word >> 36) as u32 & GENERATION_MASK;
     let mut tail = word & MAX_CAPACITY;
+    let version = version_of_flag(flags & 32 == 32);
     let mut clean = None;
     if flags & 2 == 2 {
-        let (end, n) = reseal_records(&mut area, generation);
+        let (end, n) = reseal_records(&mut area, generation, version);
         if flags & 4 == 4 {
             tail = end;
             clean = Some(if generation == 0 { 0 } else { n });
@@ -424,8 +455,8 @@ pub fn log_scan(data: &[u8]) {
             }
         }
     };
-    let got = scan_records(&area, state);
-    let want = reference_scan(&area, state);
+    let got = scan_records(&area, state, RecordCheck::of_version(version));
+    let want = reference_scan(&area, state, version);
     match (&got, want) {
         (Ok(Scan { end, records }), Ok((e, n))) => {
             assert_eq!((*end, *records), (e, n), "the scan and the reference disagree");
@@ -477,7 +508,8 @@ pub fn log_decode(data: &[u8]) {
             match (header.framing, scan) {
                 (Framing::Raw, None) => {}
                 (Framing::Records, Some(Scan { end, records })) => {
-                    assert_eq!(reference_scan(area, state), Ok((end, records)), "the records");
+                    let want = reference_scan(area, state, header.version);
+                    assert_eq!(want, Ok((end, records)), "the records");
                 }
                 (framing, scan) => panic!("a {framing} log decoded with records {scan:?}"),
             }
@@ -509,7 +541,7 @@ pub fn log_decode(data: &[u8]) {
         Err(LogFault::Record(fault)) => {
             let capacity = u64_at(&file, CAPACITY_OFFSET);
             let state = word.map(State::decode).expect("a word").expect("a sound word");
-            let got = reference_scan(data_area(&file, capacity), state);
+            let got = reference_scan(data_area(&file, capacity), state, file_version(&file));
             assert_eq!(got, Err(fault.offset), "damage at another record: {}", fault.reason);
         }
     }

@@ -252,7 +252,11 @@ impl Log {
             backoff(&mut spins);
         }
         if self.header.framing == Framing::Records {
-            self.record_count.fetch_add(1, Ordering::AcqRel);
+            // Only the appender whose turn it is gets here (`copied == start`), after the one
+            // before it published `copied` (Release, read above with Acquire): a load and a store
+            // count as exactly as a read-modify-write, without its lock on the shared line.
+            let n = self.record_count.load(Ordering::Relaxed);
+            self.record_count.store(n + 1, Ordering::Release);
         }
         self.copied.store(end, Ordering::Release);
         Ok(())

@@ -40,10 +40,13 @@ pub struct LogArgs {
     /// Time limit of one small-append row (all its rounds).
     #[arg(long, default_value_t = 2.0)]
     pub row_seconds: f64,
-    /// Rounds of each small-append row: the log is rewound between them (so each appends into
-    /// the same pre-faulted part) and the row reports the median round's rate, with every
-    /// round's latencies. A round of 4 KiB records from two threads lasts about 10 ms here, the
-    /// length of one scheduling tick: one round alone swung by 2× from run to run.
+    /// Rounds of each small-append row; the row reports the median round's rate, with every
+    /// round's latencies. On tmpfs the log is rewound between rounds (libpmemlog's pool too, and
+    /// the plain file's tail reset): the steady state of a log in use, which the engine rewinds
+    /// at every commit. On the disk each round gets a fresh file, made before its clock as the
+    /// first was, so that a round appends into blocks never written, which is what the
+    /// allocated and zero-filled rows compare. A round of 4 KiB records from two threads lasts
+    /// about 10 ms on tmpfs, one scheduling tick: one round alone swung by 2× from run to run.
     #[arg(long, default_value_t = 5)]
     pub rounds: u32,
     /// Pools of the seed workload (the seed used 20).
@@ -139,11 +142,11 @@ impl Medium {
 
 const SMALL_SIZES: [u64; 3] = [64, 256, 4096];
 const THREADS: [u32; 2] = [1, 2];
-/// One small-append log file on `m`: rows stop appending when it is half full. On the disk a
-/// smaller file keeps the pre-written logs' creates (zero-filled ours, filled libpmemlog's;
-/// written once, before the clock) from spending the virtual disk's write budget that the rows
-/// after them are measured with; at thousands of appends a second rows there end by time, except
-/// 4 KiB ones, which stop at 4,080 appends (about half a second from two threads).
+/// One small-append log file on `m`: a round stops appending when it is half full. On the disk
+/// a smaller file keeps the pre-written logs' creates (zero-filled ours, filled libpmemlog's;
+/// written once per round, before its clock) from spending the virtual disk's write budget that
+/// the rows after them are measured with; at thousands of appends a second, rounds there end by
+/// time (their share of `--row-seconds`).
 fn small_log_bytes(m: Medium) -> u64 {
     if m == Medium::Disk { 32 << 20 } else { 256 << 20 }
 }
@@ -399,40 +402,37 @@ fn small_nvpage(
         prefill,
         ..CreateOptions::new(Uuid::nil())
     };
-    // Created (and, with `Prefill::Zeros`, written once) before the clock.
-    let mut log = Log::create(&path, small_log_bytes(m), &opts)?;
-    // Before the clock, as libpmemlog's pool is (`prefault`): the rows compare appending.
-    log.prefault();
     let buf = vec![0x5Au8; size as usize];
     let per_thread = small_appends_per_thread(args, m, size, threads);
+    let make = || -> Result<Log, WalError> {
+        // Created (and, with `Prefill::Zeros`, written once) before the clock.
+        let log = Log::create(&path, small_log_bytes(m), &opts)?;
+        // Before the clock, as libpmemlog's pool is (`prefault`): the rows compare appending.
+        log.prefault();
+        Ok(log)
+    };
     let mut rounds = Rounds::default();
-    for _ in 0..args.rounds.max(1) {
+    let mut log = make()?;
+    let durability = log.durability().to_string();
+    for round in 0..args.rounds.max(1) {
+        if round > 0 && m == Medium::Disk {
+            drop(log);
+            let _ = std::fs::remove_file(&path);
+            log = make()?;
+        } else if round > 0 {
+            log.rewind()?;
+        }
         rounds.add(timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok()));
-        log.rewind()?;
     }
+    drop(log);
+    let _ = std::fs::remove_file(&path);
     let ((n, wall), lat, ran) = rounds.finish();
     let system = match prefill {
         Prefill::Allocate => format!("nvpage-wal {framing}"),
         Prefill::Zeros => format!("nvpage-wal {framing} zero-filled"),
     };
-    let r = LogRow {
-        rounds: ran,
-        ..row(
-            "small",
-            &system,
-            m,
-            log.durability().to_string(),
-            threads,
-            size,
-            n,
-            n * size,
-            wall,
-            Some(&lat),
-        )
-    };
-    drop(log);
-    let _ = std::fs::remove_file(&path);
-    Ok(r)
+    let r = row("small", &system, m, durability, threads, size, n, n * size, wall, Some(&lat));
+    Ok(LogRow { rounds: ran, ..r })
 }
 
 fn small_write(
@@ -443,23 +443,40 @@ fn small_write(
     threads: u32,
 ) -> std::io::Result<LogRow> {
     let path = dir.join(format!("small-{size}-{threads}.vfs"));
-    let f = OpenOptions::new().create_new(true).read(true).write(true).open(&path)?;
-    let tail = AtomicU64::new(0);
     let buf = vec![0x5Au8; size as usize];
+    let make = || OpenOptions::new().create_new(true).read(true).write(true).open(&path);
     let mut rounds = Rounds::default();
-    for _ in 0..args.rounds.max(1) {
+    let mut f = make()?;
+    for round in 0..args.rounds.max(1) {
+        if round > 0 && m == Medium::Disk {
+            // A fresh file: every append extends it, as in the first round.
+            drop(f);
+            let _ = std::fs::remove_file(&path);
+            f = make()?;
+        }
+        // Elsewhere the tail starts over, as a rewound log's does.
+        let tail = AtomicU64::new(0);
         rounds.add(timed(args, threads, args.appends, |_, _| {
             let at = tail.fetch_add(size, Ordering::Relaxed);
             f.write_all_at(&buf, at).and_then(|()| f.sync_data()).is_ok()
         }));
-        // The next round overwrites the same blocks, as a rewound log does.
-        tail.store(0, Ordering::Relaxed);
     }
-    let ((n, wall), lat, ran) = rounds.finish();
-    let durability = format!("pwrite+fdatasync per append on {}", medium_fs(m));
     drop(f);
     let _ = std::fs::remove_file(&path);
-    let r = row("small", "write+fdatasync", m, durability, threads, size, n, n * size, wall, Some(&lat));
+    let ((n, wall), lat, ran) = rounds.finish();
+    let durability = format!("pwrite+fdatasync per append on {}", medium_fs(m));
+    let r = row(
+        "small",
+        "write+fdatasync",
+        m,
+        durability,
+        threads,
+        size,
+        n,
+        n * size,
+        wall,
+        Some(&lat),
+    );
     Ok(LogRow { rounds: ran, ..r })
 }
 
@@ -600,15 +617,28 @@ fn pmdk_rows(args: &LogArgs, m: Medium) -> std::io::Result<Vec<LogRow>> {
     for &size in &SMALL_SIZES {
         for &threads in &THREADS {
             let path = dir.join(format!("small-{size}-{threads}.pmemlog"));
-            let log = PmemLog::create(&path, small_log_bytes(m))?;
-            prefault(&log);
             let buf = vec![0x5Au8; size as usize];
             let per_thread = small_appends_per_thread(args, m, size, threads);
+            let make = || -> std::io::Result<PmemLog> {
+                let log = PmemLog::create(&path, small_log_bytes(m))?;
+                prefault(&log);
+                Ok(log)
+            };
             let mut rounds = Rounds::default();
-            for _ in 0..args.rounds.max(1) {
+            let mut log = make()?;
+            for round in 0..args.rounds.max(1) {
+                // As ours: a fresh pool each round on the disk, rewound on tmpfs.
+                if round > 0 && m == Medium::Disk {
+                    drop(log);
+                    let _ = std::fs::remove_file(&path);
+                    log = make()?;
+                } else if round > 0 {
+                    log.rewind();
+                }
                 rounds.add(timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok()));
-                log.rewind();
             }
+            drop(log);
+            let _ = std::fs::remove_file(&path);
             let ((n, wall), lat, ran) = rounds.finish();
             let r = row(
                 "small",
@@ -623,8 +653,6 @@ fn pmdk_rows(args: &LogArgs, m: Medium) -> std::io::Result<Vec<LogRow>> {
                 Some(&lat),
             );
             rows.push(LogRow { rounds: ran, ..r });
-            drop(log);
-            let _ = std::fs::remove_file(&path);
         }
     }
     Ok(rows)

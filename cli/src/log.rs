@@ -53,7 +53,7 @@ fn info(path: &Path, out: &mut dyn Write) -> Result<(), WalError> {
     let h = log.header();
     let w = |out: &mut dyn Write| -> io::Result<()> {
         writeln!(out, "file:        {}", path.display())?;
-        writeln!(out, "format:      nvpage log v{}", nvpage_wal::layout::FORMAT_VERSION)?;
+        writeln!(out, "format:      nvpage log v{}", h.version)?;
         writeln!(out, "framing:     {}", h.framing)?;
         writeln!(out, "uuid:        {}", h.uuid)?;
         writeln!(out, "durability:  {}", log.durability())?;

@@ -35,6 +35,21 @@ fn log_commands_on_good_corrupt_and_missing_logs() {
     let info = String::from_utf8(out.stdout).unwrap();
     assert!(info.contains("records:     2") && info.contains("capacity:    8192"), "{info}");
     assert!(info.contains("durability:"), "{info}");
+    assert!(info.contains("format:      nvpage log v4"), "{info}");
+
+    // A format-3 log (an empty one: only its header's version differs) says it is one.
+    let v3 = dir.path().join("v3.log");
+    let opts = CreateOptions::new(Uuid::nil());
+    drop(Log::create(&v3, DATA_OFFSET as u64 + 8192, &opts).unwrap());
+    let mut bytes = std::fs::read(&v3).unwrap();
+    bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let crc = crc32c::crc32c(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&v3, &bytes).unwrap();
+    let out = nvpage(&["log", "info"], &v3);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let info = String::from_utf8(out.stdout).unwrap();
+    assert!(info.contains("format:      nvpage log v3"), "{info}");
 
     let out = nvpage(&["log", "dump"], &good);
     assert!(out.status.success());

@@ -29,11 +29,15 @@ pub enum WalError {
         path: PathBuf,
     },
     /// The log was written by another format version.
-    #[error("{path} has log format version {found}, this build reads version {expected}")]
+    #[error(
+        "{path} has log format version {found}, this build reads versions {} to {expected}",
+        crate::layout::OLDEST_READABLE_VERSION
+    )]
     VersionMismatch {
         /// The file.
         path: PathBuf,
-        /// The version this build reads and writes.
+        /// The newest version this build reads, the one it creates (it reads
+        /// [`OLDEST_READABLE_VERSION`](crate::layout::OLDEST_READABLE_VERSION) on).
         expected: u32,
         /// The version in the file.
         found: u32,

@@ -37,8 +37,9 @@
 //!      +----------+-------------+-------------------+------------------+------------+
 //!      check (version 4): XXH3-64 of the payload with the seed `offset | generation << 36` (the
 //!      record's relative offset, 36 bits, and its generation, 20): a record copied to the wrong
-//!      place or left from another generation fails it, and XXH3 mixes the input's length in,
-//!      so a damaged len hashes another range. Version 3's check, still read and written in
+//!      place fails it, and so does one whose generation field was damaged (a whole record left
+//!      from an older generation passes its check and is refused by the generation test); XXH3
+//!      mixes the input's length in, so a damaged len hashes another range. Version 3's check, still read and written in
 //!      version-3 logs: XXH3-64 (seed 0) over len, generation, the offset (u64) and the payload.
 //!      Not a CRC: a CRC cannot see a change
 //!      to a stretch of payload that carries its own CRC of the same polynomial (a page image
@@ -63,6 +64,8 @@ pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
 /// keep a watermark in the state word and records past it (version 1 persisted an exact tail
 /// for every append).
 pub const FORMAT_VERSION: u32 = 4;
+/// The format whose records carry [`RecordCheck::Seeded`]; older ones [`RecordCheck::Prefixed`].
+pub const SEEDED_CHECK_VERSION: u32 = 4;
 /// The oldest log format this build opens: version 3 logs are read, appended to and rewound in
 /// their own format (their records keep version 3's check); only new logs are version 4.
 pub const OLDEST_READABLE_VERSION: u32 = 3;
@@ -255,7 +258,7 @@ pub enum RecordCheck {
 impl RecordCheck {
     /// The check of format `version` (version 3's before 4).
     pub fn of_version(version: u32) -> Self {
-        if version >= 4 { RecordCheck::Seeded } else { RecordCheck::Prefixed }
+        if version >= SEEDED_CHECK_VERSION { RecordCheck::Seeded } else { RecordCheck::Prefixed }
     }
 }
 
@@ -341,15 +344,23 @@ pub(crate) fn record_header(
 fn record_check(check: RecordCheck, h: &[u8], offset: u64, payload: &[&[u8]]) -> u64 {
     use std::hash::Hasher;
     use twox_hash::XxHash3_64;
+    use twox_hash::xxhash3_64::{DEFAULT_SECRET_LENGTH, RawHasher, SecretBuffer};
     match (check, payload) {
         (RecordCheck::Seeded, [one]) => XxHash3_64::oneshot_with_seed(check_seed(h, offset), one),
         (RecordCheck::Seeded, parts) => {
-            let mut x = XxHash3_64::with_seed(check_seed(h, offset));
+            // The secret derived from the seed, on the stack (`XxHash3_64::with_seed` would
+            // allocate it): the value is the one-shot's.
+            let secret = [0u8; DEFAULT_SECRET_LENGTH];
+            let Ok(buffer) = SecretBuffer::with_seed(check_seed(h, offset), secret) else {
+                unreachable!("the secret is exactly DEFAULT_SECRET_LENGTH bytes");
+            };
+            let mut x = RawHasher::new(buffer);
             parts.iter().for_each(|p| x.write(p));
             x.finish()
         }
         (RecordCheck::Prefixed, parts) => {
-            let mut x = XxHash3_64::with_seed(0);
+            // Seed 0: the default secret, borrowed, nothing allocated.
+            let mut x = RawHasher::new(SecretBuffer::default());
             x.write(&h[..REC_CHECK_OFFSET]);
             x.write(&offset.to_le_bytes());
             parts.iter().for_each(|p| x.write(p));
@@ -360,7 +371,7 @@ fn record_check(check: RecordCheck, h: &[u8], offset: u64, payload: &[&[u8]]) ->
 
 /// Version 4's seed: the offset (below 2^36, [`MAX_CAPACITY`]) and, above it, the generation.
 fn check_seed(h: &[u8], offset: u64) -> u64 {
-    debug_assert!(offset <= MAX_CAPACITY);
+    debug_assert!(offset <= MAX_CAPACITY && u32_at(h, REC_GEN_OFFSET) <= GENERATION_MASK);
     offset | u64::from(u32_at(h, REC_GEN_OFFSET)) << TAIL_BITS
 }
 

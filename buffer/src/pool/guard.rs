@@ -128,14 +128,7 @@ impl Drop for PageRef<'_> {
     fn drop(&mut self) {
         let pool = self.pool;
         match self.kind {
-            RefKind::Frame(f) => {
-                let m = &pool.metas[f];
-                held::pop(pool.key(LatchKind::Frame, f as u64), false);
-                // SAFETY: the guard took this latch shared and releases it once.
-                unsafe { m.latch.unlock_shared() };
-                pool.unpin(m);
-                guard_unpinned();
-            }
+            RefKind::Frame(f) => release_writer_frame(pool, f),
             RefKind::SharedFrame(f) => {
                 pool.unpin(&pool.metas[f]);
                 guard_unpinned();
@@ -144,6 +137,18 @@ impl Drop for PageRef<'_> {
             RefKind::Owned(_) => {}
         }
     }
+}
+
+/// Releases a read guard on the writer's frame `f`: out of line, so that the hits' releases
+/// (shared frames, SE2's pages), inlined where guards drop, stay small.
+#[inline(never)]
+fn release_writer_frame(pool: &BufferPool, f: usize) {
+    let m = &pool.metas[f];
+    held::pop(pool.key(LatchKind::Frame, f as u64), false);
+    // SAFETY: the guard took this latch shared and releases it once.
+    unsafe { m.latch.unlock_shared() };
+    pool.unpin(m);
+    guard_unpinned();
 }
 
 /// An exclusive guard on the writer's frame of a page. The page is dirty. Derefs to the whole

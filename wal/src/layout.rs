@@ -39,11 +39,11 @@
 //!      record's relative offset, 36 bits, and its generation, 20): a record copied to the wrong
 //!      place fails it, and so does one whose generation field was damaged (a whole record left
 //!      from an older generation passes its check and is refused by the generation test); XXH3
-//!      mixes the input's length in, so a damaged len hashes another range. Version 3's check, still read and written in
-//!      version-3 logs: XXH3-64 (seed 0) over len, generation, the offset (u64) and the payload.
-//!      Not a CRC: a CRC cannot see a change
-//!      to a stretch of payload that carries its own CRC of the same polynomial (a page image
-//!      with its checksum, say), and torn records mixing two versions made exactly such changes.
+//!      mixes the input's length in, so a damaged len hashes another range. Version 3's check,
+//!      still read and written in version-3 logs: XXH3-64 (seed 0) over len, generation, the
+//!      offset (u64) and the payload. Not a CRC: a CRC cannot see a change to a stretch of
+//!      payload that carries its own CRC of the same polynomial (a page image with its
+//!      checksum, say), and torn records mixing two versions made exactly such changes.
 //! ```
 //!
 //! All integers are little-endian; no `usize` reaches the file. The state word is the only thing
@@ -58,9 +58,9 @@ pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
 /// The log format this build creates. Version 4: a record's check is XXH3-64 of its payload
 /// seeded with its offset and generation, one pass the hash crate can run with the CPU's widest
 /// vectors; version 3 hashed a 16-byte prefix of those fields and then the payload, streamed.
-/// Version 3: the state word's check starts from
-/// 0xFF, so a zeroed word fails it (version 2's started from 0: eight zero bytes passed as tail
-/// 0, generation 0 — an empty raw log, a record log's pending zeroing). Version 2: record logs
+/// Version 3: the state word's check starts from 0xFF, so a zeroed word fails it (version 2's
+/// started from 0: eight zero bytes passed as tail 0, generation 0 — an empty raw log, a record
+/// log's pending zeroing). Version 2: record logs
 /// keep a watermark in the state word and records past it (version 1 persisted an exact tail
 /// for every append).
 pub const FORMAT_VERSION: u32 = 4;

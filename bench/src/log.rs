@@ -89,7 +89,6 @@ pub struct LogRow {
     /// Appends completed (in the median round of a small-append row).
     pub appends: u64,
     /// Rounds the row ran (small appends; 1 for the seed workload).
-    #[serde(default = "one_round")]
     pub rounds: u32,
     /// Appends per second (all threads).
     pub appends_per_s: f64,
@@ -99,10 +98,6 @@ pub struct LogRow {
     pub p50_us: Option<f64>,
     /// 99th percentile latency of one append, µs (small appends only).
     pub p99_us: Option<f64>,
-}
-
-fn one_round() -> u32 {
-    1
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -374,15 +369,52 @@ impl Rounds {
         self.lat.extend(lat);
     }
 
-    /// The round of median rate (`(appends, wall)`), the latencies sorted, and the count of
-    /// rounds.
-    fn finish(mut self) -> ((u64, Duration), Vec<u64>, u32) {
+    /// The row: the round of median rate, every round's latencies.
+    fn into_row(
+        mut self,
+        system: &str,
+        m: Medium,
+        durability: String,
+        threads: u32,
+        size: u64,
+    ) -> LogRow {
         let rate = |r: &(u64, Duration)| r.0 as f64 / r.1.as_secs_f64().max(1e-9);
         self.runs.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
-        let median = self.runs.get(self.runs.len() / 2).copied().unwrap_or_default();
+        let (n, wall) = self.runs.get(self.runs.len() / 2).copied().unwrap_or_default();
         self.lat.sort_unstable();
-        (median, self.lat, self.runs.len() as u32)
+        let r =
+            row("small", system, m, durability, threads, size, n, n * size, wall, Some(&self.lat));
+        LogRow { rounds: self.runs.len() as u32, ..r }
     }
+}
+
+/// Runs a small-append row's `--rounds` rounds on a system `make` creates at `path` (before any
+/// clock): `round` times one round on it. On the disk each round gets a fresh one, so that a
+/// round appends into blocks never written; elsewhere `reset` starts the same one over (a
+/// rewind). The file is removed at the end.
+fn run_rounds<T, E>(
+    args: &LogArgs,
+    m: Medium,
+    path: &Path,
+    make: impl Fn() -> Result<T, E>,
+    reset: impl Fn(&mut T) -> Result<(), E>,
+    mut round: impl FnMut(&T) -> (u64, Duration, Vec<u64>),
+) -> Result<Rounds, E> {
+    let mut rounds = Rounds::default();
+    let mut system = make()?;
+    for i in 0..args.rounds.max(1) {
+        if i > 0 && m == Medium::Disk {
+            drop(system);
+            let _ = std::fs::remove_file(path);
+            system = make()?;
+        } else if i > 0 {
+            reset(&mut system)?;
+        }
+        rounds.add(round(&system));
+    }
+    drop(system);
+    let _ = std::fs::remove_file(path);
+    Ok(rounds)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -411,28 +443,16 @@ fn small_nvpage(
         log.prefault();
         Ok(log)
     };
-    let mut rounds = Rounds::default();
-    let mut log = make()?;
-    let durability = log.durability().to_string();
-    for round in 0..args.rounds.max(1) {
-        if round > 0 && m == Medium::Disk {
-            drop(log);
-            let _ = std::fs::remove_file(&path);
-            log = make()?;
-        } else if round > 0 {
-            log.rewind()?;
-        }
-        rounds.add(timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok()));
-    }
-    drop(log);
-    let _ = std::fs::remove_file(&path);
-    let ((n, wall), lat, ran) = rounds.finish();
+    let mut durability = String::new();
+    let rounds = run_rounds(args, m, &path, make, Log::rewind, |log| {
+        durability = log.durability().to_string();
+        timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok())
+    })?;
     let system = match prefill {
         Prefill::Allocate => format!("nvpage-wal {framing}"),
         Prefill::Zeros => format!("nvpage-wal {framing} zero-filled"),
     };
-    let r = row("small", &system, m, durability, threads, size, n, n * size, wall, Some(&lat));
-    Ok(LogRow { rounds: ran, ..r })
+    Ok(rounds.into_row(&system, m, durability, threads, size))
 }
 
 fn small_write(
@@ -445,39 +465,24 @@ fn small_write(
     let path = dir.join(format!("small-{size}-{threads}.vfs"));
     let buf = vec![0x5Au8; size as usize];
     let make = || OpenOptions::new().create_new(true).read(true).write(true).open(&path);
-    let mut rounds = Rounds::default();
-    let mut f = make()?;
-    for round in 0..args.rounds.max(1) {
-        if round > 0 && m == Medium::Disk {
-            // A fresh file: every append extends it, as in the first round.
-            drop(f);
-            let _ = std::fs::remove_file(&path);
-            f = make()?;
-        }
-        // Elsewhere the tail starts over, as a rewound log's does.
-        let tail = AtomicU64::new(0);
-        rounds.add(timed(args, threads, args.appends, |_, _| {
-            let at = tail.fetch_add(size, Ordering::Relaxed);
-            f.write_all_at(&buf, at).and_then(|()| f.sync_data()).is_ok()
-        }));
-    }
-    drop(f);
-    let _ = std::fs::remove_file(&path);
-    let ((n, wall), lat, ran) = rounds.finish();
-    let durability = format!("pwrite+fdatasync per append on {}", medium_fs(m));
-    let r = row(
-        "small",
-        "write+fdatasync",
+    // On the disk every round's appends extend a fresh file; elsewhere each round's tail starts
+    // over at 0 in the same file, as a rewound log's does.
+    let rounds = run_rounds(
+        args,
         m,
-        durability,
-        threads,
-        size,
-        n,
-        n * size,
-        wall,
-        Some(&lat),
-    );
-    Ok(LogRow { rounds: ran, ..r })
+        &path,
+        make,
+        |_| Ok(()),
+        |f| {
+            let tail = AtomicU64::new(0);
+            timed(args, threads, args.appends, |_, _| {
+                let at = tail.fetch_add(size, Ordering::Relaxed);
+                f.write_all_at(&buf, at).and_then(|()| f.sync_data()).is_ok()
+            })
+        },
+    )?;
+    let durability = format!("pwrite+fdatasync per append on {}", medium_fs(m));
+    Ok(rounds.into_row("write+fdatasync", m, durability, threads, size))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -624,35 +629,15 @@ fn pmdk_rows(args: &LogArgs, m: Medium) -> std::io::Result<Vec<LogRow>> {
                 prefault(&log);
                 Ok(log)
             };
-            let mut rounds = Rounds::default();
-            let mut log = make()?;
-            for round in 0..args.rounds.max(1) {
-                // As ours: a fresh pool each round on the disk, rewound on tmpfs.
-                if round > 0 && m == Medium::Disk {
-                    drop(log);
-                    let _ = std::fs::remove_file(&path);
-                    log = make()?;
-                } else if round > 0 {
-                    log.rewind();
-                }
-                rounds.add(timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok()));
-            }
-            drop(log);
-            let _ = std::fs::remove_file(&path);
-            let ((n, wall), lat, ran) = rounds.finish();
-            let r = row(
-                "small",
-                "libpmemlog",
-                m,
-                durability.clone(),
-                threads,
-                size,
-                n,
-                n * size,
-                wall,
-                Some(&lat),
-            );
-            rows.push(LogRow { rounds: ran, ..r });
+            // As ours: a fresh pool each round on the disk, rewound elsewhere.
+            let rewind = |log: &mut PmemLog| {
+                log.rewind();
+                Ok(())
+            };
+            let rounds = run_rounds(args, m, &path, make, rewind, |log| {
+                timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok())
+            })?;
+            rows.push(rounds.into_row("libpmemlog", m, durability.clone(), threads, size));
         }
     }
     Ok(rows)

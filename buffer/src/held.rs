@@ -74,8 +74,15 @@ fn unpack(p: u128) -> (LatchKey, bool) {
     (key, p >> 64 & 1 == 1)
 }
 
+impl Inline {
+    /// The holds kept inline, unpacked.
+    fn holds(&self) -> impl Iterator<Item = (LatchKey, bool)> + '_ {
+        self.slots[..self.len.get()].iter().map(|c| unpack(c.get()))
+    }
+}
+
 fn any(f: impl Fn(&(LatchKey, bool)) -> bool) -> bool {
-    HELD.with(|h| h.slots[..h.len.get()].iter().any(|c| f(&unpack(c.get()))))
+    HELD.with(|h| h.holds().any(|e| f(&e)))
         || SPILLED.with(|h| h.borrow().iter().any(&f))
         || INHERITED.with(|h| h.borrow().iter().any(&f))
 }
@@ -136,8 +143,7 @@ pub struct Holds(Vec<(LatchKey, bool)>);
 
 /// The calling thread's holds, own and inherited.
 pub fn current_holds() -> Holds {
-    let mut v: Vec<_> =
-        HELD.with(|h| h.slots[..h.len.get()].iter().map(|c| unpack(c.get())).collect());
+    let mut v: Vec<_> = HELD.with(|h| h.holds().collect());
     SPILLED.with(|h| v.extend(h.borrow().iter().copied()));
     INHERITED.with(|h| v.extend(h.borrow().iter().copied()));
     Holds(v)

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use nvpage_wal::layout::DATA_OFFSET;
+use nvpage_wal::layout::{DATA_OFFSET, HEADER_LEN, LogHeader};
 use nvpage_wal::{CreateOptions, Framing, Log, Uuid};
 
 fn nvpage(args: &[&str], path: &Path) -> Output {
@@ -42,9 +42,8 @@ fn log_commands_on_good_corrupt_and_missing_logs() {
     let opts = CreateOptions::new(Uuid::nil());
     drop(Log::create(&v3, DATA_OFFSET as u64 + 8192, &opts).unwrap());
     let mut bytes = std::fs::read(&v3).unwrap();
-    bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
-    let crc = crc32c::crc32c(&bytes[..60]);
-    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    let head: &mut [u8; HEADER_LEN] = (&mut bytes[..HEADER_LEN]).try_into().unwrap();
+    *head = LogHeader { version: 3, ..LogHeader::decode(head).unwrap() }.encode();
     std::fs::write(&v3, &bytes).unwrap();
     let out = nvpage(&["log", "info"], &v3);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

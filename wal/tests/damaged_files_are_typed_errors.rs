@@ -82,18 +82,15 @@ fn damaged_and_foreign_files() {
     // A log of an older format is named as such.
     let old = dir.path().join("old.log");
     let mut b = bytes.clone();
-    b[8..12].copy_from_slice(&2u32.to_le_bytes());
-    let crc = crc32c::crc32c(&b[..60]);
-    b[60..64].copy_from_slice(&crc.to_le_bytes());
+    common::set_version(&mut b, 2);
     std::fs::write(&old, &b).unwrap();
     assert!(matches!(
         Log::open(&old),
         Err(WalError::VersionMismatch { expected: FORMAT_VERSION, found: 2, .. })
     ));
     // So is one newer than this build.
-    b[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
-    let crc = crc32c::crc32c(&b[..60]);
-    b[60..64].copy_from_slice(&crc.to_le_bytes());
+    let mut b = bytes.clone();
+    common::set_version(&mut b, FORMAT_VERSION + 1);
     std::fs::write(&old, &b).unwrap();
     assert!(matches!(
         Log::open(&old),

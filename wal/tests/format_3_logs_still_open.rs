@@ -64,9 +64,7 @@ fn a_format_3_log_opens_appends_and_rewinds_in_its_own_format() {
             assert_eq!(stored, check_v4(&head, pos, &body), "{}: record at {pos}", m.name);
         }
         // Rewrite it as format 3: the header's version (and its checksum), each record's check.
-        file[8..12].copy_from_slice(&3u32.to_le_bytes());
-        let crc = crc32c::crc32c(&file[..60]);
-        file[60..64].copy_from_slice(&crc.to_le_bytes());
+        common::set_version(&mut file, 3);
         for (pos, head, body) in records_in(&file, end) {
             let s = DATA_OFFSET + pos as usize;
             file[s + 8..s + 16].copy_from_slice(&check_v3(&head, pos, &body).to_le_bytes());

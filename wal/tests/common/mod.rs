@@ -61,3 +61,12 @@ pub fn payload(i: u64, len: usize) -> Vec<u8> {
     }
     v
 }
+
+/// Rewrites a log file's header (its first bytes) as format `version`, sealed by the crate's own
+/// encoder: a file as another build would have written it, or one this build must refuse.
+pub fn set_version(file: &mut [u8], version: u32) {
+    use nvpage_wal::layout::{HEADER_LEN, LogHeader};
+    let head: &mut [u8; HEADER_LEN] = (&mut file[..HEADER_LEN]).try_into().expect("a header");
+    let header = LogHeader::decode(head).expect("a sound header to start from");
+    *head = LogHeader { version, ..header }.encode();
+}

@@ -145,8 +145,10 @@ pub use nvpage_storage::{
     Durability, Layer, Medium, PageId, PersistMode, PersistRequest, StorageError,
 };
 pub use nvpage_wal::{Prefill, WalError};
-pub use row::{Col, Date, Decimal, Kind, OwnedValue, RowRef, Value, format_scaled, kind};
-pub use scan::{Scan, ScanPage};
+pub use row::{
+    Col, Date, Decimal, Kind, OwnedValue, PageCol, PageRow, RowRef, Value, format_scaled, kind,
+};
+pub use scan::{PageRows, Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
 pub use table::{RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
@@ -182,6 +184,15 @@ pub mod fuzzing {
         }
         let h = HeapPage::new(page, table_id, id)?;
         Ok((h.rows().collect(), h.free_space()))
+    }
+
+    /// `page`'s live rows with their slots as a scan's fold reads them (last slot first,
+    /// checking the page as it goes, in one pass: `heap::fold_rows_rev`), or its first error.
+    pub fn heap_fold_rows(page: &[u8], table_id: u32, id: u64) -> Result<Vec<(usize, &[u8])>> {
+        crate::heap::fold_rows_rev(page, table_id, id, Vec::new(), |mut rows, slot, bytes| {
+            rows.push((slot, bytes));
+            Ok(rows)
+        })
     }
 
     /// Decodes a catalog blob; `Ok` gives each table's name and its pages, in order.

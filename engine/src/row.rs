@@ -284,9 +284,15 @@ impl<'r> RowRef<'r> {
     /// Column `c`'s value, or `None` for NULL.
     #[inline(always)]
     pub fn get_opt<K: Kind>(&self, c: Col<K>) -> Result<Option<K::Out<'r>>> {
-        if c.fixed_end != self.schema.fixed_end() || c.index >= self.schema.columns().len() {
-            return Err(Error::ColumnMismatch);
-        }
+        c.check(self.schema)?;
+        self.read_opt(c)
+    }
+
+    /// Column `c`'s value, or `None` for NULL, for a handle already checked against this row's
+    /// schema ([`Col::check`]): the fixed slot it reads lies inside the row, which
+    /// [`RowRef::new`] checked is as long as the schema's fixed area.
+    #[inline(always)]
+    fn read_opt<K: Kind>(&self, c: Col<K>) -> Result<Option<K::Out<'r>>> {
         if c.nullable && self.is_null(c.index) {
             return Ok(None);
         }
@@ -413,6 +419,117 @@ impl<K: Kind> Col<K> {
     /// The column's index in its schema.
     pub fn index(&self) -> usize {
         self.index
+    }
+}
+
+impl<K> Col<K> {
+    /// Whether this handle can read rows of `schema`: made for a schema with the same fixed
+    /// area, so its slot lies inside every row [`RowRef::new`] accepts, and naming one of its
+    /// columns. [`Error::ColumnMismatch`] if not.
+    #[inline(always)]
+    fn check(&self, schema: &Schema) -> Result<()> {
+        if self.fixed_end != schema.fixed_end() || self.index >= schema.columns().len() {
+            return Err(Error::ColumnMismatch);
+        }
+        Ok(())
+    }
+}
+
+/// A lifetime that cannot be shortened or lengthened (`PhantomData` of a function from and to
+/// it): a [`PageCol`] of one page and a [`PageRow`] of another never agree on it, so a handle
+/// checked against one page's schema can only read that page's rows.
+type Brand<'p> = PhantomData<fn(&'p ()) -> &'p ()>;
+
+/// A column handle checked against one page's schema, by
+/// [`PageRows::col`](crate::PageRows::col): reading it from a row of that page
+/// ([`PageRow::get`]) needs no check of the handle, only of the value (NULL).
+///
+/// It reads only that page's rows. A fold nested in another reads its own page's rows with
+/// its own page's handles:
+///
+/// ```
+/// # use nvpage::{Database, ReadOps, Result, Table, kind};
+/// fn nested(db: &Database, t: &Table) -> Result<i64> {
+///     let a = t.col::<kind::I64>("a")?;
+///     db.begin_read()?.par_fold_pages(t, 1, || 0, |n, _page| {
+///         let inner = db.begin_read()?.par_fold_pages(t, 1, || 0, |m, other| {
+///             let a = other.col(a)?;
+///             other.fold(m, |m, r| Ok(m + r.get(a)?))
+///         }, |x, y| x + y)?;
+///         Ok(n + inner)
+///     }, |x, y| x + y)
+/// }
+/// ```
+///
+/// and the outer page's handle does not compile there:
+///
+/// ```compile_fail
+/// # use nvpage::{Database, ReadOps, Result, Table, kind};
+/// fn nested(db: &Database, t: &Table) -> Result<i64> {
+///     let a = t.col::<kind::I64>("a")?;
+///     db.begin_read()?.par_fold_pages(t, 1, || 0, |n, page| {
+///         let a = page.col(a)?;
+///         let inner = db.begin_read()?.par_fold_pages(t, 1, || 0, |m, other| {
+///             other.fold(m, |m, r| Ok(m + r.get(a)?))
+///         }, |x, y| x + y)?;
+///         Ok(n + inner)
+///     }, |x, y| x + y)
+/// }
+/// ```
+#[derive(Debug)]
+pub struct PageCol<'p, K> {
+    col: Col<K>,
+    _page: Brand<'p>,
+}
+
+impl<K> Clone for PageCol<'_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K> Copy for PageCol<'_, K> {}
+
+impl<'p, K> PageCol<'p, K> {
+    /// `col`, checked against `schema` (the page's).
+    #[inline(always)]
+    pub(crate) fn new(col: Col<K>, schema: &'p Schema) -> Result<Self> {
+        col.check(schema)?;
+        Ok(Self { col, _page: PhantomData })
+    }
+}
+
+/// A row of a page-at-a-time fold ([`ReadOps::par_fold_pages`](crate::ReadOps::par_fold_pages)),
+/// read in place: [`RowRef`]'s getters for the handles checked against its page.
+#[derive(Clone, Copy, Debug)]
+pub struct PageRow<'p> {
+    row: RowRef<'p>,
+    _page: Brand<'p>,
+}
+
+impl<'p> PageRow<'p> {
+    #[inline(always)]
+    pub(crate) fn new(row: RowRef<'p>) -> Self {
+        Self { row, _page: PhantomData }
+    }
+
+    /// Column `c`'s value; NULL is [`Error::Null`].
+    #[inline(always)]
+    pub fn get<K: Kind>(&self, c: PageCol<'p, K>) -> Result<K::Out<'p>> {
+        match self.row.read_opt(c.col)? {
+            Some(v) => Ok(v),
+            None => Err(self.row.null_error(c.col.index)),
+        }
+    }
+
+    /// Column `c`'s value, or `None` for NULL.
+    #[inline(always)]
+    pub fn get_opt<K: Kind>(&self, c: PageCol<'p, K>) -> Result<Option<K::Out<'p>>> {
+        self.row.read_opt(c.col)
+    }
+
+    /// The row as a [`RowRef`] (its id, its bytes, every other getter).
+    pub fn row(&self) -> RowRef<'p> {
+        self.row
     }
 }
 

@@ -15,7 +15,7 @@ use nvpage_storage::PageId;
 use crate::db::Database;
 use crate::error::Result;
 use crate::heap::{self, HeapPage};
-use crate::row::RowRef;
+use crate::row::{Col, Kind, PageCol, PageRow, RowRef};
 use crate::schema::Schema;
 use crate::table::{RowId, Table};
 use crate::txn::{self, Ctx};
@@ -132,10 +132,7 @@ impl<'t> ScanPage<'t> {
 }
 
 /// Folds every row of `table` on `threads` workers (at least one), each starting from `init()`,
-/// then combines the workers' results. Workers take chunks of pages from a shared counter, so a
-/// slow worker does not hold the others back. The first error stops every worker. Workers read
-/// with the calling transaction's view and act with what the calling thread holds (its
-/// transactions and latches: `txn::adopt`), since it waits for them.
+/// then combines the workers' results ([`par_pages`]).
 pub(crate) fn par_fold<A, I, F, C>(
     ctx: Ctx<'_>,
     table: &Table,
@@ -148,6 +145,100 @@ where
     A: Send,
     I: Fn() -> A + Sync,
     F: Fn(A, RowRef<'_>) -> Result<A> + Sync,
+    C: Fn(A, A) -> A,
+{
+    par_pages(ctx, table, threads, init, combine, |acc, schema, page, id| {
+        // The fold promises no order: the last slot first walks the page's memory upwards (a
+        // third less time per row on a cold cache than slot order), and the page is checked in
+        // the same pass.
+        heap::fold_rows_rev(page, table.id, id, acc, |acc, slot, bytes| {
+            let rid = RowId { page: id, slot: slot as u16 };
+            fold(acc, RowRef::new(schema, bytes, rid)?)
+        })
+    })
+}
+
+/// Folds every page of `table` with `fold`, as [`par_fold`] folds its rows.
+pub(crate) fn par_fold_pages<A, I, F, C>(
+    ctx: Ctx<'_>,
+    table: &Table,
+    threads: usize,
+    init: I,
+    fold: F,
+    combine: C,
+) -> Result<A>
+where
+    A: Send,
+    I: Fn() -> A + Sync,
+    F: for<'p> Fn(A, PageRows<'p>) -> Result<A> + Sync,
+    C: Fn(A, A) -> A,
+{
+    par_pages(ctx, table, threads, init, combine, |acc, schema, page, id| {
+        fold(acc, PageRows { schema, bytes: page, table_id: table.id, id })
+    })
+}
+
+/// One heap page of a page-at-a-time fold ([`ReadOps::par_fold_pages`](crate::ReadOps::par_fold_pages)),
+/// read in place for as long as the fold's call lasts. Its column handles ([`PageRows::col`])
+/// are checked against the table's schema once for the page, so its rows' getters
+/// ([`PageRow::get`]) check only their values; the page itself is checked as its rows are
+/// folded ([`PageRows::fold`]), with every check of a row-at-a-time scan.
+#[derive(Clone, Copy, Debug)]
+pub struct PageRows<'p> {
+    schema: &'p Schema,
+    bytes: &'p [u8],
+    table_id: u32,
+    id: u64,
+}
+
+impl<'p> PageRows<'p> {
+    /// The page's id.
+    pub fn page_id(&self) -> u64 {
+        self.id
+    }
+
+    /// `col`, checked against the page's schema: [`Error::ColumnMismatch`] if it was made for
+    /// another table's.
+    #[inline(always)]
+    pub fn col<K: Kind>(&self, col: Col<K>) -> Result<PageCol<'p, K>> {
+        PageCol::new(col, self.schema)
+    }
+
+    /// Folds the page's live rows with `f`, in no promised order (the last slot first, which
+    /// walks the page's memory upwards). A damaged page is [`Error::CorruptPage`] or
+    /// [`Error::CorruptRow`], as a row-at-a-time scan reports it.
+    ///
+    /// [`Error::CorruptPage`]: crate::Error::CorruptPage
+    /// [`Error::CorruptRow`]: crate::Error::CorruptRow
+    #[inline(always)]
+    pub fn fold<A>(&self, init: A, mut f: impl FnMut(A, PageRow<'p>) -> Result<A>) -> Result<A> {
+        let (schema, id) = (self.schema, self.id);
+        heap::fold_rows_rev(self.bytes, self.table_id, id, init, |acc, slot, bytes| {
+            let rid = RowId { page: id, slot: slot as u16 };
+            f(acc, PageRow::new(RowRef::new(schema, bytes, rid)?))
+        })
+    }
+}
+
+/// The workers of [`par_fold`] and [`par_fold_pages`]: each starts from `init()` and folds its
+/// share of `table`'s pages with `page` (given the table's schema, the page's bytes and its
+/// id), then the workers' results are combined. Workers take chunks of pages from a shared
+/// counter, so a slow worker does not hold the others back. The first error stops every worker.
+/// Workers read with the calling transaction's view and act with what the calling thread holds
+/// (its transactions and latches: `txn::adopt`), since it waits for them.
+#[inline(always)]
+fn par_pages<A, I, P, C>(
+    ctx: Ctx<'_>,
+    table: &Table,
+    threads: usize,
+    init: I,
+    combine: C,
+    page: P,
+) -> Result<A>
+where
+    A: Send,
+    I: Fn() -> A + Sync,
+    P: Fn(A, &Schema, &[u8], u64) -> Result<A> + Sync,
     C: Fn(A, A) -> A,
 {
     let (db, view) = (ctx.db, ctx.view);
@@ -175,18 +266,12 @@ where
             }
             db.pool.will_need(PageId(start), len);
             for id in start..start + len {
-                let page = read_page(db, view, id, &mut ring)?;
+                let bytes = read_page(db, view, id, &mut ring)?;
                 // The next page's first lines load while this one is folded.
                 if id + 1 < start + len {
                     db.pool.prefetch(PageId(id + 1), &heap::LEADING_LINES);
                 }
-                // The fold promises no order: the last slot first walks the page's memory
-                // upwards (a third less time per row on a cold cache than slot order), and
-                // the page is checked in the same pass.
-                acc = heap::fold_rows_rev(&page, table.id, id, acc, |acc, slot, bytes| {
-                    let rid = RowId { page: id, slot: slot as u16 };
-                    fold(acc, RowRef::new(&schema, bytes, rid)?)
-                })?;
+                acc = page(acc, &schema, &bytes, id)?;
             }
         }
     };

@@ -476,6 +476,56 @@ pub trait ReadOps: sealed::Reads {
     {
         crate::scan::par_fold(self.ctx(), table, threads, init, fold, combine)
     }
+
+    /// [`ReadOps::par_fold`] a page at a time: `fold` gets each heap page of `table` as
+    /// [`PageRows`](crate::PageRows), checks its column handles against the page once
+    /// ([`PageRows::col`](crate::PageRows::col)) and folds the page's rows
+    /// ([`PageRows::fold`](crate::PageRows::fold)), whose getters then check only their values.
+    /// For scans that read a few columns of many rows, where the row-at-a-time getters' check
+    /// of each handle is a tenth of the time (Q1).
+    ///
+    /// ```
+    /// # use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Value, kind};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path().join("db"))?;
+    /// let schema = Schema::new(vec![Column::new("n", ColumnType::I64)])?;
+    /// let mut w = db.begin_write()?;
+    /// let t = w.create_table("t", schema)?;
+    /// for n in 1..=100 {
+    ///     w.insert(&t, &[Value::I64(n)])?;
+    /// }
+    /// w.commit()?;
+    /// let r = db.begin_read()?;
+    /// let n = t.col::<kind::I64>("n")?;
+    /// let sum = r.par_fold_pages(
+    ///     &t,
+    ///     2,
+    ///     || 0,
+    ///     |acc, page| {
+    ///         let n = page.col(n)?;
+    ///         page.fold(acc, |acc, row| Ok(acc + row.get(n)?))
+    ///     },
+    ///     |a, b| a + b,
+    /// )?;
+    /// assert_eq!(sum, 5050);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn par_fold_pages<A, I, F, C>(
+        &self,
+        table: &Table,
+        threads: usize,
+        init: I,
+        fold: F,
+        combine: C,
+    ) -> Result<A>
+    where
+        A: Send,
+        I: Fn() -> A + Sync,
+        F: for<'p> Fn(A, crate::PageRows<'p>) -> Result<A> + Sync,
+        C: Fn(A, A) -> A,
+    {
+        crate::scan::par_fold_pages(self.ctx(), table, threads, init, fold, combine)
+    }
 }
 
 impl<T: sealed::Reads> ReadOps for T {}

@@ -214,26 +214,33 @@ pub fn aggregate(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<Groups> {
     let price = l.col::<kind::Units>("l_extendedprice")?;
     let disc = l.col::<kind::Units>("l_discount")?;
     let tax = l.col::<kind::Units>("l_tax")?;
-    rx.par_fold(
+    // A page at a time: the handles are checked once per page, not per row and column.
+    rx.par_fold_pages(
         &l,
         threads,
         Groups::default,
-        |mut groups, r| {
-            // The date test first: the other columns are read only for rows that count.
-            let d = r.get(shipdate)?;
-            if d > LAST_SHIPDATE {
-                return Ok(groups);
-            }
-            groups.add_line(
-                d,
-                first_byte(r.get(flag)?),
-                first_byte(r.get(status)?),
-                r.get(qty)?,
-                r.get(price)?,
-                r.get(disc)?,
-                r.get(tax)?,
-            );
-            Ok(groups)
+        |groups, page| {
+            let (shipdate, flag, status) =
+                (page.col(shipdate)?, page.col(flag)?, page.col(status)?);
+            let (qty, price, disc, tax) =
+                (page.col(qty)?, page.col(price)?, page.col(disc)?, page.col(tax)?);
+            page.fold(groups, |mut groups, r| {
+                // The date test first: the other columns are read only for rows that count.
+                let d = r.get(shipdate)?;
+                if d > LAST_SHIPDATE {
+                    return Ok(groups);
+                }
+                groups.add_line(
+                    d,
+                    first_byte(r.get(flag)?),
+                    first_byte(r.get(status)?),
+                    r.get(qty)?,
+                    r.get(price)?,
+                    r.get(disc)?,
+                    r.get(tax)?,
+                );
+                Ok(groups)
+            })
         },
         |a, b| a.merge(&b),
     )

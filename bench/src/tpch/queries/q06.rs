@@ -30,23 +30,28 @@ pub fn revenue(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<i128> {
     let discount = l.col::<kind::Units>("l_discount")?;
     let quantity = l.col::<kind::Units>("l_quantity")?;
     let price = l.col::<kind::Units>("l_extendedprice")?;
-    rx.par_fold(
+    // A page at a time: the handles are checked once per page, not per row and column.
+    rx.par_fold_pages(
         &l,
         threads,
         || 0i128,
-        |acc, r| {
-            // Column by column, so a row the date leaves out costs one read; `line_revenue`
-            // decides the rest.
-            let d = r.get(shipdate)?;
-            if d < FROM || d >= TO {
-                return Ok(acc);
-            }
-            let disc = r.get(discount)?;
-            if !(5..=7).contains(&disc) {
-                return Ok(acc);
-            }
-            let line = line_revenue(d, disc, r.get(quantity)?, r.get(price)?);
-            Ok(acc + line.unwrap_or(0))
+        |acc, page| {
+            let (shipdate, discount) = (page.col(shipdate)?, page.col(discount)?);
+            let (quantity, price) = (page.col(quantity)?, page.col(price)?);
+            page.fold(acc, |acc, r| {
+                // Column by column, so a row the date leaves out costs one read;
+                // `line_revenue` decides the rest.
+                let d = r.get(shipdate)?;
+                if d < FROM || d >= TO {
+                    return Ok(acc);
+                }
+                let disc = r.get(discount)?;
+                if !(5..=7).contains(&disc) {
+                    return Ok(acc);
+                }
+                let line = line_revenue(d, disc, r.get(quantity)?, r.get(price)?);
+                Ok(acc + line.unwrap_or(0))
+            })
         },
         |a, b| a + b,
     )

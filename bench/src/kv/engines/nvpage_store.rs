@@ -30,7 +30,8 @@ pub struct NvStore {
     db: Database,
     table: Table,
     index: Index,
-    v: Col<kind::Str>,
+    /// The value, read as bytes (as the other engines return theirs: no UTF-8 check).
+    v: Col<kind::Bytes>,
 }
 
 fn missing(key: u64) -> BoxError {
@@ -79,7 +80,7 @@ impl NvStore {
                 }
             }
         };
-        let v = table.col::<kind::Str>("v")?;
+        let v = table.col::<kind::Bytes>("v")?;
         Ok(NvStore { db, table, index, v })
     }
 
@@ -87,7 +88,7 @@ impl NvStore {
     fn read(&self, tx: &impl ReadOps, key: u64) -> Result<u64, BoxError> {
         let g = tx.get_by(&self.index, &[Value::I64(key as i64)])?.ok_or_else(|| missing(key))?;
         let row = g.row()?;
-        Ok(digest(row.get(self.v)?.as_bytes()))
+        Ok(digest(row.get(self.v)?))
     }
 }
 
@@ -121,7 +122,7 @@ impl Store for NvStore {
                 let scan = rx.index_range(&self.index, Bound::Included(&from), Bound::Unbounded)?;
                 for g in scan.take(SCAN_LEN) {
                     let g = g?;
-                    sum = sum.wrapping_add(digest(g.row()?.get(self.v)?.as_bytes()));
+                    sum = sum.wrapping_add(digest(g.row()?.get(self.v)?));
                 }
             }
         }
@@ -159,7 +160,7 @@ impl Store for NvStore {
         let rx = self.db.begin_read()?;
         let Some(g) = rx.get_by(&self.index, &[Value::I64(key as i64)])? else { return Ok(None) };
         let row = g.row()?;
-        Ok(Some(row.get(self.v)?.as_bytes().to_vec()))
+        Ok(Some(row.get(self.v)?.to_vec()))
     }
 
     fn pages_read(&self) -> Option<u64> {

@@ -189,6 +189,9 @@ pub mod fuzzing {
     /// `page`'s live rows with their slots as a scan's fold reads them (last slot first,
     /// checking the page as it goes, in one pass: `heap::fold_rows_rev`), or its first error.
     pub fn heap_fold_rows(page: &[u8], table_id: u32, id: u64) -> Result<Vec<(usize, &[u8])>> {
+        if page.len() < nvpage_storage::page::MIN_PAGE_SIZE {
+            return Err(Error::InvalidOption("heap_fold_rows takes a whole page".into()));
+        }
         crate::heap::fold_rows_rev(page, table_id, id, Vec::new(), |mut rows, slot, bytes| {
             rows.push((slot, bytes));
             Ok(rows)

@@ -436,9 +436,10 @@ impl<K> Col<K> {
 }
 
 /// A lifetime that cannot be shortened or lengthened (`PhantomData` of a function from and to
-/// it): a [`PageCol`] of one page and a [`PageRow`] of another never agree on it, so a handle
-/// checked against one page's schema can only read that page's rows.
-type Brand<'p> = PhantomData<fn(&'p ()) -> &'p ()>;
+/// it). [`PageRows`](crate::PageRows), [`PageCol`] and [`PageRow`] all carry their page's, and
+/// the fold's closure is called for every lifetime, so two pages' lifetimes never agree: a
+/// handle checked against one page's schema reads only that page's rows.
+pub(crate) type Brand<'p> = PhantomData<fn(&'p ()) -> &'p ()>;
 
 /// A column handle checked against one page's schema, by
 /// [`PageRows::col`](crate::PageRows::col): reading it from a row of that page
@@ -476,6 +477,26 @@ type Brand<'p> = PhantomData<fn(&'p ()) -> &'p ()>;
 ///     }, |x, y| x + y)
 /// }
 /// ```
+///
+/// nor does one made from the outer page there, even with both pages' lifetimes forced to one:
+///
+/// ```compile_fail
+/// # use nvpage::{Database, PageRows, ReadOps, Result, Table, kind};
+/// fn join<'c>(a: PageRows<'c>, b: PageRows<'c>) -> (PageRows<'c>, PageRows<'c>) {
+///     (a, b)
+/// }
+/// fn nested(db: &Database, t: &Table, u: &Table) -> Result<i64> {
+///     let a = t.col::<kind::I64>("a")?;
+///     db.begin_read()?.par_fold_pages(t, 1, || 0, |n, page| {
+///         let inner = db.begin_read()?.par_fold_pages(u, 1, || 0, |m, other| {
+///             let (page, other) = join(page, other);
+///             let a = page.col(a)?;
+///             other.fold(m, |m, r| Ok(m + r.get(a)?))
+///         }, |x, y| x + y)?;
+///         Ok(n + inner)
+///     }, |x, y| x + y)
+/// }
+/// ```
 #[derive(Debug)]
 pub struct PageCol<'p, K> {
     col: Col<K>,
@@ -490,10 +511,16 @@ impl<K> Clone for PageCol<'_, K> {
 impl<K> Copy for PageCol<'_, K> {}
 
 impl<'p, K> PageCol<'p, K> {
-    /// `col`, checked against `schema` (the page's).
+    /// `col`, checked against `schema` (the page's) more closely than a row's getter can afford
+    /// to, once a page: besides [`Col::check`]'s fixed area and index, the column at that index
+    /// must have the handle's place, type and nullability.
     #[inline(always)]
-    pub(crate) fn new(col: Col<K>, schema: &'p Schema) -> Result<Self> {
+    pub(crate) fn new(col: Col<K>, schema: &Schema) -> Result<Self> {
         col.check(schema)?;
+        let c = &schema.columns()[col.index];
+        if schema.offset(col.index) != col.offset || c.ty != col.ty || c.nullable != col.nullable {
+            return Err(Error::ColumnMismatch);
+        }
         Ok(Self { col, _page: PhantomData })
     }
 }

@@ -7,6 +7,7 @@
 //! everything else out; a table that fits is cached like any other page. Scans ask the kernel to
 //! read ahead a window of pages at a time.
 
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use nvpage_buffer::{PageRef, ScanRing, View};
@@ -15,7 +16,7 @@ use nvpage_storage::PageId;
 use crate::db::Database;
 use crate::error::Result;
 use crate::heap::{self, HeapPage};
-use crate::row::{Col, Kind, PageCol, PageRow, RowRef};
+use crate::row::{Brand, Col, Kind, PageCol, PageRow, RowRef};
 use crate::schema::Schema;
 use crate::table::{RowId, Table};
 use crate::txn::{self, Ctx};
@@ -174,7 +175,7 @@ where
     C: Fn(A, A) -> A,
 {
     par_pages(ctx, table, threads, init, combine, |acc, schema, page, id| {
-        fold(acc, PageRows { schema, bytes: page, table_id: table.id, id })
+        fold(acc, PageRows { schema, bytes: page, table_id: table.id, id, _page: PhantomData })
     })
 }
 
@@ -189,6 +190,8 @@ pub struct PageRows<'p> {
     bytes: &'p [u8],
     table_id: u32,
     id: u64,
+    /// Invariant in `'p`, as its handles and rows are: two pages' lifetimes never unify.
+    _page: Brand<'p>,
 }
 
 impl<'p> PageRows<'p> {
@@ -197,8 +200,11 @@ impl<'p> PageRows<'p> {
         self.id
     }
 
-    /// `col`, checked against the page's schema: [`Error::ColumnMismatch`] if it was made for
-    /// another table's.
+    /// `col`, checked against the page's schema: [`Error::ColumnMismatch`] unless the page's
+    /// schema has a column of the handle's type and nullability at the handle's index and
+    /// place (a handle of this table, or of one laid out the same up to that column).
+    ///
+    /// [`Error::ColumnMismatch`]: crate::Error::ColumnMismatch
     #[inline(always)]
     pub fn col<K: Kind>(&self, col: Col<K>) -> Result<PageCol<'p, K>> {
         PageCol::new(col, self.schema)

@@ -1,14 +1,16 @@
 //! Goal: the page-at-a-time fold (`ReadOps::par_fold_pages`, issue 16's scan API) reads what the
 //! row-at-a-time API reads — every committed row once, a write transaction's own changes, NULLs
-//! as NULLs — on every layer, with the pool holding all of the table or a few pages of it; and a
-//! handle made for another table is the typed `ColumnMismatch`, not a wrong value.
+//! as NULLs — on every layer, with the pool holding all of the table or a few pages of it, with
+//! several workers each taking several chunks of pages; and a handle made for another table
+//! whose column there is not laid out as this one's is the typed `ColumnMismatch` (a
+//! row-at-a-time getter compares only the fixed areas' lengths), a NULL read with `get` `Null`.
 
 mod common;
 
 use std::collections::BTreeMap;
 
 use common::{Row, commit_table, insert_row};
-use nvpage::{Column, ColumnType, Database, Error, Layer, ReadOps, Schema, Value, kind};
+use nvpage::{Column, ColumnType, Database, Error, Layer, ReadOps, Schema, kind};
 
 /// Each row's (qty, note length or None), by key, through the page-at-a-time fold.
 fn by_pages(
@@ -71,10 +73,11 @@ fn pages_fold_every_row_once_as_rows_do() {
                 .pool_bytes(pool_bytes)
                 .open(dir.path().join("db"))
                 .unwrap();
-            commit_table(&db, 3000, |k| Row { qty: k as i32 * 2, note: note(k) });
+            // About 130 pages of 4 KiB: four chunks of 32 pages for the workers to share.
+            commit_table(&db, 10_000, |k| Row { qty: k as i32 * 2, note: note(k) });
             let rx = db.begin_read().unwrap();
             let want: BTreeMap<_, _> =
-                (0..3000).map(|k| (k, (k as i32 * 2, note(k).map(|n| n.len())))).collect();
+                (0..10_000).map(|k| (k, (k as i32 * 2, note(k).map(|n| n.len())))).collect();
             assert_eq!(by_rows(&rx), want, "{layer}, pool {pool_bytes}");
             for threads in [1, 3] {
                 assert_eq!(by_pages(&rx, threads).unwrap(), want, "{layer}, {threads} threads");
@@ -83,12 +86,12 @@ fn pages_fold_every_row_once_as_rows_do() {
 
             // A write transaction's fold sees its own insert and delete.
             let mut tx = db.begin_write().unwrap();
-            insert_row(&mut tx, "t", 5000, &Row { qty: 7, note: None }).unwrap();
+            insert_row(&mut tx, "t", 50_000, &Row { qty: 7, note: None }).unwrap();
             let t = tx.table("t").unwrap();
             let first = common::contents_in(&tx).unwrap()["t"][&0].0;
             tx.delete(&t, first).unwrap();
             let mut mine = want.clone();
-            mine.insert(5000, (7, None));
+            mine.insert(50_000, (7, None));
             mine.remove(&0);
             assert_eq!(by_pages(&tx, 2).unwrap(), mine, "{layer}: the writer's own changes");
             // A reader (on a thread of its own: this one holds the writer) does not.
@@ -107,20 +110,32 @@ fn pages_fold_every_row_once_as_rows_do() {
 fn nulls_and_foreign_handles_are_typed_errors() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::builder().layer(layer).open(dir.path().join("db")).unwrap();
-        commit_table(&db, 10, |k| Row { qty: k as i32, note: note(k) });
+        let db =
+            Database::builder().layer(layer).page_size(4096).open(dir.path().join("db")).unwrap();
+        // Many pages, so that several workers meet the error.
+        commit_table(&db, 10_000, |k| Row { qty: k as i32, note: note(k) });
         let mut tx = db.begin_write().unwrap();
+        // `t` is (key I64, qty I32, price Decimal, note VarChar NULL): a one-byte null bitmap
+        // and fixed slots of 8, 4, 8 and 4 bytes. `other` has a fixed area as long, laid out
+        // differently past its first two columns, and `wide` a longer one.
         let other = tx
             .create_table(
                 "other",
                 Schema::new(vec![
                     Column::new("a", ColumnType::I64),
-                    Column::new("b", ColumnType::I64),
+                    Column::new("b", ColumnType::I32),
+                    Column::new("c", ColumnType::I64),
+                    Column::new("d", ColumnType::I32),
                 ])
                 .unwrap(),
             )
             .unwrap();
-        tx.insert(&other, &[Value::I64(1), Value::I64(2)]).unwrap();
+        tx.create_table(
+            "wide",
+            Schema::new(vec![Column::new("a", ColumnType::I64), Column::new("z", ColumnType::I64)])
+                .unwrap(),
+        )
+        .unwrap();
         tx.commit().unwrap();
 
         let rx = db.begin_read().unwrap();
@@ -139,9 +154,31 @@ fn nulls_and_foreign_handles_are_typed_errors() {
         );
         assert!(matches!(&r, Err(Error::Null(c)) if c == "note"), "{layer}: {r:?}");
 
-        // A handle of `other` (whose fixed area differs) on `t`'s pages: refused at the page.
-        let b = other.col::<kind::I64>("b").unwrap();
-        let r = rx.par_fold_pages(&t, 2, || 0, |acc, page| page.col(b).map(|_| acc), |a, _| a);
+        // A handle of `other` on `t`'s pages: `c` (an I64 where `t` has its Decimal price) is
+        // refused at the page although the fixed areas are as long (the row getter's check
+        // lets it through); `b` is laid out as `t`'s `qty` and reads it.
+        let c = other.col::<kind::I64>("c").unwrap();
+        let row_path = rx.par_fold(&t, 2, || 0i64, |acc, r| Ok(acc + r.get(c)?), |a, b| a + b);
+        assert!(row_path.is_ok(), "{layer}: the fixed areas are as long: {row_path:?}");
+        let r = rx.par_fold_pages(&t, 2, || 0, |acc, page| page.col(c).map(|_| acc), |a, _| a);
+        assert!(matches!(r, Err(Error::ColumnMismatch)), "{layer}: {r:?}");
+        let b = other.col::<kind::I32>("b").unwrap();
+        let sum = rx
+            .par_fold_pages(
+                &t,
+                2,
+                || 0i64,
+                |acc, page| {
+                    let b = page.col(b)?;
+                    page.fold(acc, |acc, r| Ok(acc + i64::from(r.get(b)?)))
+                },
+                |a, b| a + b,
+            )
+            .unwrap();
+        assert_eq!(sum, (0..10_000).sum::<i64>(), "{layer}: `b` reads `qty`");
+        // A handle of a table with a longer fixed area: refused.
+        let z = rx.table("wide").unwrap().col::<kind::I64>("z").unwrap();
+        let r = rx.par_fold_pages(&t, 2, || 0, |acc, page| page.col(z).map(|_| acc), |a, _| a);
         assert!(matches!(r, Err(Error::ColumnMismatch)), "{layer}: {r:?}");
     }
 }

@@ -18,6 +18,7 @@ pub(crate) mod verify;
 
 use std::sync::Arc;
 
+pub(crate) use scan::get_unique;
 pub use scan::{IndexIds, IndexScan};
 
 use crate::catalog::{IndexMeta, TableMeta};

@@ -97,6 +97,46 @@ fn exclude(bound: &mut Bound<Vec<u8>>, key: &[u8]) {
     *bound = Bound::Excluded(v);
 }
 
+/// `index`'s entry in `ctx`'s catalog, and its table's.
+fn metas<'t>(ctx: &Ctx<'t>, index: &Index) -> Result<(&'t IndexMeta, &'t TableMeta)> {
+    let meta = ctx
+        .catalog
+        .indexes
+        .iter()
+        .find(|x| x.id == index.id)
+        .ok_or_else(|| Error::UnknownIndex(index.name().into()))?;
+    let tmeta = ctx
+        .catalog
+        .tables
+        .iter()
+        .find(|t| t.id == meta.table_id)
+        .ok_or_else(|| Error::UnknownTable(index.table_name().into()))?;
+    Ok((meta, tmeta))
+}
+
+/// The row whose key is `values` (every column of unique index `index`, none NULL: such a key is
+/// in the index at most once, as its bytes alone), as `ctx` sees it: one descent, one search of
+/// the leaf, then the row, without a scan's bounds and cursor. The leaf is released before the
+/// row is read (the row id is copied out of it).
+pub(crate) fn get_unique<'t>(
+    ctx: Ctx<'t>,
+    index: &Index,
+    values: &[Value<'_>],
+) -> Result<Option<RowGuard<'t>>> {
+    let (meta, tmeta) = metas(&ctx, index)?;
+    let mut k = Vec::new();
+    key::encode_values(&tmeta.schema, &meta.columns, values, &mut k)?;
+    let rid = {
+        let (page, leaf) = descend(ctx.db, ctx.view, meta, Target::Key(&k), &mut Vec::new())?;
+        let n = Node::new(&leaf, meta.id, page)?;
+        match n.search(&k)? {
+            Ok(i) => entry_row(n.value(i)?, page)?,
+            Err(_) => return Ok(None),
+        }
+    };
+    get_in(&ctx, tmeta, rid).map(Some)
+}
+
 impl<'t> IndexScan<'t> {
     /// Rows of `index` whose keys lie between `lo` and `hi`, each bound a tuple of values for
     /// the index's first columns (all of them or fewer: a key prefix). A bound on a prefix
@@ -108,18 +148,7 @@ impl<'t> IndexScan<'t> {
         lo: Bound<&[Value<'_>]>,
         hi: Bound<&[Value<'_>]>,
     ) -> Result<Self> {
-        let meta = ctx
-            .catalog
-            .indexes
-            .iter()
-            .find(|x| x.id == index.id)
-            .ok_or_else(|| Error::UnknownIndex(index.name().into()))?;
-        let tmeta = ctx
-            .catalog
-            .tables
-            .iter()
-            .find(|t| t.id == meta.table_id)
-            .ok_or_else(|| Error::UnknownTable(index.table_name().into()))?;
+        let (meta, tmeta) = metas(&ctx, index)?;
         let encode = |values: &[Value<'_>]| -> Result<Vec<u8>> {
             let mut out = Vec::new();
             key::encode_values(&tmeta.schema, &meta.columns, values, &mut out)?;

@@ -134,6 +134,8 @@ pub(crate) fn get_unique<'t>(
             Err(_) => return Ok(None),
         }
     };
+    // The row's page header and slot load while the leaf is released and the page is found.
+    ctx.db.pool.prefetch(PageId(rid.page), &[0, heap::slot_offset(usize::from(rid.slot))]);
     get_in(&ctx, tmeta, rid).map(Some)
 }
 

@@ -74,6 +74,8 @@ pub(crate) fn descend<'a>(
         path.push((page, i));
         above = Some(n.level());
         page = n.child(i)?;
+        // The child's header loads while this node is released and the child found.
+        db.pool.prefetch(PageId(page), &[0]);
     }
 }
 

@@ -127,7 +127,7 @@ pub(crate) fn get_unique<'t>(
     let mut k = Vec::new();
     key::encode_values(&tmeta.schema, &meta.columns, values, &mut k)?;
     let rid = {
-        let (page, leaf) = descend(ctx.db, ctx.view, meta, Target::Key(&k), &mut Vec::new())?;
+        let (page, leaf) = descend(ctx.db, ctx.view, meta, Target::Key(&k), None)?;
         let n = Node::new(&leaf, meta.id, page)?;
         match n.search(&k)? {
             Ok(i) => entry_row(n.value(i)?, page)?,
@@ -213,8 +213,7 @@ impl<'t> IndexScan<'t> {
                 Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),
                 Bound::Unbounded => Target::Key(&[]),
             };
-            let (page, leaf) =
-                descend(self.ctx.db, self.ctx.view, self.meta, target, &mut Vec::new())?;
+            let (page, leaf) = descend(self.ctx.db, self.ctx.view, self.meta, target, None)?;
             let n = Node::new(&leaf, self.meta.id, page)?;
             let pos = match &self.lo {
                 Bound::Included(k) => n.search(k)?.unwrap_or_else(|i| i),
@@ -262,8 +261,7 @@ impl<'t> IndexScan<'t> {
                 Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),
                 Bound::Unbounded => Target::Last,
             };
-            let (page, leaf) =
-                descend(self.ctx.db, self.ctx.view, self.meta, target, &mut Vec::new())?;
+            let (page, leaf) = descend(self.ctx.db, self.ctx.view, self.meta, target, None)?;
             let n = Node::new(&leaf, self.meta.id, page)?;
             let pos = match &self.hi {
                 Bound::Included(k) => n.search(k)?.map_or_else(|i| i, |i| i + 1),

@@ -43,13 +43,14 @@ pub(crate) enum Target<'k> {
 }
 
 /// Descends from `meta`'s root to the leaf of `target`, reading pages as `view` sees them, and
-/// returns the leaf (read, checked); `path` gets each inner node passed and the entry followed.
+/// returns the leaf (read, checked); `path`, if given, gets each inner node passed and the entry
+/// followed (a lookup passes none, and allocates nothing).
 pub(crate) fn descend<'a>(
     db: &'a Database,
     view: View,
     meta: &IndexMeta,
     target: Target<'_>,
-    path: &mut Vec<(u64, usize)>,
+    mut path: Option<&mut Vec<(u64, usize)>>,
 ) -> Result<(u64, PageRef<'a>)> {
     let mut page = meta.root;
     let mut above: Option<u8> = None;
@@ -71,7 +72,9 @@ pub(crate) fn descend<'a>(
             Target::Key(k) => n.child_for(k)?,
             Target::Last => n.len() - 1,
         };
-        path.push((page, i));
+        if let Some(path) = path.as_deref_mut() {
+            path.push((page, i));
+        }
         above = Some(n.level());
         page = n.child(i)?;
         // The child's header loads while this node is released and the child found.
@@ -148,7 +151,8 @@ impl<'a> TreeWriter<'a, '_> {
     pub(crate) fn insert(&mut self, key: &[u8], rid: RowId) -> Result<()> {
         let value = key::row_id_bytes(rid);
         let mut path = Vec::new();
-        let (leaf, g) = descend(self.db, View::Writer, self.meta(), Target::Key(key), &mut path)?;
+        let (leaf, g) =
+            descend(self.db, View::Writer, self.meta(), Target::Key(key), Some(&mut path))?;
         drop(g);
         let fitted = {
             let mut g = self.write(leaf)?;
@@ -255,7 +259,8 @@ impl<'a> TreeWriter<'a, '_> {
     pub(crate) fn remove(&mut self, key: &[u8]) -> Result<()> {
         let id = self.meta().id;
         let mut path = Vec::new();
-        let (leaf, g) = descend(self.db, View::Writer, self.meta(), Target::Key(key), &mut path)?;
+        let (leaf, g) =
+            descend(self.db, View::Writer, self.meta(), Target::Key(key), Some(&mut path))?;
         drop(g);
         let (emptied, prev, next) = {
             let mut g = self.write(leaf)?;

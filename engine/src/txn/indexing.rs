@@ -215,7 +215,7 @@ impl WriteTxn<'_> {
                 continue;
             }
             row_key(x, schema, &r, &mut k)?;
-            let (leaf, g) = descend(self.db, View::Writer, x, Target::Key(&k), &mut Vec::new())?;
+            let (leaf, g) = descend(self.db, View::Writer, x, Target::Key(&k), None)?;
             let n = Node::new(&g, x.id, leaf)?;
             if let Ok(i) = n.search(&k)?
                 && Some(entry_row(n.value(i)?, leaf)?) != except

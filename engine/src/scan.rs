@@ -5,7 +5,7 @@
 //! mapping) and lends [`RowRef`]s borrowed from it. A scan of a table larger than the pool cycles
 //! through a small ring of frames ([`nvpage_buffer::ScanRing`]) so that it does not flush
 //! everything else out; a table that fits is cached like any other page. Scans ask the kernel to
-//! read ahead a window of pages at a time.
+//! read ahead a window of pages at a time on a disk (`BufferPool::will_need`; nothing on memory).
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -40,6 +40,8 @@ fn unique_point_lookups_find_what_range_lookups_find() {
         let t = tx.create_table("t", schema()).unwrap();
         let c = tx.create_unique_index("t_c", &t, &["c"]).unwrap();
         let cd = tx.create_unique_index("t_cd", &t, &["c", "d"]).unwrap();
+        // A non-unique index takes the range path: its keys end with the row id.
+        let nd = tx.create_index("t_d", &t, &["d"]).unwrap();
         // Even keys 0..80,000 (in random order; three levels of 4 KiB pages), and NULL keys.
         let mut keys: Vec<i64> = (0..40_000).map(|k| k * 2).collect();
         for i in (1..keys.len()).rev() {
@@ -69,6 +71,9 @@ fn unique_point_lookups_find_what_range_lookups_find() {
             // A prefix of the composite key takes the range path.
             assert_eq!(both(&rx, &cd, &[Value::I64(k)]), want, "{layer}: prefix {k}");
         }
+        // A whole key of a non-unique index: the first row with it (by row id), or none.
+        assert!(both(&rx, &nd, &[Value::I32(7)]).is_some(), "{layer}");
+        assert_eq!(both(&rx, &nd, &[Value::I32(8)]), None, "{layer}");
         // NULL keys never collide: the lookup gives the first of them, on both paths.
         let first_null = both(&rx, &c, &[Value::Null]).expect("a NULL key");
         assert!(nulls.contains(&first_null), "{layer}");
@@ -100,5 +105,37 @@ fn unique_point_lookups_find_what_range_lookups_find() {
             });
         });
         tx.commit().unwrap();
+    }
+}
+
+/// A handle from a transaction that was rolled back names an index id that a later index may
+/// take: the catalog's entry decides the path, so a unique handle on what is now a non-unique
+/// index still finds the row.
+#[test]
+fn a_stale_unique_handle_reads_the_index_that_took_its_id() {
+    for layer in Layer::compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder().layer(layer).open(dir.path().join("db")).unwrap();
+        let mut tx = db.begin_write().unwrap();
+        let t = tx.create_table("t", schema()).unwrap();
+        let id = tx.insert(&t, &[Value::I64(5), Value::I32(7), Value::Str("x")]).unwrap();
+        tx.commit().unwrap();
+        let mut tx = db.begin_write().unwrap();
+        let stale = tx.create_unique_index("u", &t, &["c"]).unwrap();
+        tx.abort().unwrap();
+        let mut tx = db.begin_write().unwrap();
+        let now = tx.create_index("n", &t, &["c"]).unwrap();
+        tx.commit().unwrap();
+        let rx = db.begin_read().unwrap();
+        assert_eq!(both(&rx, &now, &[Value::I64(5)]), Some(id), "{layer}");
+        // The rolled-back index's id was taken again by `n` (if ids ever stop being reused,
+        // this test has nothing left to test: the stale handle would be UnknownIndex).
+        let point = rx.get_by(&stale, &[Value::I64(5)]).map(|g| g.map(|g| g.row().unwrap().id()));
+        let range = rx
+            .lookup(&stale, &[Value::I64(5)])
+            .and_then(|mut s| s.next().transpose())
+            .map(|g| g.map(|g| g.row().unwrap().id()));
+        assert_eq!(point.unwrap(), Some(id), "{layer}: get_by with the stale handle");
+        assert_eq!(range.unwrap(), Some(id), "{layer}: lookup with the stale handle");
     }
 }

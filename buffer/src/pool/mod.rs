@@ -279,9 +279,10 @@ impl BufferPool {
     /// Hints that pages `first..first + count` will be read soon, in order: read-ahead in the
     /// background on a disk. Nothing on a file that is memory (tmpfs, ramfs), whose pages need
     /// no reading: there the layer's hint fills the mapping's page tables ahead of the reader
-    /// (`MADV_POPULATE_READ`, on the reader's thread), and cold scans ran faster on the faults
-    /// it saves than with it (session 13, `tpch --sf 1 --queries
-    /// 1,6 --layers se1,se2 --media tmpfs --runs 3`, cold: Q6 on SE2 107–116 ms against 130–139).
+    /// (`MADV_POPULATE_READ`, on the reader's thread), which cost cold scans more than the page
+    /// faults it saved (session 13, `tpch --sf 1 --queries 1,6 --layers pread,se1,se2 --media
+    /// tmpfs --pool-fraction 1.0,0.1 --runs 3`, cold: Q6 on SE2 107–111 ms without it, 126–138
+    /// with it).
     pub fn will_need(&self, first: PageId, count: u64) {
         if !self.layer.file().durability().medium.is_memory() {
             self.layer.will_need(first, count);

@@ -124,6 +124,12 @@ pub(crate) fn get_unique<'t>(
     values: &[Value<'_>],
 ) -> Result<Option<RowGuard<'t>>> {
     let (meta, tmeta) = metas(&ctx, index)?;
+    // The catalog decides, not the handle (one made in a transaction that was rolled back may
+    // carry the id of a later index, which may not be unique, or have more columns).
+    if !meta.unique || values.len() != meta.columns.len() {
+        let lo = Bound::Included(values);
+        return IndexScan::new(ctx, index, lo, Bound::Included(values))?.next().transpose();
+    }
     let mut k = Vec::new();
     key::encode_values(&tmeta.schema, &meta.columns, values, &mut k)?;
     let rid = {
@@ -136,7 +142,23 @@ pub(crate) fn get_unique<'t>(
     };
     // The row's page header and slot load while the leaf is released and the page is found.
     ctx.db.pool.prefetch(PageId(rid.page), &[0, heap::slot_offset(usize::from(rid.slot))]);
-    get_in(&ctx, tmeta, rid).map(Some)
+    indexed_row(&ctx, meta, tmeta, rid).map(Some)
+}
+
+/// Row `id` of `table`, which index `meta` holds: not a live row is damage to the index.
+fn indexed_row<'t>(
+    ctx: &Ctx<'t>,
+    meta: &IndexMeta,
+    table: &'t TableMeta,
+    id: RowId,
+) -> Result<RowGuard<'t>> {
+    get_in(ctx, table, id).map_err(|e| match e {
+        Error::UnknownRow(id) => corrupt(
+            id.page,
+            format!("index {:?} holds row {id}, which is not a live row of its table", meta.name),
+        ),
+        e => e,
+    })
 }
 
 impl<'t> IndexScan<'t> {
@@ -347,16 +369,7 @@ impl<'t> IndexScan<'t> {
     }
 
     fn row(&self, id: RowId) -> Result<RowGuard<'t>> {
-        get_in(&self.ctx, self.table, id).map_err(|e| match e {
-            Error::UnknownRow(id) => corrupt(
-                id.page,
-                format!(
-                    "index {:?} holds row {id}, which is not a live row of its table",
-                    self.meta.name
-                ),
-            ),
-            e => e,
-        })
+        indexed_row(&self.ctx, self.meta, self.table, id)
     }
 }
 

@@ -418,15 +418,7 @@ pub trait ReadOps: sealed::Reads {
     /// The first row whose key starts with `key` (see [`ReadOps::lookup`]), read in place; for a
     /// unique index and a whole key, the row with that key.
     fn get_by(&self, index: &Index, key: &[Value<'_>]) -> Result<Option<RowGuard<'_>>> {
-        // A whole key of a unique index with no NULL is in it at most once, as its bytes alone:
-        // a search of one leaf finds it, without a range scan's bounds and cursor.
-        if index.is_unique()
-            && key.len() == index.columns().len()
-            && !key.iter().any(|v| matches!(v, Value::Null))
-        {
-            return crate::index::get_unique(self.ctx(), index, key);
-        }
-        self.lookup(index, key)?.next().transpose()
+        crate::index::get_by(self.ctx(), index, key)
     }
 
     /// The rows whose keys lie between `lo` and `hi`, in key order (`.rev()` for the reverse).

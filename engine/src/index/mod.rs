@@ -18,7 +18,7 @@ pub(crate) mod verify;
 
 use std::sync::Arc;
 
-pub(crate) use scan::get_unique;
+pub(crate) use scan::get_by;
 pub use scan::{IndexIds, IndexScan};
 
 use crate::catalog::{IndexMeta, TableMeta};

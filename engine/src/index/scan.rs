@@ -18,7 +18,7 @@ use nvpage_storage::PageId;
 use super::Index;
 use super::key;
 use super::node::Node;
-use super::tree::{Target, corrupt, descend, entry_row};
+use super::tree::{Target, corrupt, descend, entry_row, find_exact};
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
 use crate::heap;
@@ -114,33 +114,31 @@ fn metas<'t>(ctx: &Ctx<'t>, index: &Index) -> Result<(&'t IndexMeta, &'t TableMe
     Ok((meta, tmeta))
 }
 
-/// The row whose key is `values` (every column of unique index `index`, none NULL: such a key is
-/// in the index at most once, as its bytes alone), as `ctx` sees it: one descent, one search of
-/// the leaf, then the row, without a scan's bounds and cursor. The leaf is released before the
-/// row is read (the row id is copied out of it).
-pub(crate) fn get_unique<'t>(
+/// The first row whose key starts with `values`, as `ctx` sees it ([`ReadOps::get_by`]). A whole
+/// key of a unique index with no NULL — in the index at most once, as its bytes alone — is
+/// found by one descent and one search of the leaf ([`find_exact`]), the leaf released before
+/// the row is read; any other key by a range scan's first step. The catalog's entry decides,
+/// not the handle (a handle made in a transaction that was rolled back may carry the id of a
+/// later index, which may not be unique, or have more columns).
+///
+/// [`ReadOps::get_by`]: crate::ReadOps::get_by
+pub(crate) fn get_by<'t>(
     ctx: Ctx<'t>,
     index: &Index,
     values: &[Value<'_>],
 ) -> Result<Option<RowGuard<'t>>> {
     let (meta, tmeta) = metas(&ctx, index)?;
-    // The catalog decides, not the handle (one made in a transaction that was rolled back may
-    // carry the id of a later index, which may not be unique, or have more columns).
-    if !meta.unique || values.len() != meta.columns.len() {
+    if !meta.unique
+        || values.len() != meta.columns.len()
+        || values.iter().any(|v| matches!(v, Value::Null))
+    {
         let lo = Bound::Included(values);
         return IndexScan::new(ctx, index, lo, Bound::Included(values))?.next().transpose();
     }
     let mut k = Vec::new();
     key::encode_values(&tmeta.schema, &meta.columns, values, &mut k)?;
-    let rid = {
-        let (page, leaf) = descend(ctx.db, ctx.view, meta, Target::Key(&k), None)?;
-        let n = Node::new(&leaf, meta.id, page)?;
-        match n.search(&k)? {
-            Ok(i) => entry_row(n.value(i)?, page)?,
-            Err(_) => return Ok(None),
-        }
-    };
-    // The row's page header and slot load while the leaf is released and the page is found.
+    let Some(rid) = find_exact(ctx.db, ctx.view, meta, &k)? else { return Ok(None) };
+    // The row's page header and slot load while the pool finds the page.
     ctx.db.pool.prefetch(PageId(rid.page), &[0, heap::slot_offset(usize::from(rid.slot))]);
     indexed_row(&ctx, meta, tmeta, rid).map(Some)
 }

@@ -82,6 +82,22 @@ pub(crate) fn descend<'a>(
     }
 }
 
+/// The row id of the entry whose key is exactly `key`, if any, as `view` sees the tree: for a
+/// whole key of a unique index with no NULL, which is in it at most once, as its bytes alone.
+pub(crate) fn find_exact(
+    db: &Database,
+    view: View,
+    meta: &IndexMeta,
+    key: &[u8],
+) -> Result<Option<RowId>> {
+    let (leaf, g) = descend(db, view, meta, Target::Key(key), None)?;
+    let n = Node::new(&g, meta.id, leaf)?;
+    match n.search(key)? {
+        Ok(i) => entry_row(n.value(i)?, leaf).map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
 /// The shortest key `s` with `left < s <= right` (for `left < right`): a leaf's separator.
 pub(crate) fn separator(left: &[u8], right: &[u8]) -> Vec<u8> {
     let common = node::common_prefix(left, right);

@@ -12,8 +12,8 @@ use super::WriteTxn;
 use crate::catalog::IndexMeta;
 use crate::error::{Error, Result};
 use crate::heap::HeapPage;
-use crate::index::node::{self, Node};
-use crate::index::tree::{Target, TreeWriter, descend, entry_row};
+use crate::index::node;
+use crate::index::tree::{TreeWriter, find_exact};
 use crate::index::{Index, describe_key, key, row_key};
 use crate::row::RowRef;
 use crate::table::{RowId, Table};
@@ -215,10 +215,8 @@ impl WriteTxn<'_> {
                 continue;
             }
             row_key(x, schema, &r, &mut k)?;
-            let (leaf, g) = descend(self.db, View::Writer, x, Target::Key(&k), None)?;
-            let n = Node::new(&g, x.id, leaf)?;
-            if let Ok(i) = n.search(&k)?
-                && Some(entry_row(n.value(i)?, leaf)?) != except
+            if let Some(holder) = find_exact(self.db, View::Writer, x, &k)?
+                && Some(holder) != except
             {
                 return Err(Error::UniqueViolation {
                     index: x.name.clone(),

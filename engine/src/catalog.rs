@@ -30,10 +30,14 @@ pub const CATALOG_ROOT: PageId = PageId(1);
 /// The type byte of a catalog page.
 pub const CATALOG_PAGE: u8 = b'C';
 /// Version 2 added the indexes; version 3 changed their pages (a prefix and key heads in the
-/// slot array, `index/node.rs`). Catalogs of versions 1 and 2 without indexes are still read; a
+/// slot array, `index/node.rs`); version 4 added the flags word (`FLAG_COUNTS_STALE`). Catalogs
+/// of versions 1 and 2 without indexes are still read, and those before 4 have exact counts; a
 /// version-2 catalog with indexes is [`Error::IncompatibleFormat`] (its index pages are in the
 /// old format).
-const CATALOG_VERSION: u32 = 3;
+const CATALOG_VERSION: u32 = 4;
+/// The flag of a catalog whose counts (rows, index entries) may be behind the data: see
+/// [`Catalog::counts_stale`].
+const FLAG_COUNTS_STALE: u32 = 1;
 const CHUNK_LEN_OFFSET: usize = PAGE_HEADER_LEN + 4;
 const NEXT_OFFSET: usize = CHUNK_LEN_OFFSET + 4;
 const DATA_OFFSET: usize = NEXT_OFFSET + 8;
@@ -176,6 +180,15 @@ pub struct Catalog {
     pub indexes: Vec<IndexMeta>,
     /// The catalog's own pages, root first (not serialized: read off the chain when loading).
     pub chain: Vec<u64>,
+    /// Whether the counts the file holds (each table's rows, each index's entries) may be
+    /// behind the data. A commit that changes only counts does not write the catalog once the
+    /// file says so (a catalog page per small transaction was about a third of a single-row
+    /// insert's commit); the first commit to change a count after the file said they were exact
+    /// writes the catalog with this flag, atomically with its rows. A clean close
+    /// ([`Database::close`](crate::Database::close), or dropping the handle) writes them exact,
+    /// and an open that finds the flag counts the rows again (`db.rs`). In memory the counts are
+    /// always exact; the flag is the file's state as of the published catalog.
+    pub counts_stale: bool,
 }
 
 struct Reader<'a> {
@@ -263,10 +276,69 @@ fn put_extents(out: &mut Vec<u8>, ex: &[Extent]) {
 }
 
 impl Catalog {
+    /// Whether `self` differs from `other` in more than its counts (rows, index entries) and
+    /// their flag: whether a commit must write it whatever the flag says. Every field is named
+    /// (no `..`), so a field added to a catalog entry must be placed here to compile.
+    pub fn differs_beyond_counts(&self, other: &Catalog) -> bool {
+        let Catalog { next_table_id, free, pending_free, tables, indexes, chain, counts_stale: _ } =
+            self;
+        let same_table = |a: &TableMeta, b: &TableMeta| {
+            let TableMeta { id, name, schema, rows: _, extents, used_in_last } = a;
+            *id == b.id
+                && *name == b.name
+                && *schema == b.schema
+                && *extents == b.extents
+                && *used_in_last == b.used_in_last
+        };
+        let same_index = |a: &IndexMeta, b: &IndexMeta| {
+            let IndexMeta {
+                id,
+                name,
+                table_id,
+                columns,
+                unique,
+                root,
+                entries: _,
+                extents,
+                used_in_last,
+                free_pages,
+                pending_free_pages,
+            } = a;
+            *id == b.id
+                && *name == b.name
+                && *table_id == b.table_id
+                && *columns == b.columns
+                && *unique == b.unique
+                && *root == b.root
+                && *extents == b.extents
+                && *used_in_last == b.used_in_last
+                && *free_pages == b.free_pages
+                && *pending_free_pages == b.pending_free_pages
+        };
+        !(*next_table_id == other.next_table_id
+            && *free == other.free
+            && *pending_free == other.pending_free
+            && *chain == other.chain
+            && tables.len() == other.tables.len()
+            && tables.iter().zip(&other.tables).all(|(a, b)| same_table(a, b))
+            && indexes.len() == other.indexes.len()
+            && indexes.iter().zip(&other.indexes).all(|(a, b)| same_index(a, b)))
+    }
+
+    /// Whether any table's row count or index's entry count differs from `other`'s.
+    pub fn counts_differ(&self, other: &Catalog) -> bool {
+        self.tables.len() != other.tables.len()
+            || self.indexes.len() != other.indexes.len()
+            || self.tables.iter().zip(&other.tables).any(|(a, b)| a.rows != b.rows)
+            || self.indexes.iter().zip(&other.indexes).any(|(a, b)| a.entries != b.entries)
+    }
+
     /// The catalog as one blob.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         out.extend_from_slice(&CATALOG_VERSION.to_le_bytes());
+        let flags = if self.counts_stale { FLAG_COUNTS_STALE } else { 0 };
+        out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.next_table_id.to_le_bytes());
         let free: Vec<Extent> =
             self.free.iter().copied().chain(self.pending_free.iter().map(|&(_, e)| e)).collect();
@@ -324,6 +396,10 @@ impl Catalog {
         if version == 0 || version > CATALOG_VERSION {
             return Err(corrupt("unknown catalog version"));
         }
+        let flags = if version >= 4 { r.u32()? } else { 0 };
+        if flags & !FLAG_COUNTS_STALE != 0 {
+            return Err(corrupt("unknown catalog flags"));
+        }
         let next_table_id = r.u32()?;
         let free = r.extents()?;
         let n = r.u32()? as usize;
@@ -356,7 +432,16 @@ impl Catalog {
                 indexes.len()
             )));
         }
-        let cat = Catalog { next_table_id, free, pending_free: Vec::new(), tables, indexes, chain };
+        let counts_stale = flags & FLAG_COUNTS_STALE != 0;
+        let cat = Catalog {
+            next_table_id,
+            free,
+            pending_free: Vec::new(),
+            tables,
+            indexes,
+            chain,
+            counts_stale,
+        };
         cat.check(page_count)?;
         Ok(cat)
     }
@@ -555,9 +640,29 @@ mod tests {
                 used_in_last: 3,
             }],
             chain: vec![1],
+            counts_stale: false,
         };
         let blob = cat.encode();
         assert_eq!(Catalog::decode(&blob, 200, vec![1]).unwrap(), cat);
+        // The counts' flag round-trips; a version-3 catalog (no flags word) has exact counts;
+        // an unknown flag is an error.
+        let stale = Catalog { counts_stale: true, ..cat.clone() };
+        assert_eq!(Catalog::decode(&stale.encode(), 200, vec![1]).unwrap(), stale);
+        let v3: Vec<u8> =
+            3u32.to_le_bytes().into_iter().chain(stale.encode()[8..].to_vec()).collect();
+        assert_eq!(Catalog::decode(&v3, 200, vec![1]).unwrap(), cat);
+        let mut odd = blob.clone();
+        odd[4] = 2;
+        assert!(Catalog::decode(&odd, 200, vec![1]).is_err());
+        // Counts alone are not a change of structure; an extent is.
+        let mut counted = cat.clone();
+        counted.tables[0].rows = 6;
+        counted.indexes[0].entries = 6;
+        counted.counts_stale = true;
+        assert!(!counted.differs_beyond_counts(&cat) && counted.counts_differ(&cat));
+        let mut grown = cat.clone();
+        grown.tables[0].used_in_last = 4;
+        assert!(grown.differs_beyond_counts(&cat) && !grown.counts_differ(&cat));
         assert_eq!(cat.tables[0].pages().count(), 11);
         // Extents past the page count, truncated blobs: errors, never panics.
         assert!(Catalog::decode(&blob, 50, vec![1]).is_err());

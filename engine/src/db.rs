@@ -25,6 +25,7 @@ use uuid::Uuid;
 
 use crate::catalog::{self, CATALOG_ROOT, Catalog};
 use crate::error::{Error, Result};
+use crate::heap::HeapPage;
 use crate::table::Fsm;
 use crate::undo::{self, UndoHook};
 
@@ -204,6 +205,20 @@ pub struct Database {
     pub(crate) fsm: Mutex<HashMap<u32, Fsm>>,
     poisoned: AtomicBool,
     read_only: bool,
+    /// Set by [`Database::close`]: its drop then writes nothing.
+    closed: AtomicBool,
+    /// The open found the file's counts stale and could not count every table (a damaged
+    /// page): a close leaves the file's flag saying so.
+    counts_unknown: bool,
+}
+
+impl Drop for Database {
+    /// A clean close, silently: see [`Database::close`]. Nothing while a panic unwinds.
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) && !std::thread::panicking() {
+            let _ = self.write_exact_counts();
+        }
+    }
 }
 
 impl Database {
@@ -293,7 +308,8 @@ impl Database {
         let hook = Arc::new(UndoHook::new(log.clone()));
         let pool = BufferPool::new(layer, frames, hook.clone())?;
         pool.versions().set_limit(b.max_version_bytes);
-        let catalog = load_catalog(&pool)?;
+        let mut catalog = load_catalog(&pool)?;
+        let counts_unknown = catalog.counts_stale && !count_rows(&pool, &mut catalog);
         let page_count = pool.file().page_count();
         Ok(Database {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
@@ -308,6 +324,8 @@ impl Database {
             fsm: Mutex::new(HashMap::new()),
             poisoned: AtomicBool::new(false),
             read_only: b.read_only,
+            closed: AtomicBool::new(false),
+            counts_unknown,
         })
     }
 
@@ -366,6 +384,29 @@ impl Database {
     /// The database's identity (in the data file's and the log's headers).
     pub fn uuid(&self) -> Uuid {
         self.pool.file().uuid()
+    }
+
+    /// Closes the database, reporting what dropping it would do silently: when commits since
+    /// the catalog was last written changed row counts only (such commits do not write the
+    /// catalog), one more commit writes the exact counts, so that the next open need not count
+    /// rows again. An error leaves the database as committed; the next open counts the rows
+    /// of every table (reading each of its pages once) and recovers as after a crash. Nothing
+    /// is written by a read-only or poisoned database, when the counts are exact already, or
+    /// when the open could not count a damaged table's rows.
+    pub fn close(self) -> Result<()> {
+        self.closed.store(true, Ordering::Release);
+        self.write_exact_counts()
+    }
+
+    pub(crate) fn write_exact_counts(&self) -> Result<()> {
+        if self.read_only
+            || self.counts_unknown
+            || self.is_poisoned()
+            || !self.snapshots.current().catalog.counts_stale
+        {
+            return Ok(());
+        }
+        self.begin_write()?.commit_exact_counts()
     }
 
     /// Whether an earlier failure poisoned the database: a failure during commit, abort or
@@ -622,6 +663,35 @@ fn header_image(log: &Log) -> Result<Option<usize>> {
         }
     }
     Ok(None)
+}
+
+/// Counts the rows of every table, reading each of its pages, after an open found the file's
+/// counts possibly stale (no clean close since commits changed counts only: see
+/// `Catalog::counts_stale`). Every row is in each of its table's indexes once, so an index
+/// holds as many entries as its table rows (`check` verifies both). The flag stays: it is the
+/// file's state, until a commit or a close writes the catalog. A page that cannot be read or is
+/// not a sound heap page of its table leaves that table (and its indexes) with the file's
+/// counts, and the result `false`: the open goes on (a damaged page is reported where it is
+/// read, and by `check`, which the open must allow), and no close writes those counts as exact.
+fn count_rows(pool: &BufferPool, catalog: &mut Catalog) -> bool {
+    let count = |id: u32, p: PageId| -> Result<u64> {
+        let page = pool.read(p, View::Writer)?;
+        Ok(HeapPage::new(&page, id, p.0)?.rows().count() as u64)
+    };
+    let mut all = true;
+    let Catalog { tables, indexes, .. } = catalog;
+    for t in tables.iter_mut() {
+        match t.pages().map(|p| count(t.id, p)).sum::<Result<u64>>() {
+            Ok(rows) => {
+                t.rows = rows;
+                for x in indexes.iter_mut().filter(|x| x.table_id == t.id) {
+                    x.entries = rows;
+                }
+            }
+            Err(_) => all = false,
+        }
+    }
+    all
 }
 
 /// Reads the catalog chain from page 1.

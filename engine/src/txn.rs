@@ -923,7 +923,17 @@ impl WriteTxn<'_> {
     /// outcome to the next open.
     fn commit_inner(&mut self, at_commit_point: &mut bool) -> Result<()> {
         if self.catalog_dirty {
-            self.write_catalog()?;
+            // Counts alone are not written once the file says they may be stale (see
+            // `Catalog::counts_stale`); anything else in the catalog is. Under the writer's
+            // lock the published catalog is the one this transaction began from.
+            let base = self.db.snapshots.current();
+            let must = self.catalog.differs_beyond_counts(&base.catalog)
+                || (!base.catalog.counts_stale && self.catalog.counts_differ(&base.catalog));
+            if must {
+                self.catalog.counts_stale = true;
+                self.write_catalog()?;
+            }
+            self.catalog_dirty = false;
         }
         let pool = &self.db.pool;
         if pool.file().page_count() != self.start_page_count {
@@ -978,6 +988,14 @@ impl WriteTxn<'_> {
         }
         self.catalog_dirty = false;
         Ok(())
+    }
+
+    /// Writes the catalog with exact counts and commits (a clean close: see
+    /// [`Database::close`]).
+    pub(crate) fn commit_exact_counts(mut self) -> Result<()> {
+        self.catalog.counts_stale = false;
+        self.write_catalog()?;
+        self.commit()
     }
 
     /// Rolls the transaction back explicitly, reporting a failure (which also poisons the

@@ -406,6 +406,17 @@ fn a_root_whose_last_child_is_itself_is_an_error_not_a_hang() {
     }
 }
 
+/// Rewrites the one-page catalog of `file` (version 4) as version 2 wrote it: version 2, and no
+/// flags word after it (the chunk's length, at byte 20 of its page, 4 bytes shorter).
+fn as_version_2(file: &mut [u8]) {
+    let page = &mut file[PS..2 * PS];
+    let len = u32::from_le_bytes(page[20..24].try_into().unwrap()) as usize;
+    page[32..36].copy_from_slice(&2u32.to_le_bytes());
+    page.copy_within(40..32 + len, 36);
+    page[20..24].copy_from_slice(&((len - 4) as u32).to_le_bytes());
+    reseal(file, 1);
+}
+
 /// A file whose catalog says version 2 (index pages without key heads, before this format)
 /// holds indexes in a format this nvpage does not read: opening it is a typed error saying so,
 /// not a misread tree. The same file without indexes opens (its tables' pages did not change).
@@ -416,9 +427,8 @@ fn an_index_of_the_old_page_format_is_refused_at_open() {
     let mut file = build(&db_dir, 50);
     // The catalog's blob starts on page 1 after its 32-byte header, with its version (u32).
     let version = PS + 32;
-    assert_eq!(u64_at(&file, version) as u32, 3, "this nvpage writes catalog version 3");
-    file[version..version + 4].copy_from_slice(&2u32.to_le_bytes());
-    reseal(&mut file, 1);
+    assert_eq!(u64_at(&file, version) as u32, 4, "this nvpage writes catalog version 4");
+    as_version_2(&mut file);
     std::fs::write(db_dir.join(DATA_FILE), &file).unwrap();
     for layer in Layer::compiled() {
         let e = Database::builder().layer(layer).page_size(PS as u64).open(&db_dir).unwrap_err();
@@ -435,8 +445,7 @@ fn an_index_of_the_old_page_format_is_refused_at_open() {
         tx.commit().unwrap();
     }
     let mut file = std::fs::read(db_dir.join(DATA_FILE)).unwrap();
-    file[version..version + 4].copy_from_slice(&2u32.to_le_bytes());
-    reseal(&mut file, 1);
+    as_version_2(&mut file);
     std::fs::write(db_dir.join(DATA_FILE), &file).unwrap();
     let db = open(&db_dir, Layer::Pread);
     let rx = db.begin_read().unwrap();

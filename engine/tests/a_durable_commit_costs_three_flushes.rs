@@ -1,8 +1,9 @@
 //! Goal: a durable commit on a disk costs three device flushes however many pages it changed
 //! (issue 17): one for all its before-images together (the log, before the first page is stored
 //! in place), one for its pages (the data file's sync), one for the commit point (the log's
-//! rewind) — counted on the power-loss simulator, on every layer, for a single-row insert (two
-//! pages logged: the heap page and the catalog's), a single-row update, and an update of rows on
+//! rewind) — counted on the power-loss simulator, on every layer, for a single-row insert (one
+//! page logged, its heap page: a commit that changes only the row count does not write the
+//! catalog), a single-row update, and an update of rows on
 //! a dozen pages and on every page, with a pool large enough that no page is stolen before the
 //! commit. Images hold only the lines a page's write-back changes, so a tenth of the rows updated
 //! on every page logs well under 64 KiB; a commit that logs 64 KiB or more (every row changed)

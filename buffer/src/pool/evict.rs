@@ -66,6 +66,9 @@ impl BufferPool {
     /// because readers hold guards (R8) — unless its own guards hold the frames it lacks, which
     /// would be a wait on itself.
     fn clock_victim(&self, id: PageId) -> Result<usize> {
+        if let Some(f) = self.take_recycled() {
+            return Ok(f);
+        }
         loop {
             match self.sweep(id) {
                 Err(BufferError::PoolExhausted { .. }) if self.is_writer_thread() => {}
@@ -73,6 +76,27 @@ impl BufferPool {
             }
             if !self.wait_for_a_frame()? {
                 return Err(BufferError::PoolExhausted { page: id, frames: self.metas.len() });
+            }
+        }
+    }
+
+    /// The frame a store in place last unpublished (`BufferPool::recycled`), claimed and
+    /// emptied, if nobody holds it and it is clean: as the sweep takes a frame, without the
+    /// sweep. No page is that frame's any more (unpublished), unless a reader published it
+    /// again since as a page's shared frame: then `evict_claimed` takes it as it would from
+    /// the sweep.
+    fn take_recycled(&self) -> Option<usize> {
+        let e = self.recycled.swap(0, Ordering::Relaxed);
+        let f = (e as usize).checked_sub(1).filter(|&f| f < self.metas.len())?;
+        let m = &self.metas[f];
+        if m.pins.pins() != 0 || m.dirty.load(Ordering::Acquire) || !m.pins.try_claim() {
+            return None;
+        }
+        match self.evict_claimed(f) {
+            Ok(true) => Some(f),
+            _ => {
+                self.release_claim(m);
+                None
             }
         }
     }

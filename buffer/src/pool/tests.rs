@@ -416,3 +416,27 @@ fn a_prefetch_reads_pins_and_changes_nothing() {
     assert!(p.evict_page(PageId(1)).unwrap() && p.evict_page(PageId(2)).unwrap(), "no pins");
     assert_eq!(uniform_word(&p.read(PageId(1), View::Writer).unwrap(), "after prefetches"), 0xB2);
 }
+
+/// A page changed in one transaction after another is copied into the frame the last
+/// write-back unpublished (`BufferPool::recycled`), still in the CPU's cache, not into a frame
+/// the clock hands out: its writer frames alternate between two frames, and every round's bytes
+/// reach the file.
+#[test]
+fn a_page_changed_again_reuses_the_frame_its_last_write_back_let_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let hook = Arc::new(CountingHook::default());
+    let p = pool(dir.path(), MIN_FRAMES, hook);
+    p.grow(4).unwrap();
+    let mut frames = std::collections::BTreeSet::new();
+    for round in 1..=3 * MIN_FRAMES as u64 {
+        {
+            let mut w = p.write(PageId(2)).unwrap();
+            frames.insert(w.as_ptr() as usize);
+            fill_words(&mut w, round);
+        }
+        p.flush_page(PageId(2)).unwrap();
+        assert_eq!(uniform_word(&page_in_file_of(&p, PageId(2)), "the file"), round);
+        assert_eq!(uniform_word(&p.read(PageId(2), View::Writer).unwrap(), "a read"), round);
+    }
+    assert_eq!(frames.len(), 2, "writer frames used: {}", frames.len());
+}

@@ -337,7 +337,10 @@ impl BufferPool {
         }
         // Readers that validated the old shared frame before the stamp changed keep its bytes,
         // which their snapshots need; later ones find no frame and decide again.
-        st.shared.store(0, Ordering::Release);
+        let unpublished = st.shared.swap(0, Ordering::AcqRel);
+        if unpublished != 0 {
+            self.recycled.store(unpublished, Ordering::Relaxed);
+        }
         // SAFETY: the caller keeps the frame's bytes to itself (claim or exclusive latch).
         let bytes =
             unsafe { std::slice::from_raw_parts(self.frame_bytes(f).as_ptr(), self.page_size) };

@@ -57,6 +57,13 @@ thread_local! {
     static INHERITED: RefCell<Vec<(LatchKey, bool)>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Whether this thread's hold lists can still be used: `false` while the thread's
+/// thread-locals are being torn down (a value dropped from another thread-local's destructor
+/// must not start work that takes latches then: it would panic, and a panic there aborts).
+pub fn thread_state_alive() -> bool {
+    SPILLED.try_with(|_| ()).is_ok() && INHERITED.try_with(|_| ()).is_ok()
+}
+
 /// One hold as one integer: the pool from bit 66 up, the kind at 65, exclusive at 64, the index
 /// below (pool ids are counters from 1, one per pool built: far below 2^62).
 fn pack((key, exclusive): (LatchKey, bool)) -> u128 {

@@ -213,11 +213,20 @@ pub struct Database {
 }
 
 impl Drop for Database {
-    /// A clean close, silently: see [`Database::close`]. Nothing while a panic unwinds.
+    /// A clean close, silently: see [`Database::close`]. Nothing while a panic unwinds, while
+    /// the thread's thread-locals are torn down (a handle kept in a `thread_local!`: a write
+    /// transaction then would panic, and a panic there aborts the process), or while another
+    /// write transaction holds the writer's lock (one leaked with `mem::forget`): the next open
+    /// counts the rows instead. A panic inside is caught: dropping never unwinds.
     fn drop(&mut self) {
-        if !self.closed.load(Ordering::Acquire) && !std::thread::panicking() {
-            let _ = self.write_exact_counts();
+        if self.closed.load(Ordering::Acquire)
+            || std::thread::panicking()
+            || !crate::txn::thread_state_alive()
+        {
+            return;
         }
+        let close = std::panic::AssertUnwindSafe(|| self.write_exact_counts(false));
+        let _ = std::panic::catch_unwind(close);
     }
 }
 
@@ -395,10 +404,12 @@ impl Database {
     /// when the open could not count a damaged table's rows.
     pub fn close(self) -> Result<()> {
         self.closed.store(true, Ordering::Release);
-        self.write_exact_counts()
+        self.write_exact_counts(true)
     }
 
-    pub(crate) fn write_exact_counts(&self) -> Result<()> {
+    /// Writes the exact counts if the file's may be stale; waits for the writer's lock if
+    /// `wait`, else gives up while another transaction holds it.
+    fn write_exact_counts(&self, wait: bool) -> Result<()> {
         if self.read_only
             || self.counts_unknown
             || self.is_poisoned()
@@ -406,7 +417,8 @@ impl Database {
         {
             return Ok(());
         }
-        self.begin_write()?.commit_exact_counts()
+        let tx = if wait { Some(self.begin_write()?) } else { self.try_begin_write()? };
+        tx.map_or(Ok(()), |tx| tx.commit_exact_counts())
     }
 
     /// Whether an earlier failure poisoned the database: a failure during commit, abort or

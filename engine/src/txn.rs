@@ -60,6 +60,14 @@ thread_local! {
 /// A thread's list of databases it holds transactions of (`READING`, `WRITING`).
 type Held = std::thread::LocalKey<RefCell<Vec<usize>>>;
 
+/// Whether this thread's transaction registries, and the buffer pool's hold lists, can still be
+/// used (not while its thread-locals are torn down: see `Drop for Database`).
+pub(crate) fn thread_state_alive() -> bool {
+    READING.try_with(|_| ()).is_ok()
+        && WRITING.try_with(|_| ()).is_ok()
+        && nvpage_buffer::thread_state_alive()
+}
+
 fn holds(list: &'static Held, db: usize) -> bool {
     list.with(|l| l.borrow().contains(&db))
 }
@@ -176,6 +184,19 @@ impl Database {
         self.check_usable(true)?;
         refuse_if_holding(self)?;
         let writer = self.writer.lock();
+        self.write_txn(writer)
+    }
+
+    /// [`Self::begin_write`] if no write transaction holds the writer's lock now, else `None`
+    /// (a close from a drop must not wait for a transaction that may never end: one leaked
+    /// with `mem::forget`).
+    pub(crate) fn try_begin_write(&self) -> Result<Option<WriteTxn<'_>>> {
+        self.check_usable(true)?;
+        refuse_if_holding(self)?;
+        self.writer.try_lock().map(|writer| self.write_txn(writer)).transpose()
+    }
+
+    fn write_txn<'a>(&'a self, writer: MutexGuard<'a, ()>) -> Result<WriteTxn<'a>> {
         self.check_usable(true)?;
         // Under the writer's lock the commit sequence holds still: only a commit raises it.
         let published = self.snapshots.current();
@@ -930,7 +951,10 @@ impl WriteTxn<'_> {
             let must = self.catalog.differs_beyond_counts(&base.catalog)
                 || (!base.catalog.counts_stale && self.catalog.counts_differ(&base.catalog));
             if must {
-                self.catalog.counts_stale = true;
+                // Stale from this commit on if it changed a count (the next ones that change
+                // only counts will not write them); as the file had them otherwise.
+                self.catalog.counts_stale =
+                    base.catalog.counts_stale || self.catalog.counts_differ(&base.catalog);
                 self.write_catalog()?;
             }
             self.catalog_dirty = false;

@@ -158,3 +158,55 @@ fn a_damaged_page_found_while_counting_is_left_to_check() {
         );
     }
 }
+
+std::thread_local! {
+    static KEPT: std::cell::RefCell<Option<Database>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A handle kept in a `thread_local!` is dropped while the thread's thread-locals are torn
+/// down, before or after the engine's own: the drop writes nothing then (a transaction could
+/// not run) and does not abort the process; the next open counts the rows. And a handle
+/// dropped while a leaked write transaction holds the writer's lock returns at once, leaving
+/// the counts to the next open.
+#[test]
+fn a_drop_that_cannot_close_leaves_the_counts_to_the_next_open() {
+    for layer in Layer::compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let db = open(&path, layer);
+        commit_table(&db, 100, |k| Row { qty: k as i32, note: None });
+        let mut tx = db.begin_write().unwrap();
+        let t = tx.table("t").unwrap();
+        tx.create_index("t_key", &t, &["key"]).unwrap();
+        tx.commit().unwrap();
+        drop(db);
+        for (k, kept_first) in [(100, true), (101, false)] {
+            let child_path = path.clone();
+            std::thread::spawn(move || {
+                if kept_first {
+                    KEPT.with(|_| ());
+                }
+                let db = open(&child_path, layer);
+                let mut tx = db.begin_write().unwrap();
+                insert_row(&mut tx, "t", k, &Row { qty: 1, note: None }).unwrap();
+                tx.commit().unwrap();
+                KEPT.with(|kept| *kept.borrow_mut() = Some(db));
+            })
+            .join()
+            .unwrap();
+            let db = open(&path, layer);
+            let n = k as u64 + 1;
+            assert_eq!(counts(&db), (n, n, n), "{layer}, kept first: {kept_first}");
+        }
+
+        let db = open(&path, layer);
+        let mut tx = db.begin_write().unwrap();
+        insert_row(&mut tx, "t", 102, &Row { qty: 1, note: None }).unwrap();
+        tx.commit().unwrap();
+        std::mem::forget(db.begin_write().unwrap());
+        std::thread::spawn(move || drop(db)).join().unwrap();
+        let db = open(&path, layer);
+        assert!(fetches(&db) > 1, "{layer}: the counts were left to this open");
+        assert_eq!(counts(&db), (103, 103, 103), "{layer}");
+    }
+}

@@ -81,15 +81,25 @@ impl BufferPool {
     }
 
     /// The frame a store in place last unpublished (`BufferPool::recycled`), claimed and
-    /// emptied, if nobody holds it and it is clean: as the sweep takes a frame, without the
-    /// sweep. No page is that frame's any more (unpublished), unless a reader published it
-    /// again since as a page's shared frame: then `evict_claimed` takes it as it would from
-    /// the sweep.
+    /// emptied, on the writer's thread, if it still holds the page it was unpublished from (no
+    /// sweep, ring or reader took it since: unpublished, no lookup reaches it), nobody holds it
+    /// and it is clean: as the sweep takes a frame, without the sweep.
     fn take_recycled(&self) -> Option<usize> {
-        let e = self.recycled.swap(0, Ordering::Relaxed);
-        let f = (e as usize).checked_sub(1).filter(|&f| f < self.metas.len())?;
-        let m = &self.metas[f];
-        if m.pins.pins() != 0 || m.dirty.load(Ordering::Acquire) || !m.pins.try_claim() {
+        if !self.is_writer_thread() {
+            return None;
+        }
+        let (f, page) = self.recycled.lock().take()?;
+        let m = self.metas.get(f)?;
+        if m.page() != page || m.pins.pins() != 0 || m.dirty.load(Ordering::Acquire) {
+            return None;
+        }
+        if !m.pins.try_claim() {
+            return None;
+        }
+        // Claimed: the frame holds still. Taken for another page between the check and the
+        // claim, it is left to the sweep.
+        if m.page() != page {
+            self.release_claim(m);
             return None;
         }
         match self.evict_claimed(f) {

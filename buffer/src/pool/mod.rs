@@ -144,12 +144,12 @@ pub struct BufferPool {
     writer_frames: Mutex<Vec<u32>>,
     /// Where the writer waits for readers to unpin a frame.
     unpins: Unpins,
-    /// The last shared frame a store in place unpublished (frame + 1, 0 for none): the writer's
-    /// first choice for its next frame, since its bytes were just in use and are likely still
-    /// in the CPU's cache (a single-row commit copies a page into a fresh frame; one the clock
-    /// hands out is cold). A hint only: the frame is claimed like any other, and skipped if
-    /// someone holds it.
-    recycled: AtomicU32,
+    /// The last shared frame a store in place unpublished, and its page: the writer's first
+    /// choice for its next frame, since its bytes were just in use and are likely still in the
+    /// CPU's cache (a single-row commit copies a page into a fresh frame; one the clock hands
+    /// out is cold). A hint only, set and taken on the writer's thread: the frame is claimed like
+    /// any other, and skipped if someone holds it or it holds another page by then.
+    recycled: Mutex<Option<(usize, u64)>>,
 }
 
 /// A writer waiting for a frame to be unpinned, and the unpins that wake it.
@@ -236,7 +236,7 @@ impl BufferPool {
             txn: Mutex::new(Txn::default()),
             writer_frames: Mutex::new(Vec::new()),
             unpins: Unpins::default(),
-            recycled: AtomicU32::new(0),
+            recycled: Mutex::new(None),
             kind: layer.layer(),
             layer,
         })

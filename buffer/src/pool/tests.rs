@@ -420,7 +420,7 @@ fn a_prefetch_reads_pins_and_changes_nothing() {
 /// A page changed in one transaction after another is copied into the frame the last
 /// write-back unpublished (`BufferPool::recycled`), still in the CPU's cache, not into a frame
 /// the clock hands out: its writer frames alternate between two frames, and every round's bytes
-/// reach the file.
+/// reach the file. A reader's miss meanwhile (another thread) does not take the writer's frame.
 #[test]
 fn a_page_changed_again_reuses_the_frame_its_last_write_back_let_go() {
     let dir = tempfile::tempdir().unwrap();
@@ -429,14 +429,20 @@ fn a_page_changed_again_reuses_the_frame_its_last_write_back_let_go() {
     p.grow(4).unwrap();
     let mut frames = std::collections::BTreeSet::new();
     for round in 1..=3 * MIN_FRAMES as u64 {
+        p.begin_txn(round);
         {
             let mut w = p.write(PageId(2)).unwrap();
             frames.insert(w.as_ptr() as usize);
             fill_words(&mut w, round);
         }
         p.flush_page(PageId(2)).unwrap();
+        p.end_txn();
         assert_eq!(uniform_word(&page_in_file_of(&p, PageId(2)), "the file"), round);
         assert_eq!(uniform_word(&p.read(PageId(2), View::Writer).unwrap(), "a read"), round);
+        // A miss on another thread: the sweep's frame, not the hint's.
+        std::thread::scope(|s| {
+            s.spawn(|| drop(p.read(PageId(1 + round % 2 * 2), View::Writer).unwrap()));
+        });
     }
     assert_eq!(frames.len(), 2, "writer frames used: {}", frames.len());
 }

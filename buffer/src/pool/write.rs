@@ -339,7 +339,7 @@ impl BufferPool {
         // which their snapshots need; later ones find no frame and decide again.
         let unpublished = st.shared.swap(0, Ordering::AcqRel);
         if unpublished != 0 {
-            self.recycled.store(unpublished, Ordering::Relaxed);
+            *self.recycled.lock() = Some((unpublished as usize - 1, id.0));
         }
         // SAFETY: the caller keeps the frame's bytes to itself (claim or exclusive latch).
         let bytes =

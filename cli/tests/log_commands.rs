@@ -35,7 +35,7 @@ fn log_commands_on_good_corrupt_and_missing_logs() {
     let info = String::from_utf8(out.stdout).unwrap();
     assert!(info.contains("records:     2") && info.contains("capacity:    8192"), "{info}");
     assert!(info.contains("durability:"), "{info}");
-    assert!(info.contains("format:      nvpage log v4"), "{info}");
+    assert!(info.contains("format:      nvpage log v5"), "{info}");
 
     // A format-3 log (an empty one: only its header's version differs) says it is one.
     let v3 = dir.path().join("v3.log");
@@ -53,7 +53,7 @@ fn log_commands_on_good_corrupt_and_missing_logs() {
     let out = nvpage(&["log", "dump"], &good);
     assert!(out.status.success());
     let dump = String::from_utf8(out.stdout).unwrap();
-    assert!(dump.contains("record 1 at offset 56 (6 bytes)"), "{dump}");
+    assert!(dump.contains("record 1 at offset 64 (6 bytes)"), "{dump}");
     assert!(dump.contains("|This is the firs|"), "{dump}");
 
     // An empty log, framed and raw: dump says so.
@@ -74,12 +74,12 @@ fn log_commands_on_good_corrupt_and_missing_logs() {
     // Damage one payload byte of the second record.
     let bad = dir.path().join("bad.log");
     let mut bytes = std::fs::read(&good).unwrap();
-    bytes[DATA_OFFSET + 56 + 16] ^= 0x01;
+    bytes[DATA_OFFSET + 64 + 16] ^= 0x01;
     std::fs::write(&bad, &bytes).unwrap();
     for cmd in ["check", "info", "dump"] {
         let out = nvpage(&["log", cmd], &bad);
         assert_fails_cleanly(&out, cmd);
-        assert!(String::from_utf8_lossy(&out.stderr).contains("offset 56"), "{cmd}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("offset 64"), "{cmd}");
     }
 
     let junk = dir.path().join("junk");

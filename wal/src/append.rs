@@ -43,10 +43,10 @@ use std::sync::atomic::Ordering;
 use nvpage_storage::StorageError;
 
 use crate::error::{Result, WalError};
-use crate::layout::{DATA_OFFSET, Framing, RECORD_HEADER_LEN, State, record_header, record_size};
+use crate::layout::{DATA_OFFSET, Framing, LINE, RECORD_HEADER_LEN, State, record_header};
 use crate::log::{Log, RecordPos};
 
-const ZERO_PAD: [u8; 8] = [0; 8];
+const ZERO_PAD: [u8; LINE] = [0; LINE];
 
 /// A record log stores its watermark when it has moved this many bytes past the stored one: an
 /// open reads at most about this much past the watermark, and damage to a record below the
@@ -160,7 +160,7 @@ impl Log {
             Framing::Records if len > u64::from(u32::MAX) => {
                 return Err(WalError::RecordTooLarge { len, max: u64::from(u32::MAX) });
             }
-            Framing::Records => record_size(len),
+            Framing::Records => self.header.record_check().record_size(len),
         };
         let start = self.reserve(size)?;
         let end = start + size;

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use common::model::contents;
 use nvpage_storage::PersistRequest;
-use nvpage_wal::layout::DATA_OFFSET;
+use nvpage_wal::layout::{DATA_OFFSET, LINE_RECORD_ALIGN};
 use nvpage_wal::{Framing, Log, WalError};
 
 const CAPACITY: u64 = 512;
@@ -68,9 +68,13 @@ fn cut_at_every_offset() {
         match check(&p, &b, &recs, &format!("zeroed from {zero_from}")) {
             Ok(n) => assert_eq!(n, recs.len(), "zeroed from {zero_from}: bytes past the tail only"),
             Err(WalError::CorruptRecord { offset, .. }) => {
-                // The damaged record holds the first zeroed byte, or follows padding that did.
+                // The damaged record holds the first zeroed byte, or follows padding (up to a line)
+                // that did.
                 let first = (zero_from - DATA_OFFSET) as u64;
-                assert!(zero_from < data_end && offset < tail && offset <= first + 8, "{offset}");
+                assert!(
+                    zero_from < data_end && offset < tail && offset <= first + LINE_RECORD_ALIGN,
+                    "{offset}"
+                );
             }
             Err(e) => panic!("zeroed from {zero_from}: {e}"),
         }

@@ -19,7 +19,7 @@ use nvpage_wal::layout::{
     LogHeader, MAGIC, MAX_CAPACITY, RECORD_HEADER_LEN, RecordCheck, STATE_OFFSET, Scan, State,
     decode_log, scan_records,
 };
-use nvpage_wal::{Framing, Log, OpenOptions, WalError, layout::record_size};
+use nvpage_wal::{Framing, Log, OpenOptions, WalError};
 
 use super::{Input, scratch_dir};
 
@@ -78,6 +78,11 @@ fn record_check(version: u32, h: &[u8], pos: u64, payload: &[u8]) -> u64 {
     all.extend_from_slice(&pos.to_le_bytes());
     all.extend_from_slice(payload);
     xxhash_rust::xxh3::xxh3_64(&all)
+}
+
+/// Bytes a record of `len` payload bytes occupies in a log of format `version`.
+fn record_size(version: u32, len: u64) -> u64 {
+    RecordCheck::of_version(version).record_size(len)
 }
 
 /// The format version in a log file's header bytes (the current one if the file is too short
@@ -172,7 +177,7 @@ fn check_open_log(log: &Log, file: &[u8], chunk: usize, read_only: bool) -> u64 
             "payload not what its check covers"
         );
         payloads.extend_from_slice(r.payload);
-        at += record_size(r.payload.len() as u64);
+        at += record_size(log.header().version, r.payload.len() as u64);
     }
     assert_eq!(at, tail, "the records end exactly at the end");
     if tail < capacity && state.generation != 0 {
@@ -199,7 +204,7 @@ fn is_valid_record(rest: &[u8], at: u64, generation: u32, version: u32) -> bool 
         return false;
     }
     let len = u64::from(u32_at(rest, 0));
-    if record_size(len) > rest.len() as u64 || u32_at(rest, 4) != generation {
+    if record_size(version, len) > rest.len() as u64 || u32_at(rest, 4) != generation {
         return false;
     }
     let payload = &rest[RECORD_HEADER_LEN..RECORD_HEADER_LEN + len as usize];
@@ -258,7 +263,7 @@ fn reseal_records(area: &mut [u8], generation: u32, version: u32) -> (u64, u64) 
     let (mut at, mut n) = (0usize, 0u64);
     while at + RECORD_HEADER_LEN <= area.len() {
         let len = u32_at(area, at) as u64;
-        let size = record_size(len);
+        let size = record_size(version, len);
         if at as u64 + size > area.len() as u64 {
             break;
         }
@@ -338,7 +343,7 @@ pub fn log_recovery(data: &[u8]) {
         };
         let n = check_open_log(&log, &file, chunk, false);
         let end = log.tell();
-        if raw || end + record_size(3) > log.nbyte() {
+        if raw || end + record_size(log.header().version, 3) > log.nbyte() {
             return;
         }
         let pos = log.append_record(&[1, 2, 3]).expect("append to an opened log with room");
@@ -372,7 +377,7 @@ fn reference_scan(area: &[u8], state: State, version: u32) -> Result<(u64, u64),
     while at < mark {
         let rest = &below[at as usize..];
         let whole = rest.len() >= RECORD_HEADER_LEN
-            && record_size(u64::from(u32_at(rest, 0))) <= rest.len() as u64;
+            && record_size(version, u64::from(u32_at(rest, 0))) <= rest.len() as u64;
         if !whole {
             return Err(at);
         }
@@ -385,11 +390,11 @@ fn reference_scan(area: &[u8], state: State, version: u32) -> Result<(u64, u64),
             return Err(at);
         }
         oldest = g;
-        at += record_size(len);
+        at += record_size(version, len);
         n += 1;
     }
     while is_valid_record(&area[at as usize..], at, state.generation, version) {
-        at += record_size(u64::from(u32_at(&area[at as usize..], 0)));
+        at += record_size(version, u64::from(u32_at(&area[at as usize..], 0)));
         n += 1;
     }
     Ok((at, n))

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use comfy_table::Table;
 use nvpage::PersistRequest;
-use nvpage_wal::layout::DATA_OFFSET;
+use nvpage_wal::layout::{DATA_OFFSET, record_size};
 use nvpage_wal::{CreateOptions, Framing, Log, Prefill, Uuid, WalError};
 use serde::{Deserialize, Serialize};
 
@@ -149,7 +149,7 @@ fn small_log_bytes(m: Medium) -> u64 {
 /// Appends per thread of a small-append row on `m` (at most `--appends`): half the log's bytes,
 /// shared among the threads, in records of `size` bytes and their framing.
 fn small_appends_per_thread(args: &LogArgs, m: Medium, size: u64, threads: u32) -> u64 {
-    args.appends.min(small_log_bytes(m) / 2 / u64::from(threads) / (size + 16))
+    args.appends.min(small_log_bytes(m) / 2 / u64::from(threads) / record_size(size))
 }
 
 /// Runs the benchmark and prints the table (and JSON, if asked).

@@ -134,7 +134,7 @@ const LOG_HEADER_BITS: usize = 64 * 8;
 const LOG_STATE_BITS: usize = 8 * 8;
 
 /// The bytes of a closed log's records, header and payload, as offsets into the data area: the
-/// padding after each record (to the next 8-byte boundary) is read by nobody.
+/// padding after each record (to the next line, format 5) is read by nobody.
 fn record_bytes(log: &[u8]) -> Vec<std::ops::Range<usize>> {
     let (area, end) = (&log[DATA_OFFSET..], log_end(log) as usize);
     let mut at = 0;

@@ -36,8 +36,9 @@
 //!      | len u32  | generation  | check u64         | payload          | zero pad   |
 //!      | payload  | u32 (u20)   |                   | len bytes        |            |
 //!      +----------+-------------+-------------------+------------------+------------+
-//!      check (versions 4 and 5): XXH3-64 of the payload with the seed `offset | generation << 36` (the
-//!      record's relative offset, 36 bits, and its generation, 20): a record copied to the wrong
+//!      check (versions 4 and 5): XXH3-64 of the payload with the seed
+//!      `offset | generation << 36` (the record's relative offset, 36 bits, and its generation,
+//!      20): a record copied to the wrong
 //!      place fails it, and so does one whose generation field was damaged (a whole record left
 //!      from an older generation passes its check and is refused by the generation test); XXH3
 //!      mixes the input's length in, so a damaged len hashes another range. Version 3's check,
@@ -61,8 +62,9 @@ pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
 /// written back as a partial line, and on this project's machine an append ending mid-line ran
 /// at two thirds of the rate (4,096 + 16 bytes: 2.07 against 2.71 M/s with the header line full,
 /// measured with nothing but the copy and the fence; records of 64, 256 and 4,096 bytes: 2.7,
-/// 2.5 and 1.7 M/s with 8-byte alignment, 4.1, 3.7 and 2.0 with 64). Version 4: a record's check is XXH3-64 of its payload
-/// seeded with its offset and generation, one pass the hash crate can run with the CPU's widest
+/// 2.5 and 1.7 M/s with 8-byte alignment, 4.1, 3.7 and 2.0 with 64). Raw logs are version 5 too,
+/// their layout unchanged. Version 4: a record's check is XXH3-64 of its payload seeded with its
+/// offset and generation, one pass the hash crate can run with the CPU's widest
 /// vectors; version 3 hashed a 16-byte prefix of those fields and then the payload, streamed.
 /// Version 3: the state word's check starts from 0xFF, so a zeroed word fails it (version 2's
 /// started from 0: eight zero bytes passed as tail 0, generation 0 — an empty raw log, a record
@@ -70,7 +72,8 @@ pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
 /// keep a watermark in the state word and records past it (version 1 persisted an exact tail
 /// for every append).
 pub const FORMAT_VERSION: u32 = 5;
-/// The format whose records carry [`RecordCheck::Seeded`]; older ones [`RecordCheck::Prefixed`].
+/// The first format whose records carry the seeded check ([`RecordCheck::Seeded`], and from
+/// [`LINE_RECORDS_VERSION`] on [`RecordCheck::SeededLines`]); older ones [`RecordCheck::Prefixed`].
 pub const SEEDED_CHECK_VERSION: u32 = 4;
 /// The format whose records are padded to whole lines ([`LINE_RECORD_ALIGN`]); older ones to
 /// [`RECORD_ALIGN`].

@@ -91,9 +91,17 @@ fn file_version(file: &[u8]) -> u32 {
     if file.len() < FRAMING_OFFSET { FORMAT_VERSION } else { u32_at(file, VERSION_OFFSET) }
 }
 
-/// The format version a fuzz input's flag asks for: 3 if set, else the current one.
-fn version_of_flag(set: bool) -> u32 {
-    if set { 3 } else { FORMAT_VERSION }
+/// The format version a fuzz input's flags ask for: 3 if bit 5 is set, else 4 if bit 6 is, else
+/// the current one (5): every format this build reads is fuzzed (3: the prefixed check; 4: the
+/// seeded check with 8-byte alignment; 5: records on whole lines).
+fn version_of_flags(flags: u8) -> u32 {
+    if flags & 32 == 32 {
+        3
+    } else if flags & 64 == 64 {
+        4
+    } else {
+        FORMAT_VERSION
+    }
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -304,7 +312,7 @@ pub fn log_recovery(data: &[u8]) {
     let generation = (word >> 36) as u32 & GENERATION_MASK;
     let mut tail = word & MAX_CAPACITY;
     let raw = flags & 1 == 1;
-    let version = version_of_flag(flags & 32 == 32);
+    let version = version_of_flags(flags);
     let mut clean = None;
     if flags & 2 == 2 && !raw {
         let (end, n) = reseal_records(&mut area, generation, version);
@@ -431,7 +439,7 @@ pub fn log_scan(data: &[u8]) {
     }
     let generation = (word >> 36) as u32 & GENERATION_MASK;
     let mut tail = word & MAX_CAPACITY;
-    let version = version_of_flag(flags & 32 == 32);
+    let version = version_of_flags(flags);
     let mut clean = None;
     if flags & 2 == 2 {
         let (end, n) = reseal_records(&mut area, generation, version);

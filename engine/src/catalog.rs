@@ -463,7 +463,7 @@ impl Catalog {
             all.extend_from_slice(&t.extents);
         }
         for (i, x) in self.indexes.iter().enumerate() {
-            let table = self.tables.iter().find(|t| t.id == x.table_id);
+            let table = self.table_by_id(x.table_id);
             let columns_ok = table.is_some_and(|t| {
                 !x.columns.is_empty()
                     && x.columns.iter().all(|&c| usize::from(c) < t.schema.columns().len())
@@ -506,6 +506,16 @@ impl Catalog {
     /// The index named `name`.
     pub fn index(&self, name: &str) -> Option<&IndexMeta> {
         self.indexes.iter().find(|x| x.name == name)
+    }
+
+    /// The table with id `id`.
+    pub fn table_by_id(&self, id: u32) -> Option<&TableMeta> {
+        self.tables.iter().find(|t| t.id == id)
+    }
+
+    /// The index with id `id`.
+    pub fn index_by_id(&self, id: u32) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|x| x.id == id)
     }
 
     /// The table with id `id`.

@@ -343,9 +343,7 @@ mod sealed {
         /// [`Error::UnknownTable`].
         pub(crate) fn meta(&self, table: &Table) -> Result<&'a TableMeta> {
             self.catalog
-                .tables
-                .iter()
-                .find(|t| t.id == table.id)
+                .table_by_id(table.id)
                 .ok_or_else(|| Error::UnknownTable(table.name().into()))
         }
     }
@@ -402,9 +400,7 @@ pub trait ReadOps: sealed::Reads {
         let cat = self.ctx().catalog;
         let x = cat.index(name).ok_or_else(|| Error::UnknownIndex(name.into()))?;
         let t = cat
-            .tables
-            .iter()
-            .find(|t| t.id == x.table_id)
+            .table_by_id(x.table_id)
             .ok_or_else(|| Error::CorruptCatalog(format!("index {name:?} of no table")))?;
         Ok(Index::from_meta(x, t))
     }
@@ -425,7 +421,7 @@ pub trait ReadOps: sealed::Reads {
     /// Entries in `index` (one per row of its table).
     fn index_len(&self, index: &Index) -> Result<u64> {
         let ctx = self.ctx();
-        let x = ctx.catalog.indexes.iter().find(|x| x.id == index.id);
+        let x = ctx.catalog.index_by_id(index.id);
         Ok(x.ok_or_else(|| Error::UnknownIndex(index.name().into()))?.entries)
     }
 
@@ -785,11 +781,7 @@ impl WriteTxn<'_> {
     }
 
     fn meta(&self, table: &Table) -> Result<&TableMeta> {
-        self.catalog
-            .tables
-            .iter()
-            .find(|t| t.id == table.id)
-            .ok_or_else(|| Error::UnknownTable(table.name().into()))
+        self.catalog.table_by_id(table.id).ok_or_else(|| Error::UnknownTable(table.name().into()))
     }
 
     fn meta_mut(&mut self, table: &Table) -> Result<&mut TableMeta> {
@@ -947,14 +939,12 @@ impl WriteTxn<'_> {
             // Counts alone are not written once the file says they may be stale (see
             // `Catalog::counts_stale`); anything else in the catalog is. Under the writer's
             // lock the published catalog is the one this transaction began from.
-            let base = self.db.snapshots.current();
-            let must = self.catalog.differs_beyond_counts(&base.catalog)
-                || (!base.catalog.counts_stale && self.catalog.counts_differ(&base.catalog));
-            if must {
+            let base = &self.db.snapshots.current().catalog;
+            let counts = self.catalog.counts_differ(base);
+            if self.catalog.differs_beyond_counts(base) || (counts && !base.counts_stale) {
                 // Stale from this commit on if it changed a count (the next ones that change
                 // only counts will not write them); as the file had them otherwise.
-                self.catalog.counts_stale =
-                    base.catalog.counts_stale || self.catalog.counts_differ(&base.catalog);
+                self.catalog.counts_stale = base.counts_stale || counts;
                 self.write_catalog()?;
             }
             self.catalog_dirty = false;

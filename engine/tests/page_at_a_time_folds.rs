@@ -110,8 +110,7 @@ fn pages_fold_every_row_once_as_rows_do() {
 fn nulls_and_foreign_handles_are_typed_errors() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
-        let db =
-            Database::builder().layer(layer).page_size(4096).open(dir.path().join("db")).unwrap();
+        let db = common::open_4k(dir.path(), layer);
         // Many pages, so that several workers meet the error.
         commit_table(&db, 10_000, |k| Row { qty: k as i32, note: note(k) });
         let mut tx = db.begin_write().unwrap();

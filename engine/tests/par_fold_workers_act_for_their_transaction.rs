@@ -8,14 +8,13 @@
 mod common;
 
 use common::{Row, commit_table};
-use nvpage::{Database, Error, Layer, ReadOps};
+use nvpage::{Error, Layer, ReadOps};
 
 #[test]
 fn workers_refuse_what_their_parent_thread_refuses() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
-        let db =
-            Database::builder().layer(layer).page_size(4096).open(dir.path().join("db")).unwrap();
+        let db = common::open_4k(dir.path(), layer);
         commit_table(&db, 2000, |k| Row { qty: k as i32, note: None });
 
         let tx = db.begin_write().unwrap();

@@ -5,6 +5,8 @@
 //! (4 KiB pages). Keys with a NULL, and key prefixes, take the range path and agree with it
 //! too; a value of the wrong type is the same typed error on both paths.
 
+mod common;
+
 use std::mem::discriminant;
 
 use nvpage::{Column, ColumnType, Database, Error, Index, Layer, ReadOps, RowId, Schema, Value};
@@ -33,8 +35,7 @@ fn schema() -> Schema {
 fn unique_point_lookups_find_what_range_lookups_find() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
-        let db =
-            Database::builder().layer(layer).page_size(4096).open(dir.path().join("db")).unwrap();
+        let db = common::open_4k(dir.path(), layer);
         let mut rng = StdRng::seed_from_u64(13);
         let mut tx = db.begin_write().unwrap();
         let t = tx.create_table("t", schema()).unwrap();

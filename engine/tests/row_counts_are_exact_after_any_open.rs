@@ -10,7 +10,7 @@
 mod common;
 
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{Row, commit_table, insert_row};
 use nvpage::{DATA_FILE, Database, Layer, ReadOps};
@@ -38,8 +38,9 @@ fn counts(db: &Database) -> (u64, u64, u64) {
 /// A database whose file's counts are behind its rows, as a crash leaves it: a table `t` of
 /// 2,000 rows with index `t_key`, closed cleanly, reopened (checked to read no table page),
 /// then 30 single-row inserts and 7 deletes committed one by one, and the power cut while every
-/// write of the process fails. Returns the simulator (keep it alive) and the table's pages.
-fn crashed_with_stale_counts(dir: &Path, layer: Layer) -> (Sim, u64) {
+/// write of the process fails. Returns the simulator (keep it alive), the database's path and
+/// the table's pages.
+fn crashed_with_stale_counts(dir: &Path, layer: Layer) -> (Sim, PathBuf, u64) {
     let sim = Sim::attach(dir, 11);
     let path = dir.join("db");
     let db = open(&path, layer);
@@ -86,15 +87,14 @@ fn crashed_with_stale_counts(dir: &Path, layer: Layer) -> (Sim, u64) {
     sim.fail(Fault { op: None, after: 0, mode: FaultMode::Forever, errno: libc::EIO });
     drop(db);
     sim.crash(Tear::Word);
-    (sim, pages)
+    (sim, path, pages)
 }
 
 #[test]
 fn row_counts_are_exact_after_a_clean_close_and_after_a_crash() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
-        let (_sim, pages) = crashed_with_stale_counts(dir.path(), layer);
-        let path = dir.path().join("db");
+        let (_sim, path, pages) = crashed_with_stale_counts(dir.path(), layer);
         let db = open(&path, layer);
         assert!(
             fetches(&db) >= pages,
@@ -123,8 +123,7 @@ fn row_counts_are_exact_after_a_clean_close_and_after_a_crash() {
 fn a_damaged_page_found_while_counting_is_left_to_check() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
-        let (sim, pages) = crashed_with_stale_counts(dir.path(), layer);
-        let path = dir.path().join("db");
+        let (sim, path, pages) = crashed_with_stale_counts(dir.path(), layer);
         // The table's last page, found by an open that crashes too (so nothing it would write
         // at its close persists).
         let db = open(&path, layer);

@@ -101,15 +101,11 @@ fn exclude(bound: &mut Bound<Vec<u8>>, key: &[u8]) {
 fn metas<'t>(ctx: &Ctx<'t>, index: &Index) -> Result<(&'t IndexMeta, &'t TableMeta)> {
     let meta = ctx
         .catalog
-        .indexes
-        .iter()
-        .find(|x| x.id == index.id)
+        .index_by_id(index.id)
         .ok_or_else(|| Error::UnknownIndex(index.name().into()))?;
     let tmeta = ctx
         .catalog
-        .tables
-        .iter()
-        .find(|t| t.id == meta.table_id)
+        .table_by_id(meta.table_id)
         .ok_or_else(|| Error::UnknownTable(index.table_name().into()))?;
     Ok((meta, tmeta))
 }

@@ -4,12 +4,19 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use nvpage::{
-    Column, ColumnType, Database, Decimal, Error, ReadOps, RowId, Schema, Value, WriteTxn, kind,
+    Column, ColumnType, Database, Decimal, Error, Layer, ReadOps, RowId, Schema, Value, WriteTxn,
+    kind,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+/// A new database of 4 KiB pages (small, so that tables span many) in `dir/db`, on `layer`.
+pub fn open_4k(dir: &Path, layer: Layer) -> Database {
+    Database::builder().layer(layer).page_size(4096).open(dir.join("db")).unwrap()
+}
 
 /// Every test table has this schema: a unique key, a number, a decimal derived from the key,
 /// and a note whose length varies (so updates grow rows and move them between pages).

@@ -64,6 +64,14 @@ pub struct LogArgs {
     /// Skip the seed workload (fresh 64 MiB pools filled with 4 MiB appends).
     #[arg(long)]
     pub no_seed: bool,
+    /// Only small appends of these sizes in bytes (`--sizes 4096`); 64, 256 and 4096 when not
+    /// given.
+    #[arg(long, value_delimiter = ',')]
+    pub sizes: Vec<u64>,
+    /// Only small-append rows with these numbers of threads (`--threads 1`); 1 and 2 when not
+    /// given.
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Vec<u32>,
     /// Internal: run only libpmemlog's rows on this medium and print them as JSON lines.
     #[arg(long, hide = true)]
     pub pmdk_child: Option<String>,
@@ -137,6 +145,18 @@ impl Medium {
 
 const SMALL_SIZES: [u64; 3] = [64, 256, 4096];
 const THREADS: [u32; 2] = [1, 2];
+
+impl LogArgs {
+    /// The small appends' sizes to run: `--sizes`, or [`SMALL_SIZES`].
+    fn small_sizes(&self) -> Vec<u64> {
+        if self.sizes.is_empty() { SMALL_SIZES.to_vec() } else { self.sizes.clone() }
+    }
+
+    /// The small appends' thread counts to run: `--threads`, or [`THREADS`].
+    fn small_threads(&self) -> Vec<u32> {
+        if self.threads.is_empty() { THREADS.to_vec() } else { self.threads.clone() }
+    }
+}
 /// One small-append log file on `m`: a round stops appending when it is half full. On the disk
 /// a smaller file keeps the pre-written logs' creates (zero-filled ours, filled libpmemlog's;
 /// written once per round, before its clock) from spending the virtual disk's write budget that
@@ -189,8 +209,8 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
                 rows.push(seed_write(args, m, dir)?);
             }
         }
-        for &size in &SMALL_SIZES {
-            for &threads in &THREADS {
+        for size in args.small_sizes() {
+            for threads in args.small_threads() {
                 for framing in [Framing::Raw, Framing::Records] {
                     // On a disk the first sync into each block of an allocated log commits the
                     // journal; a zero-filled one overwrites written blocks.
@@ -572,6 +592,8 @@ fn pmdk_rows_via_child(args: &LogArgs, m: Medium) -> Vec<LogRow> {
         .args(["--rounds", &args.rounds.to_string()])
         .args(["--pools", &args.pools.to_string(), "--pool-mib", &args.pool_mib.to_string()])
         .args(args.no_seed.then_some("--no-seed"))
+        .args(list_arg("--sizes", &args.sizes))
+        .args(list_arg("--threads", &args.threads))
         .output();
     match out {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
@@ -587,6 +609,17 @@ fn pmdk_rows_via_child(args: &LogArgs, m: Medium) -> Vec<LogRow> {
             Vec::new()
         }
     }
+}
+
+/// A list option as the child process takes it (`--sizes 64,4096`), or nothing if `values` is
+/// empty.
+#[cfg(feature = "pmdk")]
+fn list_arg<T: ToString>(flag: &str, values: &[T]) -> Vec<String> {
+    if values.is_empty() {
+        return Vec::new();
+    }
+    let list: Vec<String> = values.iter().map(T::to_string).collect();
+    vec![flag.to_string(), list.join(",")]
 }
 
 #[cfg(not(feature = "pmdk"))]
@@ -619,8 +652,8 @@ fn pmdk_rows(args: &LogArgs, m: Medium) -> std::io::Result<Vec<LogRow>> {
             })?;
         rows.push(seed_row("libpmemlog", m, durability.clone(), appends, wall));
     }
-    for &size in &SMALL_SIZES {
-        for &threads in &THREADS {
+    for size in args.small_sizes() {
+        for threads in args.small_threads() {
             let path = dir.join(format!("small-{size}-{threads}.pmemlog"));
             let buf = vec![0x5Au8; size as usize];
             let per_thread = small_appends_per_thread(args, m, size, threads);

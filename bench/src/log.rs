@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use comfy_table::Table;
 use nvpage::PersistRequest;
+use nvpage_storage::{Advice, FileOptions, RawFile};
 use nvpage_wal::layout::{DATA_OFFSET, record_size};
 use nvpage_wal::{CreateOptions, Framing, Log, Prefill, Uuid, WalError};
 use serde::{Deserialize, Serialize};
@@ -223,7 +224,9 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
                         rows.push(small_nvpage(args, m, dir, framing, prefill, size, threads)?);
                     }
                 }
-                if m != Medium::TmpfsCacheLine {
+                if m == Medium::TmpfsCacheLine {
+                    rows.push(small_floor(args, m, dir, size, threads)?);
+                } else {
                     rows.push(small_write(args, m, dir, size, threads)?);
                 }
             }
@@ -473,6 +476,68 @@ fn small_nvpage(
         Prefill::Zeros => format!("nvpage-wal {framing} zero-filled"),
     };
     Ok(rounds.into_row(&system, m, durability, threads, size))
+}
+
+/// The floor of a small-append row on the cache-line path: each append stores a record's bytes
+/// (`record_size(size)`: framing and padding to whole lines included) with streaming stores
+/// into its thread's own range of a mapped tmpfs file, populated before the clock, then fences
+/// — what an append through the mapping costs at least, with no reservation, check or ordering
+/// among threads. In the same run as the log's rows, with the same rounds, appends and clock
+/// reads: a swing the floor shares with them is the machine's (memory, scheduler), not the log's.
+/// The bench's one `unsafe` call: storing into a mapping through `RawFile`, whose safe calls all
+/// go through the kernel or a log's own reservation.
+#[allow(unsafe_code)]
+fn small_floor(
+    args: &LogArgs,
+    m: Medium,
+    dir: &Path,
+    size: u64,
+    threads: u32,
+) -> nvpage_storage::Result<LogRow> {
+    let path = dir.join(format!("small-{size}-{threads}.floor"));
+    let bytes = small_log_bytes(m);
+    let opts = FileOptions {
+        mapped: true,
+        max_bytes: bytes,
+        persistence: m.persistence(),
+        ..FileOptions::default()
+    };
+    let per_thread = small_appends_per_thread(args, m, size, threads);
+    let step = record_size(size);
+    let span = per_thread * step;
+    assert!(
+        span * u64::from(threads) <= bytes,
+        "half the log, as small_appends_per_thread sizes it"
+    );
+    let buf = vec![0x5Au8; step as usize];
+    let make = || -> nvpage_storage::Result<RawFile> {
+        let f = RawFile::create(&path, &opts)?;
+        f.grow_to(bytes)?;
+        f.advise(Advice::PopulateWrite, 0, bytes);
+        Ok(f)
+    };
+    let mut durability = String::new();
+    let rounds = run_rounds(
+        args,
+        m,
+        &path,
+        make,
+        |_| Ok(()),
+        |f| {
+            durability = format!(
+                "streaming stores + fence, nothing else: a floor, not a log; {}",
+                f.durability()
+            );
+            timed(args, threads, per_thread, |t, i| {
+                let at = u64::from(t) * span + i * step;
+                // SAFETY: the file is mapped and `bytes` long (`grow_to`); thread `t` alone stores
+                // into `[t span, (t + 1) span)` (asserted inside the file above), one append at a
+                // time, and nothing reads the file.
+                unsafe { f.store_persist(at, &buf) }.is_ok()
+            })
+        },
+    )?;
+    Ok(rounds.into_row("floor: streaming copy+fence", m, durability, threads, size))
 }
 
 fn small_write(

@@ -1,7 +1,7 @@
 //! CPU time, split into user and system time, in microseconds.
 //!
 //! This process's comes from `getrusage(RUSAGE_SELF)` through `nix`'s safe wrapper (the crate
-//! forbids `unsafe`): every thread's, live or ended, in microseconds. Linux counts the total
+//! denies `unsafe`): every thread's, live or ended, in microseconds. Linux counts the total
 //! exactly (the scheduler's nanosecond runtime) and splits it between user and system time in
 //! the proportion its per-tick samples saw, so the total of a short interval is exact and its
 //! split is a sample: shares are best pooled over several runs.

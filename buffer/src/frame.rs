@@ -102,9 +102,12 @@ impl FrameMeta {
 /// point lookups (kv bench, 1 M entries on tmpfs, one thread, the build before and this one
 /// alternated, four runs each) with the pool holding all the data ran 6–32% faster with pread
 /// and 8–23% with SE1; with a tenth in the pool, within their spread (the copies, not the TLB,
-/// cost there); SE2 reads in place, through the file's mapping, and its runs were within ±5%
-/// either way (six each); TPC-H Q1 and Q6 ran within their spread on every layer. The cost: a pool's memory then grows in steps of up to 2 MiB as frames are first
-/// used, and the kernel zeroes a huge page at its first touch.
+/// cost there). SE2 reads in place, through the file's mapping, and its runs were within ±5%
+/// either way (six each); TPC-H Q1 and Q6 ran within their spread on every layer. The cost,
+/// where the kernel grants huge pages: a pool's memory grows in steps of up to 2 MiB as frames
+/// are first used; a first touch zeroes 2 MiB and, with the kernel's default
+/// `defrag=madvise`, may wait for it to compact memory; and its background collapser may later
+/// make a partly used 2 MiB range wholly resident.
 #[derive(Debug)]
 pub(crate) struct FrameMemory {
     /// The first frame: `region` rounded up to the page size.

@@ -90,6 +90,59 @@ pub struct RawFile {
     sim: SimTag,
 }
 
+/// Stores whole cache lines into a range of lines: a range of a mapped file's mapping
+/// ([`RawFile::store_persist_lines`], with streaming stores in the cache-line modes), or a
+/// buffer in memory ([`LineStreamer::new`]). Every store is bounds-checked against the range.
+#[derive(Debug)]
+pub struct LineStreamer<'a> {
+    dst: NonNull<u8>,
+    lines: usize,
+    /// Streaming stores (the range is a mapping in a cache-line mode) or ordinary ones.
+    streaming: bool,
+    _range: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> LineStreamer<'a> {
+    /// A streamer of `buf`'s whole lines (its length rounded down to a multiple of 64), with
+    /// ordinary stores: for building, or checking, in memory what a range would hold.
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        let lines = buf.len() / cacheline::CACHE_LINE;
+        Self {
+            dst: NonNull::from(buf).cast(),
+            lines,
+            streaming: false,
+            _range: std::marker::PhantomData,
+        }
+    }
+
+    /// Lines in the range.
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+
+    /// Stores `line` as the range's line `i`.
+    ///
+    /// # Panics
+    /// If `i` is not below [`Self::lines`].
+    #[inline(always)]
+    pub fn store(&mut self, i: usize, line: &[u8; cacheline::CACHE_LINE]) {
+        assert!(i < self.lines, "line {i} outside a range of {} lines", self.lines);
+        // SAFETY: line `i` lies inside the range (asserted), which this streamer borrows
+        // exclusively: a buffer borrowed `&mut`, or a mapped range its file's caller keeps to
+        // itself (`store_persist_lines`). `line` is a shared borrow, so not that range.
+        unsafe {
+            let dst = self.dst.as_ptr().add(i * cacheline::CACHE_LINE);
+            if self.streaming {
+                // The mapping is page-aligned and `store_persist_lines` asserted a line-aligned
+                // offset: `dst` is 64-byte aligned.
+                cacheline::stream_line(dst, line);
+            } else {
+                std::ptr::copy_nonoverlapping(line.as_ptr(), dst, cacheline::CACHE_LINE);
+            }
+        }
+    }
+}
+
 impl RawFile {
     /// Creates a new file (refusing an existing one), locks it, and syncs its directory.
     pub fn create(path: &Path, opts: &FileOptions) -> Result<Self> {
@@ -474,6 +527,43 @@ impl RawFile {
                 self.persist_range(offset, src.len())
             }
         }
+    }
+
+    /// Writes `lines` whole cache lines from `offset`, each stored by `fill` through a
+    /// [`LineStreamer`], and makes them durable together: streaming stores and one fence in the
+    /// cache-line modes, ordinary stores and an `msync` of the range otherwise. For a writer
+    /// that builds its bytes line by line while it stores them (the log's records, hashed as
+    /// they are stored); what `fill` returns is returned. A line `fill` does not store keeps
+    /// its bytes.
+    ///
+    /// # Safety
+    /// As [`Self::store_persist`], for the range `offset..offset + 64 * lines`.
+    ///
+    /// # Panics
+    /// If `offset` is not a multiple of the cache line (64 bytes).
+    pub unsafe fn store_persist_lines<R>(
+        &self,
+        offset: u64,
+        lines: usize,
+        fill: impl FnOnce(&mut LineStreamer<'_>) -> R,
+    ) -> Result<R> {
+        self.check_writable()?;
+        assert!(offset.is_multiple_of(cacheline::CACHE_LINE as u64), "offset {offset} mid-line");
+        let m = self.mapping.as_ref().expect("store_persist_lines needs a mapped file");
+        let len = lines * cacheline::CACHE_LINE;
+        // SAFETY: the caller keeps `offset..offset + len` inside the file (so inside the
+        // mapping) and to itself for the call, which the streamer's borrow does not outlive.
+        let dst = unsafe { m.base().add(offset as usize) };
+        let streaming = self.durability.flush.is_some();
+        let mut out = LineStreamer { dst, lines, streaming, _range: std::marker::PhantomData };
+        let r = fill(&mut out);
+        if !streaming {
+            self.persist_range(offset, len)?;
+            return Ok(r);
+        }
+        self.fence_step()?;
+        self.sim_persisted_lines(offset, len as u64);
+        Ok(r)
     }
 
     /// [`Self::store_persist`] of several ranges, `(offset, bytes)`, made durable together:

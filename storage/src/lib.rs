@@ -49,7 +49,7 @@ mod sim_tag;
 mod verified;
 
 pub use error::{Result, StorageError};
-pub use file::{FileOptions, RawFile};
+pub use file::{FileOptions, LineStreamer, RawFile};
 pub use header::FileHeader;
 pub use layer::{FileLayer, Layer, OpenOptions};
 pub use mapping::Advice;

@@ -10,7 +10,8 @@
 //!   the capacity is refused before anything changes ([`WalError::LogFull`]), so it harms no one.
 //! - **copy**: each appender writes its own range, unlocked. In the cache-line modes it uses
 //!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
-//!   stores). In `msync` mode it only writes (`RawFile::store_vectored`: a copy where the file
+//!   stores); a record of the current format from one buffer is stored line by line, its check
+//!   computed in the same loop (`layout::store_record_lines`), the header's line last. In `msync` mode it only writes (`RawFile::store_vectored`: a copy where the file
 //!   is memory, `pwrite` on a disk): the commit's sync covers the range. Where the file is
 //!   memory (not DAX: `RawFile::kernel_copy_pays`), an append of `KERNEL_COPY_MIN` (256 KiB)
 //!   or more into a part of the log not yet mapped is written with `pwrite` instead (and
@@ -43,7 +44,10 @@ use std::sync::atomic::Ordering;
 use nvpage_storage::StorageError;
 
 use crate::error::{Result, WalError};
-use crate::layout::{DATA_OFFSET, Framing, LINE, RECORD_HEADER_LEN, State, record_header};
+use crate::layout::{
+    DATA_OFFSET, Framing, LINE, RECORD_HEADER_LEN, RecordCheck, State, record_header,
+    store_record_lines,
+};
 use crate::log::{Log, RecordPos};
 
 const ZERO_PAD: [u8; LINE] = [0; LINE];
@@ -212,6 +216,32 @@ impl Log {
     ) -> Result<()> {
         let mut payload = Parts::default();
         bufs.iter().for_each(|b| payload.push(b));
+        let cache_lines = self.file.mode().uses_cache_lines();
+        let one = match payload.as_slice() {
+            [] => Some(&[][..]),
+            [one] => Some(*one),
+            _ => None,
+        };
+        let lines = self.header.record_check() == RecordCheck::SeededLines
+            && self.header.framing == Framing::Records
+            && cache_lines
+            && !by_kernel;
+        if let (Some(one), true) = (one, lines) {
+            // A record of the current format, from one buffer, on the cache-line path: stored
+            // line by line, its check computed in the same loop (`store_record_lines`).
+            let (generation, lines) = (self.generation, (size / LINE as u64) as usize);
+            let offset = DATA_OFFSET as u64 + start;
+            // SAFETY: `[start, start + size)` was reserved by this call alone (the CAS in
+            // `reserve`), lies below the capacity, so inside the mapped file, and no reader looks
+            // past `copied <= start`; `size` is whole lines from a line boundary (format 5). The
+            // payload is the caller's buffer, not the mapping.
+            return unsafe {
+                self.file.store_persist_lines(offset, lines, |out| {
+                    store_record_lines(out, start, generation, one)
+                })
+            }
+            .map_err(Into::into);
+        }
         let header;
         let mut parts = Parts::default();
         if self.header.framing == Framing::Records {
@@ -224,7 +254,6 @@ impl Log {
         let pad = size - len - framing as u64;
         parts.push(&ZERO_PAD[..pad as usize]);
         let offset = DATA_OFFSET as u64 + start;
-        let cache_lines = self.file.mode().uses_cache_lines();
         if by_kernel && cache_lines {
             // SAFETY: `[start, start + size)` was reserved by this call alone (the CAS in
             // `reserve`), and no reference into the mapping reaches past `copied <= start`.

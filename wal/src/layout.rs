@@ -1,4 +1,5 @@
-//! The log file's bytes: header, state word, records. Pure encoding and decoding; no I/O.
+//! The log file's bytes: header, state word, records. Pure encoding and decoding, no I/O: a record
+//! is stored through the [`LineStreamer`] its caller hands in ([`store_record_lines`]).
 //!
 //! ```text
 //! file offset 0                                                    64         72   DATA_OFFSET (4096)
@@ -53,6 +54,7 @@
 //! as one aligned 8-byte store, the unit that is failure-atomic, and persisted only after every
 //! byte below its tail is persisted.
 
+use nvpage_storage::LineStreamer;
 use uuid::Uuid;
 
 /// Identifies an nvpage log file.
@@ -375,6 +377,66 @@ pub(crate) fn record_header(
     let sum = record_check(check, &h, offset, payload);
     h[REC_CHECK_OFFSET..RECORD_HEADER_LEN].copy_from_slice(&sum.to_le_bytes());
     h
+}
+
+/// Stores the record of `payload` at relative `offset` of generation `generation`, in the
+/// format this build creates ([`RecordCheck::SeededLines`]), through `out`: every line of the
+/// record, padding included (`out` holds exactly [`record_size`] bytes of lines), the header's
+/// line last. A payload of more than 240 bytes is hashed in the same loop that stores it
+/// ([`crate::xxh3`]): each 64-byte stripe beside the line that holds most of it, so that the
+/// hash runs while the streaming stores before it drain, rather than before the first store. The
+/// bytes are exactly those of [`record_header`], payload and zero padding.
+///
+/// # Panics
+/// If `out` does not hold exactly the record's lines, or `payload` passes `u32::MAX` bytes.
+pub fn store_record_lines(
+    out: &mut LineStreamer<'_>,
+    offset: u64,
+    generation: u32,
+    payload: &[u8],
+) {
+    let len = payload.len();
+    let lines = (record_size(len as u64) / LINE as u64) as usize;
+    assert_eq!(out.lines(), lines, "the record of {len} bytes is {lines} lines");
+    let mut head = [0u8; LINE];
+    let len32 = u32::try_from(len).expect("a record's length fits its u32 field");
+    head[REC_LEN_OFFSET..REC_GEN_OFFSET].copy_from_slice(&len32.to_le_bytes());
+    head[REC_GEN_OFFSET..REC_CHECK_OFFSET].copy_from_slice(&generation.to_le_bytes());
+    let seed = check_seed(&head, offset);
+    // Line `l` (from 1) holds payload bytes `64 l - 16..64 l + 48`: lines `1..full` whole ones,
+    // the rest (at most one) the payload's end and zeros.
+    let full = (RECORD_HEADER_LEN + len) / LINE;
+    let whole = |l: usize| -> &[u8; LINE] {
+        let from = l * LINE - RECORD_HEADER_LEN;
+        payload[from..from + LINE].try_into().expect("a line")
+    };
+    let store_rest = |out: &mut LineStreamer<'_>| {
+        for l in full.max(1)..lines {
+            let from = l * LINE - RECORD_HEADER_LEN;
+            let mut part = [0u8; LINE];
+            part[..len - from].copy_from_slice(&payload[from..]);
+            out.store(l, &part);
+        }
+    };
+    let check = if len < crate::xxh3::LONG_MIN {
+        (1..full).for_each(|l| out.store(l, whole(l)));
+        store_rest(out);
+        twox_hash::XxHash3_64::oneshot_with_seed(seed, payload)
+    } else {
+        // Line `s + 1` beside stripe `s` (the line holding most of it): every whole line, as
+        // `full - 2 < (len - 1) / 64`, the body's stripes.
+        let check = crate::xxh3::hash_long(seed, payload, |s| {
+            if s + 1 < full {
+                out.store(s + 1, whole(s + 1));
+            }
+        });
+        store_rest(out);
+        check
+    };
+    head[REC_CHECK_OFFSET..RECORD_HEADER_LEN].copy_from_slice(&check.to_le_bytes());
+    let first = len.min(LINE - RECORD_HEADER_LEN);
+    head[RECORD_HEADER_LEN..RECORD_HEADER_LEN + first].copy_from_slice(&payload[..first]);
+    out.store(0, &head);
 }
 
 /// A record's check (see [`RecordCheck`]). `h` holds the header's first 8 bytes (length,
@@ -741,6 +803,44 @@ mod tests {
             regen[8 + REC_GEN_OFFSET..8 + REC_CHECK_OFFSET].copy_from_slice(&4u32.to_le_bytes());
             assert!(check_record(&regen, 8, Generations::exactly(4), check).is_err());
         }
+    }
+
+    #[test]
+    fn records_stored_line_by_line_are_the_framed_bytes() {
+        let payload: Vec<u8> =
+            (0..70_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
+        let check = RecordCheck::SeededLines;
+        let lens =
+            (0..=300).chain([1000, 1023, 1024, 1025, 4095, 4096, 4097, 4144, 65_536, 70_000]);
+        for len in lens {
+            for (offset, generation) in [(0, 1), (4160, 7), (MAX_CAPACITY & !63, GENERATION_MASK)] {
+                let p = &payload[..len];
+                let size = check.record_size(len as u64) as usize;
+                let mut want = record_header(check, offset, generation, len as u64, &[p]).to_vec();
+                want.extend_from_slice(p);
+                want.resize(size, 0);
+                // Garbage where the record goes: every byte must be stored.
+                let mut got = vec![0xA5u8; size];
+                store_record_lines(&mut LineStreamer::new(&mut got), offset, generation, p);
+                assert!(got == want, "len {len} offset {offset}");
+                if offset > 1 << 20 {
+                    continue;
+                }
+                let mut data = vec![0u8; offset as usize];
+                data.extend_from_slice(&got);
+                let (r, g) = check_record(&data, offset, Generations::exactly(generation), check)
+                    .map_err(|e| format!("len {len}: {e}"))
+                    .unwrap();
+                assert_eq!((&data[r], g), (p, generation));
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "lines")]
+    fn a_record_stored_into_the_wrong_number_of_lines_is_refused() {
+        let mut buf = vec![0u8; 128];
+        store_record_lines(&mut LineStreamer::new(&mut buf), 0, 1, &[1u8; 200]);
     }
 
     #[test]

@@ -80,7 +80,8 @@
 //! - Any persist failure poisons the log until reopen; it never pretends data is safe.
 //!
 //! `unsafe` is confined to `log.rs` (the state word, reading the mapping), `append.rs` (copying
-//! into reserved ranges) and the optional `pmdk` FFI shim.
+//! into reserved ranges), `xxh3.rs` (SSE2 intrinsics that take no pointers: x86_64's baseline)
+//! and the optional `pmdk` FFI shim.
 
 mod append;
 mod error;
@@ -89,6 +90,7 @@ mod log;
 #[cfg(feature = "pmdk")]
 pub mod pmdk;
 mod records;
+mod xxh3;
 
 pub use append::MARK_INTERVAL;
 pub use error::{Result, WalError};

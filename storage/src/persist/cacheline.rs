@@ -194,6 +194,31 @@ pub unsafe fn copy_nontemporal(instr: FlushInstr, dst: *mut u8, src: &[u8]) {
     }
 }
 
+/// Copies one whole cache line, `src`, to the line at `dst` with streaming stores: after a
+/// [`fence`] it is in the persistence domain, with no flush and no read of the line first.
+///
+/// # Safety
+/// `dst` must be valid for a 64-byte write, 16-byte aligned, and not overlap `src`; no other
+/// thread may read or write it during the call.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn stream_line(dst: *mut u8, src: &[u8; CACHE_LINE]) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128};
+    for i in 0..CACHE_LINE / 16 {
+        // SAFETY: the loads read `src` (64 bytes, four unaligned 16-byte loads inside it); the
+        // stores write the caller's 64 bytes at `dst`, 16-byte aligned, four 16-byte stores.
+        unsafe {
+            let v = _mm_loadu_si128(src.as_ptr().add(16 * i).cast::<__m128i>());
+            stream_store(dst.add(16 * i).cast::<__m128i>(), v);
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) unsafe fn stream_line(_dst: *mut u8, _src: &[u8; CACHE_LINE]) {
+    unreachable!("FlushInstr::detect returns None off x86_64")
+}
+
 /// One 16-byte streaming store (MOVNTDQ).
 ///
 /// # Safety

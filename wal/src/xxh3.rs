@@ -1,0 +1,279 @@
+//! XXH3-64's long path (inputs of more than 240 bytes) folded one 64-byte stripe at a time, so
+//! that a record's payload can be hashed in the same loop that stores its lines
+//! ([`hash_long`] calls back beside each stripe, where [`crate::layout::store_record_lines`]
+//! stores a line). The value is `twox-hash`'s
+//! `XxHash3_64::oneshot_with_seed`, bit for bit (the tests compare them on every length around
+//! the algorithm's boundaries, and on random ones).
+//!
+//! Why a second implementation: `twox-hash` hashes a 4 KiB page in about 100 ns here, before the
+//! record's first store; streaming the record out takes about 350 ns more, most of it waiting
+//! for the stores to drain. Folded in beside the stores, the hash runs while they drain and
+//! costs almost nothing. SSE2 (x86_64's baseline) through intrinsics that take no pointers,
+//! plain integers elsewhere; in that loop the stores, not the arithmetic, set the pace.
+//!
+//! The algorithm: eight 64-bit accumulators; each stripe adds, lane by lane, the product of the
+//! two 32-bit halves of `data ^ secret word` and the neighbouring lane's data; after every 16
+//! stripes (a block) the accumulators are scrambled with the secret's last 64 bytes; the input's
+//! last 64 bytes are folded in with the secret from byte 121; the accumulators are merged with
+//! the secret from byte 11 and the length, then avalanched. The secret is the one `twox-hash`
+//! derives from the seed.
+
+use twox_hash::xxhash3_64::{DEFAULT_SECRET_LENGTH, RawHasher, SecretBuffer};
+
+/// Bytes of a stripe.
+pub(crate) const STRIPE: usize = 64;
+/// The shortest input on XXH3's long path; shorter ones take paths this module does not compute.
+pub(crate) const LONG_MIN: usize = 241;
+const STRIPES_PER_BLOCK: usize = (DEFAULT_SECRET_LENGTH - STRIPE) / 8;
+const SCRAMBLE_SECRET: usize = DEFAULT_SECRET_LENGTH - STRIPE;
+const LAST_STRIPE_SECRET: usize = DEFAULT_SECRET_LENGTH - STRIPE - 7;
+const MERGE_SECRET: usize = 11;
+const PRIME32_1: u64 = 0x9E37_79B1;
+const PRIME32_2: u64 = 0x85EB_CA77;
+const PRIME32_3: u64 = 0xC2B2_AE3D;
+const PRIME64_1: u64 = 0x9E37_79B1_85EB_CA87;
+const PRIME64_2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+const PRIME64_3: u64 = 0x1656_67B1_9E37_79F9;
+const PRIME64_4: u64 = 0x85EB_CA77_C2B2_AE63;
+const PRIME64_5: u64 = 0x27D4_EB2F_1656_67C5;
+
+/// XXH3-64 of `input` (at least [`LONG_MIN`] bytes) with `seed`, calling `beside(s)` just
+/// before body stripe `s` (bytes `64 s..64 s + 64`) is folded in, for every body stripe: the
+/// caller's work there (storing a line) interleaves with the hash's. The accumulators live in
+/// this function's locals, so in registers for the whole loop.
+#[inline(always)]
+pub(crate) fn hash_long(seed: u64, input: &[u8], mut beside: impl FnMut(usize)) -> u64 {
+    let len = input.len();
+    assert!(len >= LONG_MIN, "XXH3's long path is for inputs above 240 bytes");
+    let secret = seeded_secret(seed);
+    let key = |at: usize| -> &[u8; STRIPE] { secret[at..at + STRIPE].try_into().expect("64") };
+    let stripe = |at: usize| -> &[u8; STRIPE] { input[at..at + STRIPE].try_into().expect("64") };
+    let mut acc = Acc::from_words(INITIAL_ACC);
+    // Body stripes: every whole stripe that ends before the input's last byte.
+    for s in 0..(len - 1) / STRIPE {
+        beside(s);
+        acc.accumulate(stripe(s * STRIPE), key((s % STRIPES_PER_BLOCK) * 8));
+        if (s + 1).is_multiple_of(STRIPES_PER_BLOCK) {
+            acc.scramble(key(SCRAMBLE_SECRET));
+        }
+    }
+    acc.accumulate(stripe(len - STRIPE), key(LAST_STRIPE_SECRET));
+    merge(acc.words(), &secret, len)
+}
+
+/// The accumulators' starting values.
+const INITIAL_ACC: [u64; 8] =
+    [PRIME32_3, PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME32_2, PRIME64_5, PRIME32_1];
+
+/// The hash of `len` bytes from the accumulators: merged with the secret from byte 11 and the
+/// length, then avalanched.
+fn merge(acc: [u64; 8], secret: &[u8; DEFAULT_SECRET_LENGTH], len: usize) -> u64 {
+    let s = &secret[MERGE_SECRET..];
+    let mut h = (len as u64).wrapping_mul(PRIME64_1);
+    for i in 0..4 {
+        let a = acc[2 * i] ^ u64_at(s, 16 * i);
+        let b = acc[2 * i + 1] ^ u64_at(s, 16 * i + 8);
+        let m = u128::from(a) * u128::from(b);
+        h = h.wrapping_add((m as u64) ^ ((m >> 64) as u64));
+    }
+    h ^= h >> 37;
+    h = h.wrapping_mul(0x1656_6791_9E37_79F9);
+    h ^ (h >> 32)
+}
+
+/// XXH3's secret for `seed`: the default secret with the seed added to its even 8-byte words
+/// and taken from its odd ones (what `twox-hash` derives; the tests compare every hash).
+#[inline(always)]
+fn seeded_secret(seed: u64) -> [u8; DEFAULT_SECRET_LENGTH] {
+    static DEFAULT: std::sync::LazyLock<[u8; DEFAULT_SECRET_LENGTH]> =
+        std::sync::LazyLock::new(|| {
+            // Seed 0 leaves the default secret as it is.
+            let Ok(b) = SecretBuffer::with_seed(0, [0u8; DEFAULT_SECRET_LENGTH]) else {
+                unreachable!("the secret is exactly DEFAULT_SECRET_LENGTH bytes");
+            };
+            RawHasher::new(b).into_secret()
+        });
+    let mut secret = *DEFAULT;
+    for (i, word) in secret.chunks_exact_mut(8).enumerate() {
+        let w = u64::from_le_bytes((&*word).try_into().expect("8 bytes"));
+        let w = if i % 2 == 0 { w.wrapping_add(seed) } else { w.wrapping_sub(seed) };
+        word.copy_from_slice(&w.to_le_bytes());
+    }
+    secret
+}
+
+/// The little-endian u64 at `at` in `b`.
+#[inline(always)]
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The eight accumulators: in four SSE2 registers on x86_64 (its baseline, so no run-time
+/// check; the intrinsics take no pointers, so their `unsafe` asks only for SSE2), in words
+/// elsewhere. Kept in
+/// registers, the fold of a stripe is a dozen instructions beside the stores of a line.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Acc([std::arch::x86_64::__m128i; 4]);
+
+#[cfg(target_arch = "x86_64")]
+impl Acc {
+    fn from_words(w: [u64; 8]) -> Self {
+        use std::arch::x86_64::_mm_set_epi64x;
+        // SAFETY: SSE2 is in x86_64's baseline, so every x86_64 CPU runs it; no pointers.
+        Self(std::array::from_fn(|j| unsafe {
+            _mm_set_epi64x(w[2 * j + 1] as i64, w[2 * j] as i64)
+        }))
+    }
+
+    fn words(self) -> [u64; 8] {
+        use std::arch::x86_64::{_mm_cvtsi128_si64, _mm_unpackhi_epi64};
+        let v = self.0;
+        std::array::from_fn(|i| {
+            let lane = v[i / 2];
+            // SAFETY: SSE2 is in x86_64's baseline, so every x86_64 CPU runs it; no pointers.
+            unsafe {
+                let word = if i % 2 == 0 { lane } else { _mm_unpackhi_epi64(lane, lane) };
+                _mm_cvtsi128_si64(word) as u64
+            }
+        })
+    }
+
+    /// Folds one stripe in with the secret's 64 bytes `key`: in each 64-bit lane, the product
+    /// of the two 32-bit halves of `data ^ key`, and the neighbouring lane's data.
+    #[inline(always)]
+    fn accumulate(&mut self, stripe: &[u8; STRIPE], key: &[u8; STRIPE]) {
+        use std::arch::x86_64::{_mm_add_epi64, _mm_mul_epu32, _mm_shuffle_epi32, _mm_xor_si128};
+        for (j, acc) in self.0.iter_mut().enumerate() {
+            let (data, k) = (lane_at(stripe, 16 * j), lane_at(key, 16 * j));
+            // SAFETY: SSE2 is in x86_64's baseline, so every x86_64 CPU runs it; no pointers.
+            unsafe {
+                let dk = _mm_xor_si128(data, k);
+                // Each lane's high half moved down: the product of the two halves.
+                let product = _mm_mul_epu32(dk, _mm_shuffle_epi32::<0x31>(dk));
+                let swapped = _mm_shuffle_epi32::<0x4E>(data);
+                *acc = _mm_add_epi64(product, _mm_add_epi64(*acc, swapped));
+            }
+        }
+    }
+
+    /// Scrambles the accumulators at the end of a block with the secret's last 64 bytes `key`:
+    /// `(a ^ a >> 47 ^ key) * PRIME32_1`, the product of 64 by 32 bits in two halves.
+    fn scramble(&mut self, key: &[u8; STRIPE]) {
+        use std::arch::x86_64::{
+            _mm_add_epi64, _mm_mul_epu32, _mm_set1_epi64x, _mm_slli_epi64, _mm_srli_epi64,
+            _mm_xor_si128,
+        };
+        for (j, acc) in self.0.iter_mut().enumerate() {
+            let k = lane_at(key, 16 * j);
+            // SAFETY: SSE2 is in x86_64's baseline, so every x86_64 CPU runs it; no pointers.
+            unsafe {
+                let prime = _mm_set1_epi64x(PRIME32_1 as i64);
+                let x = _mm_xor_si128(*acc, _mm_srli_epi64::<47>(*acc));
+                let x = _mm_xor_si128(x, k);
+                let low = _mm_mul_epu32(x, prime);
+                let high = _mm_mul_epu32(_mm_srli_epi64::<32>(x), prime);
+                *acc = _mm_add_epi64(low, _mm_slli_epi64::<32>(high));
+            }
+        }
+    }
+}
+
+/// The 16 bytes at `at` in `b` as a register (the compiler makes it one unaligned load).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn lane_at(b: &[u8; STRIPE], at: usize) -> std::arch::x86_64::__m128i {
+    let (high, low) = (u64_at(b, at + 8) as i64, u64_at(b, at) as i64);
+    // SAFETY: SSE2 is in x86_64's baseline, so every x86_64 CPU runs it; no pointers.
+    unsafe { std::arch::x86_64::_mm_set_epi64x(high, low) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[derive(Clone, Copy)]
+struct Acc([u64; 8]);
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Acc {
+    fn from_words(w: [u64; 8]) -> Self {
+        Self(w)
+    }
+
+    fn words(self) -> [u64; 8] {
+        self.0
+    }
+
+    #[inline(always)]
+    fn accumulate(&mut self, stripe: &[u8; STRIPE], key: &[u8; STRIPE]) {
+        let acc = &mut self.0;
+        for i in 0..8 {
+            let data = u64_at(stripe, 8 * i);
+            let dk = data ^ u64_at(key, 8 * i);
+            acc[i ^ 1] = acc[i ^ 1].wrapping_add(data);
+            acc[i] = acc[i].wrapping_add((dk & 0xFFFF_FFFF) * (dk >> 32));
+        }
+    }
+
+    fn scramble(&mut self, key: &[u8; STRIPE]) {
+        for (i, a) in self.0.iter_mut().enumerate() {
+            let mut x = *a;
+            x ^= x >> 47;
+            x ^= u64_at(key, 8 * i);
+            *a = x.wrapping_mul(PRIME32_1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The hash, with its callbacks checked: one per body stripe, in order.
+    fn hash(seed: u64, input: &[u8]) -> u64 {
+        let mut seen = 0;
+        let h = hash_long(seed, input, |s| {
+            assert_eq!(s, seen, "stripes in order");
+            seen += 1;
+        });
+        assert_eq!(seen, (input.len() - 1) / STRIPE, "every body stripe");
+        h
+    }
+
+    fn input(len: usize, salt: u64) -> Vec<u8> {
+        let mut s = salt ^ 0x9E37_79B9_7F4A_7C15;
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn equals_the_one_shot_around_every_boundary() {
+        let lens = [241, 255, 256, 257, 319, 320, 321, 1023, 1024, 1025, 1087, 1088, 1089]
+            .into_iter()
+            .chain([2047, 2048, 2049, 4095, 4096, 4097, 4144, 4160, 65536, 65537]);
+        for len in lens {
+            for seed in [0, 1, 0x8000_0000_0000_0001, u64::MAX] {
+                let b = input(len, len as u64 ^ seed);
+                let want = twox_hash::XxHash3_64::oneshot_with_seed(seed, &b);
+                assert_eq!(want, xxhash_rust::xxh3::xxh3_64_with_seed(&b, seed));
+                assert_eq!(hash(seed, &b), want, "len {len} seed {seed:#x}");
+                let mut flipped = b.clone();
+                flipped[len / 3] ^= 4;
+                assert_ne!(hash(seed, &flipped), want, "len {len} flipped");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn equals_the_one_shot_on_any_long_input(len in LONG_MIN..20_000usize, seed: u64) {
+            let b = input(len, seed);
+            prop_assert_eq!(hash(seed, &b), twox_hash::XxHash3_64::oneshot_with_seed(seed, &b));
+        }
+    }
+}

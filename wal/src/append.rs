@@ -214,19 +214,12 @@ impl Log {
         bufs: &[IoSlice<'_>],
         by_kernel: bool,
     ) -> Result<()> {
-        let mut payload = Parts::default();
-        bufs.iter().for_each(|b| payload.push(b));
         let cache_lines = self.file.mode().uses_cache_lines();
-        let one = match payload.as_slice() {
-            [] => Some(&[][..]),
-            [one] => Some(*one),
-            _ => None,
-        };
         let lines = self.header.record_check() == RecordCheck::SeededLines
             && self.header.framing == Framing::Records
             && cache_lines
             && !by_kernel;
-        if let (Some(one), true) = (one, lines) {
+        if let ([one], true) = (bufs, lines) {
             // A record of the current format, from one buffer, on the cache-line path: stored
             // line by line, its check computed in the same loop (`store_record_lines`).
             let (generation, lines) = (self.generation, (size / LINE as u64) as usize);
@@ -242,6 +235,8 @@ impl Log {
             }
             .map_err(Into::into);
         }
+        let mut payload = Parts::default();
+        bufs.iter().for_each(|b| payload.push(b));
         let header;
         let mut parts = Parts::default();
         if self.header.framing == Framing::Records {

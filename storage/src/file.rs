@@ -533,14 +533,17 @@ impl RawFile {
     /// [`LineStreamer`], and makes them durable together: streaming stores and one fence in the
     /// cache-line modes, ordinary stores and an `msync` of the range otherwise. For a writer
     /// that builds its bytes line by line while it stores them (the log's records, hashed as
-    /// they are stored); what `fill` returns is returned. A line `fill` does not store keeps
-    /// its bytes.
+    /// they are stored); what `fill` returns is returned. `fill` must store every line of the
+    /// range: a line it leaves alone is not made durable (nothing flushes it), though the call
+    /// returns as if it were. The streamer is not `Send`: a line stored from another thread
+    /// would not be ordered by this thread's fence.
     ///
     /// # Safety
     /// As [`Self::store_persist`], for the range `offset..offset + 64 * lines`.
     ///
     /// # Panics
-    /// If `offset` is not a multiple of the cache line (64 bytes).
+    /// If `offset` is not a multiple of the cache line (64 bytes), or the range passes the
+    /// file's end.
     pub unsafe fn store_persist_lines<R>(
         &self,
         offset: u64,
@@ -550,7 +553,12 @@ impl RawFile {
         self.check_writable()?;
         assert!(offset.is_multiple_of(cacheline::CACHE_LINE as u64), "offset {offset} mid-line");
         let m = self.mapping.as_ref().expect("store_persist_lines needs a mapped file");
-        let len = lines * cacheline::CACHE_LINE;
+        let len = lines.checked_mul(cacheline::CACHE_LINE).expect("a range of lines in memory");
+        let end = offset.checked_add(len as u64);
+        assert!(
+            end.is_some_and(|e| e <= self.len_bytes()),
+            "{lines} lines at {offset} pass the end"
+        );
         // SAFETY: the caller keeps `offset..offset + len` inside the file (so inside the
         // mapping) and to itself for the call, which the streamer's borrow does not outlive.
         let dst = unsafe { m.base().add(offset as usize) };
@@ -1116,6 +1124,56 @@ mod tests {
                 f.read_at(&mut got, at).unwrap();
                 assert_eq!(got, want, "{mode}: reopened without a mapping, at {at}");
             }
+        }
+    }
+
+    /// Lines stored through a `LineStreamer` are the file's bytes, in each mapped mode: every
+    /// line where `fill` put it, nothing past the range touched, what `fill` returns returned;
+    /// an empty range stores nothing; a range off a line boundary or past the end is refused.
+    #[test]
+    fn lines_stored_through_a_streamer_reach_the_file() {
+        let mut cases = vec![(tempfile::tempdir().unwrap(), PersistRequest::Auto)];
+        if Path::new("/dev/shm").is_dir() && FlushInstr::detect().is_some() {
+            cases.push((tempfile::tempdir_in("/dev/shm").unwrap(), PersistRequest::CacheLine));
+        }
+        for (dir, persistence) in cases {
+            let path = dir.path().join("f");
+            let opts =
+                FileOptions { mapped: true, max_bytes: 1 << 20, persistence, ..Default::default() };
+            let f = RawFile::create(&path, &opts).unwrap();
+            f.grow_to(64 << 10).unwrap();
+            let line = |i: usize| [i as u8 + 1; cacheline::CACHE_LINE];
+            // SAFETY: the ranges lie below the file's length and this thread is their only user.
+            let r = unsafe {
+                f.store_persist_lines(4096, 5, |out| {
+                    // Out of order, as the log stores a record's header line last.
+                    (1..5).chain([0]).for_each(|i| out.store(i, &line(i)));
+                    out.lines()
+                })
+            };
+            assert_eq!(r.unwrap(), 5);
+            // SAFETY: as above.
+            unsafe { f.store_persist_lines(8192, 0, |_| ()) }.unwrap();
+            let outside = |at: u64, lines: usize| {
+                // SAFETY: a refused range is refused before anything is stored.
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+                    f.store_persist_lines(at, lines, |_| ())
+                }));
+                assert!(r.is_err(), "{at} + {lines} lines should be refused");
+            };
+            outside(4096 + 8, 1);
+            outside((64 << 10) - 64, 2);
+            outside(0, usize::MAX);
+            f.sync().unwrap();
+            drop(f);
+            let f = RawFile::open(&path, &FileOptions::default()).unwrap();
+            let mut got = vec![0u8; 5 * 64 + 128];
+            f.read_at(&mut got, 4096 - 64).unwrap();
+            assert!(got[..64].iter().all(|&b| b == 0), "{persistence:?}: before the range");
+            for i in 0..5 {
+                assert_eq!(got[64 * (i + 1)..64 * (i + 2)], line(i), "{persistence:?}: line {i}");
+            }
+            assert!(got[6 * 64..].iter().all(|&b| b == 0), "{persistence:?}: past the range");
         }
     }
 }

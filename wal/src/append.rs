@@ -11,8 +11,9 @@
 //! - **copy**: each appender writes its own range, unlocked. In the cache-line modes it uses
 //!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
 //!   stores); a record of the current format from one buffer is stored line by line, its check
-//!   computed in the same loop (`layout::store_record_lines`), the header's line last. In `msync` mode it only writes (`RawFile::store_vectored`: a copy where the file
-//!   is memory, `pwrite` on a disk): the commit's sync covers the range. Where the file is
+//!   computed in the same loop (`layout::store_record_lines`), the header's line last. In
+//!   `msync` mode it only writes (`RawFile::store_vectored`: a copy where the file is memory,
+//!   `pwrite` on a disk): the commit's sync covers the range. Where the file is
 //!   memory (not DAX: `RawFile::kernel_copy_pays`), an append of `KERNEL_COPY_MIN` (256 KiB)
 //!   or more into a part of the log not yet mapped is written with `pwrite` instead (and
 //!   fenced, in the cache-line modes), which spares populating the mapping; a smaller one first
@@ -168,6 +169,10 @@ impl Log {
         };
         let start = self.reserve(size)?;
         let end = start + size;
+        // A panic from here until the append completes would leave its range claimed and never
+        // completed, and every later appender waiting for it: poison the log instead, so that
+        // they fail.
+        let unwinding = PoisonOnUnwind(&self.file);
         // A large append into a part never mapped goes through `pwrite` (no populating); any
         // other through the mapping, populated first where it is not yet.
         let by_kernel = self.file.kernel_copy_pays(size as usize)
@@ -180,6 +185,7 @@ impl Log {
             self.file.poison();
             return Err(e);
         }
+        std::mem::forget(unwinding);
         Ok((RecordPos(start), end))
     }
 
@@ -215,11 +221,11 @@ impl Log {
         by_kernel: bool,
     ) -> Result<()> {
         let cache_lines = self.file.mode().uses_cache_lines();
-        let lines = self.header.record_check() == RecordCheck::SeededLines
+        let line_path = self.header.record_check() == RecordCheck::SeededLines
             && self.header.framing == Framing::Records
             && cache_lines
             && !by_kernel;
-        if let ([one], true) = (bufs, lines) {
+        if let ([one], true) = (bufs, line_path) {
             // A record of the current format, from one buffer, on the cache-line path: stored
             // line by line, its check computed in the same loop (`store_record_lines`).
             let (generation, lines) = (self.generation, (size / LINE as u64) as usize);
@@ -359,6 +365,16 @@ impl Log {
             return Err(StorageError::Poisoned { path: self.file.path().into() }.into());
         }
         Ok(())
+    }
+}
+
+/// Poisons the file if dropped: held across an append's claimed range, and forgotten once the
+/// append completed (or failed, which poisons anyway), so that it acts only on a panic.
+struct PoisonOnUnwind<'a>(&'a nvpage_storage::RawFile);
+
+impl Drop for PoisonOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.0.poison();
     }
 }
 

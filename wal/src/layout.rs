@@ -381,22 +381,23 @@ pub(crate) fn record_header(
 
 /// Stores the record of `payload` at relative `offset` of generation `generation`, in the
 /// format this build creates ([`RecordCheck::SeededLines`]), through `out`: every line of the
-/// record, padding included (`out` holds exactly [`record_size`] bytes of lines), the header's
-/// line last. A payload of more than 240 bytes is hashed in the same loop that stores it
-/// ([`crate::xxh3`]): each 64-byte stripe beside the line that holds most of it, so that the
-/// hash runs while the streaming stores before it drain, rather than before the first store. The
-/// bytes are exactly those of [`record_header`], payload and zero padding.
+/// record, padding included (`out` holds exactly the record's lines), the header's line last. A
+/// payload of more than 240 bytes is hashed in the same loop that stores it (`crate::xxh3`):
+/// stripe `s` (payload bytes `64 s..64 s + 64`) beside line `s + 1`, which holds the stripe's
+/// last 16 bytes, so that the hash runs while the streaming stores before it drain rather than
+/// before the first store. The bytes are exactly those of `record_header`, the payload and zero
+/// padding.
 ///
 /// # Panics
 /// If `out` does not hold exactly the record's lines, or `payload` passes `u32::MAX` bytes.
-pub fn store_record_lines(
+pub(crate) fn store_record_lines(
     out: &mut LineStreamer<'_>,
     offset: u64,
     generation: u32,
     payload: &[u8],
 ) {
     let len = payload.len();
-    let lines = (record_size(len as u64) / LINE as u64) as usize;
+    let lines = (RecordCheck::SeededLines.record_size(len as u64) / LINE as u64) as usize;
     assert_eq!(out.lines(), lines, "the record of {len} bytes is {lines} lines");
     let mut head = [0u8; LINE];
     let len32 = u32::try_from(len).expect("a record's length fits its u32 field");
@@ -423,8 +424,8 @@ pub fn store_record_lines(
         store_rest(out);
         twox_hash::XxHash3_64::oneshot_with_seed(seed, payload)
     } else {
-        // Line `s + 1` beside stripe `s` (the line holding most of it): every whole line, as
-        // `full - 2 < (len - 1) / 64`, the body's stripes.
+        // Line `s + 1` beside stripe `s` (the line holding the stripe's last 16 bytes): every
+        // whole line, as `full - 2 < (len - 1) / 64`, the body's stripes.
         let check = crate::xxh3::hash_long(seed, payload, |s| {
             if s + 1 < full {
                 out.store(s + 1, whole(s + 1));
@@ -837,9 +838,17 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "lines")]
-    fn a_record_stored_into_the_wrong_number_of_lines_is_refused() {
+    #[should_panic(expected = "is 4 lines")]
+    fn a_record_stored_into_too_few_lines_is_refused() {
         let mut buf = vec![0u8; 128];
+        store_record_lines(&mut LineStreamer::new(&mut buf), 0, 1, &[1u8; 200]);
+    }
+
+    #[test]
+    #[should_panic(expected = "is 4 lines")]
+    fn a_record_stored_into_too_many_lines_is_refused() {
+        // Lines past the record would keep whatever they held.
+        let mut buf = vec![0u8; 512];
         store_record_lines(&mut LineStreamer::new(&mut buf), 0, 1, &[1u8; 200]);
     }
 

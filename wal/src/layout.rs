@@ -383,9 +383,9 @@ pub(crate) fn record_header(
 /// format this build creates ([`RecordCheck::SeededLines`]), through `out`: every line of the
 /// record, padding included (`out` holds exactly the record's lines), the header's line last. A
 /// payload of more than 240 bytes is hashed in the same loop that stores it (`crate::xxh3`):
-/// stripe `s` (payload bytes `64 s..64 s + 64`) beside line `s + 1`, which holds the stripe's
-/// last 16 bytes, so that the hash runs while the streaming stores before it drain rather than
-/// before the first store. The bytes are exactly those of `record_header`, the payload and zero
+/// the first lines go out before any hashing, then each stripe is hashed a few lines behind the
+/// stores (`xxh3::hash_long`), so that the hash runs while the streaming stores before it drain
+/// rather than before the first store. The bytes are exactly those of `record_header`, the payload and zero
 /// padding.
 ///
 /// # Panics
@@ -424,8 +424,8 @@ pub(crate) fn store_record_lines(
         store_rest(out);
         twox_hash::XxHash3_64::oneshot_with_seed(seed, payload)
     } else {
-        // Line `s + 1` beside stripe `s` (the line holding the stripe's last 16 bytes): every
-        // whole line, as `full - 2 < (len - 1) / 64`, the body's stripes.
+        // Line `s + 1` at the call for stripe `s` (the line holding the stripe's last 16 bytes):
+        // every whole line, as `full - 2 < (len - 1) / 64`, the body's stripes.
         let check = crate::xxh3::hash_long(seed, payload, |s| {
             if s + 1 < full {
                 out.store(s + 1, whole(s + 1));

@@ -37,9 +37,9 @@ const PRIME64_3: u64 = 0x1656_67B1_9E37_79F9;
 const PRIME64_4: u64 = 0x85EB_CA77_C2B2_AE63;
 const PRIME64_5: u64 = 0x27D4_EB2F_1656_67C5;
 
-/// XXH3-64 of `input` (at least [`LONG_MIN`] bytes) with `seed`, calling `beside(s)` just
-/// before body stripe `s` (bytes `64 s..64 s + 64`) is folded in, for every body stripe: the
-/// caller's work there (storing a line) interleaves with the hash's. The accumulators live in
+/// XXH3-64 of `input` (at least [`LONG_MIN`] bytes) with `seed`, calling `beside(s)` once for
+/// every body stripe `s` (bytes `64 s..64 s + 64`), in order, [`LEAD`] stripes ahead of the
+/// hash: the caller's work there (storing a line) interleaves with the hash's. The accumulators live in
 /// this function's locals, so in registers for the whole loop.
 #[inline(always)]
 pub(crate) fn hash_long(seed: u64, input: &[u8], mut beside: impl FnMut(usize)) -> u64 {
@@ -49,9 +49,17 @@ pub(crate) fn hash_long(seed: u64, input: &[u8], mut beside: impl FnMut(usize)) 
     let key = |at: usize| -> &[u8; STRIPE] { secret[at..at + STRIPE].try_into().expect("64") };
     let stripe = |at: usize| -> &[u8; STRIPE] { input[at..at + STRIPE].try_into().expect("64") };
     let mut acc = Acc::from_words(INITIAL_ACC);
-    // Body stripes: every whole stripe that ends before the input's last byte.
-    for s in 0..(len - 1) / STRIPE {
-        beside(s);
+    // Body stripes: every whole stripe that ends before the input's last byte (at least 3).
+    let body = (len - 1) / STRIPE;
+    // The caller's first `LEAD` calls come before any hashing, then each stripe's hash runs
+    // beside the call `LEAD` stripes ahead of it: the first stores go out at once, while the
+    // store buffers are empty, and the hash catches up while they are full.
+    let lead = LEAD.min(body);
+    (0..lead).for_each(&mut beside);
+    for s in 0..body {
+        if s + lead < body {
+            beside(s + lead);
+        }
         acc.accumulate(stripe(s * STRIPE), key((s % STRIPES_PER_BLOCK) * 8));
         if (s + 1).is_multiple_of(STRIPES_PER_BLOCK) {
             acc.scramble(key(SCRAMBLE_SECRET));
@@ -60,6 +68,11 @@ pub(crate) fn hash_long(seed: u64, input: &[u8], mut beside: impl FnMut(usize)) 
     acc.accumulate(stripe(len - STRIPE), key(LAST_STRIPE_SECRET));
     merge(acc.words(), &secret, len)
 }
+
+/// How many of the caller's calls [`hash_long`] makes before it hashes the first stripe. A loop
+/// of 4 KiB appends on emulated NVM (four rounds, alternated): 0 ahead 2.18–2.19 M/s, 2 ahead
+/// 2.21–2.25, 4 ahead 2.18–2.27, 8 and 16 ahead no better than 2, 32 ahead 2.10–2.11.
+const LEAD: usize = 4;
 
 /// The accumulators' starting values.
 const INITIAL_ACC: [u64; 8] =

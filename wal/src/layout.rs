@@ -1,5 +1,5 @@
 //! The log file's bytes: header, state word, records. Pure encoding and decoding, no I/O: a record
-//! is stored through the [`LineStreamer`] its caller hands in ([`store_record_lines`]).
+//! is stored through the [`LineStreamer`] its caller hands in (`store_record_lines`).
 //!
 //! ```text
 //! file offset 0                                                    64         72   DATA_OFFSET (4096)
@@ -385,8 +385,8 @@ pub(crate) fn record_header(
 /// payload of more than 240 bytes is hashed in the same loop that stores it (`crate::xxh3`):
 /// the first lines go out before any hashing, then each stripe is hashed a few lines behind the
 /// stores (`xxh3::hash_long`), so that the hash runs while the streaming stores before it drain
-/// rather than before the first store. The bytes are exactly those of `record_header`, the payload and zero
-/// padding.
+/// rather than before the first store. The bytes are exactly those of `record_header`, the
+/// payload and zero padding.
 ///
 /// # Panics
 /// If `out` does not hold exactly the record's lines, or `payload` passes `u32::MAX` bytes.

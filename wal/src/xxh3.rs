@@ -1,14 +1,13 @@
 //! XXH3-64's long path (inputs of more than 240 bytes) folded one 64-byte stripe at a time, so
 //! that a record's payload can be hashed in the same loop that stores its lines
 //! ([`hash_long`] calls back beside each stripe, where [`crate::layout::store_record_lines`]
-//! stores a line). The value is `twox-hash`'s
-//! `XxHash3_64::oneshot_with_seed`, bit for bit (the tests compare them on every length around
-//! the algorithm's boundaries, and on random ones).
+//! stores a line). The value is `twox-hash`'s `XxHash3_64::oneshot_with_seed`, bit for bit (the
+//! tests compare them on every length around the algorithm's boundaries, and on random ones).
 //!
 //! Why a second implementation: `twox-hash` hashes a 4 KiB page in about 100 ns here, before the
 //! record's first store; streaming the record out takes about 350 ns more, most of it waiting
-//! for the stores to drain. Folded in beside the stores, the hash runs while they drain and
-//! costs almost nothing. SSE2 (x86_64's baseline) through intrinsics that take no pointers,
+//! for the stores to drain. Folded in beside the stores, the hash runs while they drain, and
+//! most of its cost is hidden (README, "The log", session 16). SSE2 (x86_64's baseline) through intrinsics that take no pointers,
 //! plain integers elsewhere; in that loop the stores, not the arithmetic, set the pace.
 //!
 //! The algorithm: eight 64-bit accumulators; each stripe adds, lane by lane, the product of the
@@ -39,8 +38,8 @@ const PRIME64_5: u64 = 0x27D4_EB2F_1656_67C5;
 
 /// XXH3-64 of `input` (at least [`LONG_MIN`] bytes) with `seed`, calling `beside(s)` once for
 /// every body stripe `s` (bytes `64 s..64 s + 64`), in order, [`LEAD`] stripes ahead of the
-/// hash: the caller's work there (storing a line) interleaves with the hash's. The accumulators live in
-/// this function's locals, so in registers for the whole loop.
+/// hash: the caller's work there (storing a line) interleaves with the hash's. The accumulators
+/// live in this function's locals, so in registers for the whole loop.
 #[inline(always)]
 pub(crate) fn hash_long(seed: u64, input: &[u8], mut beside: impl FnMut(usize)) -> u64 {
     let len = input.len();

@@ -514,19 +514,12 @@ impl RawFile {
         // SAFETY: the caller keeps the range inside the file and to itself.
         let dst = unsafe { m.base().as_ptr().add(offset as usize) };
         match self.durability.flush {
-            Some(instr) => {
-                // SAFETY: as above; `src` is the caller's own buffer, not the mapping.
-                unsafe { cacheline::copy_nontemporal(instr, dst, src) };
-                self.fence_step()?;
-                self.sim_persisted_lines(offset, src.len() as u64);
-                Ok(())
-            }
-            None => {
-                // SAFETY: as above.
-                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
-                self.persist_range(offset, src.len())
-            }
+            // SAFETY: as above; `src` is the caller's own buffer, not the mapping.
+            Some(instr) => unsafe { cacheline::copy_nontemporal(instr, dst, src) },
+            // SAFETY: as above.
+            None => unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) },
         }
+        self.persist_stored(offset, src.len())
     }
 
     /// Writes `lines` whole cache lines from `offset`, each stored by `fill` through a
@@ -565,12 +558,7 @@ impl RawFile {
         let streaming = self.durability.flush.is_some();
         let mut out = LineStreamer { dst, lines, streaming, _range: std::marker::PhantomData };
         let r = fill(&mut out);
-        if !streaming {
-            self.persist_range(offset, len)?;
-            return Ok(r);
-        }
-        self.fence_step()?;
-        self.sim_persisted_lines(offset, len as u64);
+        self.persist_stored(offset, len)?;
         Ok(r)
     }
 
@@ -680,11 +668,18 @@ impl RawFile {
             }
             at += src.len();
         }
+        self.persist_stored(offset, total)
+    }
+
+    /// Makes durable `[offset, offset + len)`, which this thread just stored through the mapping:
+    /// in the cache-line modes its streaming stores (and flushes of partial lines) need only a
+    /// fence; otherwise an `msync` of the range.
+    fn persist_stored(&self, offset: u64, len: usize) -> Result<()> {
         if self.durability.flush.is_none() {
-            return self.persist_range(offset, total);
+            return self.persist_range(offset, len);
         }
         self.fence_step()?;
-        self.sim_persisted_lines(offset, total as u64);
+        self.sim_persisted_lines(offset, len as u64);
         Ok(())
     }
 

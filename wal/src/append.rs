@@ -169,10 +169,10 @@ impl Log {
         };
         let start = self.reserve(size)?;
         let end = start + size;
-        // A panic from here until the append completes would leave its range claimed and never
-        // completed, and every later appender waiting for it: poison the log instead, so that
-        // they fail.
-        let unwinding = PoisonOnUnwind(&self.file);
+        // From here an append that does not complete (an error, or a panic) would leave its
+        // range claimed and every later appender waiting for it: it poisons the log instead, so
+        // that they fail.
+        let incomplete = PoisonUnlessCompleted(&self.file);
         // A large append into a part never mapped goes through `pwrite` (no populating); any
         // other through the mapping, populated first where it is not yet.
         let by_kernel = self.file.kernel_copy_pays(size as usize)
@@ -180,12 +180,9 @@ impl Log {
         if !by_kernel {
             self.populate_to(end);
         }
-        let copied = self.copy_in(start, size, len, bufs, by_kernel);
-        if let Err(e) = copied.and_then(|()| self.complete_in_order(start, end)) {
-            self.file.poison();
-            return Err(e);
-        }
-        std::mem::forget(unwinding);
+        self.copy_in(start, size, len, bufs, by_kernel)?;
+        self.complete_in_order(start, end)?;
+        std::mem::forget(incomplete);
         Ok((RecordPos(start), end))
     }
 
@@ -368,11 +365,11 @@ impl Log {
     }
 }
 
-/// Poisons the file if dropped: held across an append's claimed range, and forgotten once the
-/// append completed (or failed, which poisons anyway), so that it acts only on a panic.
-struct PoisonOnUnwind<'a>(&'a nvpage_storage::RawFile);
+/// Poisons the file if dropped: held across an append's claimed range and forgotten once the
+/// append completed, so that it acts on a failure or a panic in between.
+struct PoisonUnlessCompleted<'a>(&'a nvpage_storage::RawFile);
 
-impl Drop for PoisonOnUnwind<'_> {
+impl Drop for PoisonUnlessCompleted<'_> {
     fn drop(&mut self) {
         self.0.poison();
     }

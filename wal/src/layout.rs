@@ -403,7 +403,6 @@ pub(crate) fn store_record_lines(
     let len32 = u32::try_from(len).expect("a record's length fits its u32 field");
     head[REC_LEN_OFFSET..REC_GEN_OFFSET].copy_from_slice(&len32.to_le_bytes());
     head[REC_GEN_OFFSET..REC_CHECK_OFFSET].copy_from_slice(&generation.to_le_bytes());
-    let seed = check_seed(&head, offset);
     // Line `l` (from 1) holds payload bytes `64 l - 16..64 l + 48`: lines `1..full` whole ones,
     // the rest (at most one) the payload's end and zeros.
     let full = (RECORD_HEADER_LEN + len) / LINE;
@@ -422,11 +421,11 @@ pub(crate) fn store_record_lines(
     let check = if len < crate::xxh3::LONG_MIN {
         (1..full).for_each(|l| out.store(l, whole(l)));
         store_rest(out);
-        twox_hash::XxHash3_64::oneshot_with_seed(seed, payload)
+        record_check(RecordCheck::SeededLines, &head, offset, &[payload])
     } else {
         // Line `s + 1` at the call for stripe `s` (the line holding the stripe's last 16 bytes):
         // every whole line, as `full - 2 < (len - 1) / 64`, the body's stripes.
-        let check = crate::xxh3::hash_long(seed, payload, |s| {
+        let check = crate::xxh3::hash_long(check_seed(&head, offset), payload, |s| {
             if s + 1 < full {
                 out.store(s + 1, whole(s + 1));
             }
@@ -718,7 +717,9 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(w)
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+/// The little-endian u64 at `at` in `b` (the log's XXH3 reads its words with it too).
+#[inline(always)]
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut w = [0u8; 8];
     w.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(w)

@@ -7,8 +7,8 @@
 //! Why a second implementation: `twox-hash` hashes a 4 KiB page in about 100 ns here, before the
 //! record's first store; streaming the record out takes about 350 ns more, most of it waiting
 //! for the stores to drain. Folded in beside the stores, the hash runs while they drain, and
-//! most of its cost is hidden (README, "The log", session 16). SSE2 (x86_64's baseline) through intrinsics that take no pointers,
-//! plain integers elsewhere; in that loop the stores, not the arithmetic, set the pace.
+//! most of its cost is hidden (README, "The log", session 16). SSE2 (x86_64's baseline) through
+//! intrinsics that take no pointers, plain integers elsewhere.
 //!
 //! The algorithm: eight 64-bit accumulators; each stripe adds, lane by lane, the product of the
 //! two 32-bit halves of `data ^ secret word` and the neighbouring lane's data; after every 16
@@ -18,6 +18,8 @@
 //! derives from the seed.
 
 use twox_hash::xxhash3_64::{DEFAULT_SECRET_LENGTH, RawHasher, SecretBuffer};
+
+use crate::layout::u64_at;
 
 /// Bytes of a stripe.
 pub(crate) const STRIPE: usize = 64;
@@ -107,23 +109,17 @@ fn seeded_secret(seed: u64) -> [u8; DEFAULT_SECRET_LENGTH] {
         });
     let mut secret = *DEFAULT;
     for (i, word) in secret.chunks_exact_mut(8).enumerate() {
-        let w = u64::from_le_bytes((&*word).try_into().expect("8 bytes"));
+        let w = u64_at(word, 0);
         let w = if i % 2 == 0 { w.wrapping_add(seed) } else { w.wrapping_sub(seed) };
         word.copy_from_slice(&w.to_le_bytes());
     }
     secret
 }
 
-/// The little-endian u64 at `at` in `b`.
-#[inline(always)]
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-
 /// The eight accumulators: in four SSE2 registers on x86_64 (its baseline, so no run-time
 /// check; the intrinsics take no pointers, so their `unsafe` asks only for SSE2), in words
-/// elsewhere. Kept in
-/// registers, the fold of a stripe is a dozen instructions beside the stores of a line.
+/// elsewhere. Kept in registers, the fold of a stripe is a dozen instructions beside the stores
+/// of a line.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 struct Acc([std::arch::x86_64::__m128i; 4]);

@@ -583,9 +583,17 @@ impl RawFile {
         Ok(r)
     }
 
-    /// [`Self::store_persist`] of several ranges, `(offset, bytes)`, made durable together:
-    /// streaming stores and one fence in the cache-line modes (one device flush however many
+    /// [`Self::store_persist`] of several ranges, `(offset, bytes)`, made durable together: in
+    /// the cache-line modes each range flushed and one fence (one device flush however many
     /// ranges), a copy and an `msync` of the span they cover otherwise.
+    ///
+    /// For pages, which are read again soon (the next write's copy-on-write and before-image
+    /// read them): where the flush is CLWB (or none, eADR) the ranges are copied with ordinary
+    /// stores, and CLWB writes the lines back leaving them cached, so the next read of the page
+    /// hits the cache; streaming stores would have left it in memory only. With CLFLUSHOPT or
+    /// CLFLUSH, which evict the line anyway, streaming stores (no read for ownership). A loop of
+    /// single-row commits on 8 KiB pages (SE2, emulated NVM, five alternated runs): 294-299 k
+    /// commits/s streamed, 316-323 k cached.
     ///
     /// # Safety
     /// As [`Self::store_persist`], for every range.
@@ -596,7 +604,15 @@ impl RawFile {
             // SAFETY: the caller keeps each range inside the file and to itself.
             let dst = unsafe { m.base().as_ptr().add(offset as usize) };
             match self.durability.flush {
-                // SAFETY: as above; `src` is the caller's own buffer, not the mapping.
+                Some(instr @ (FlushInstr::Clwb | FlushInstr::Eadr)) => {
+                    // SAFETY: as above; `src` is the caller's own buffer, not the mapping; the
+                    // flush reads only the lines' addresses, inside the range.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
+                        cacheline::flush(instr, dst, src.len());
+                    }
+                }
+                // SAFETY: as above.
                 Some(instr) => unsafe { cacheline::copy_nontemporal(instr, dst, src) },
                 // SAFETY: as above.
                 None => unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) },

@@ -69,11 +69,14 @@ struct TxnUndo {
 pub struct UndoHook {
     log: Arc<RwLock<Log>>,
     txn: Mutex<Option<TxnUndo>>,
+    /// The last transaction's sets and buffer, emptied, for the next one to reuse: a single-row
+    /// commit allocated them anew each time (and grew the buffer), a few percent of its time.
+    spare: Mutex<Option<TxnUndo>>,
 }
 
 impl UndoHook {
     pub fn new(log: Arc<RwLock<Log>>) -> Self {
-        Self { log, txn: Mutex::new(None) }
+        Self { log, txn: Mutex::new(None), spare: Mutex::new(None) }
     }
 
     /// A write transaction begins with `page_count` pages in the file and the catalog in the
@@ -81,21 +84,37 @@ impl UndoHook {
     pub fn begin(&self, page_count: u64, catalog_chain: &[u64]) {
         let mut t = self.txn.lock();
         debug_assert!(t.is_none(), "one write transaction at a time");
-        let unversioned = std::iter::once(PageId::HEADER.0).chain(catalog_chain.iter().copied());
-        *t = Some(TxnUndo {
-            start_page_count: page_count,
+        let mut next = self.spare.lock().take().unwrap_or_else(|| TxnUndo {
+            start_page_count: 0,
             logged: HashSet::new(),
-            unversioned: unversioned.collect(),
+            unversioned: HashSet::new(),
             pending: Vec::new(),
             unpersisted: false,
         });
+        debug_assert!(next.logged.is_empty() && next.unversioned.is_empty());
+        debug_assert!(next.pending.is_empty() && !next.unpersisted);
+        next.start_page_count = page_count;
+        next.unversioned.insert(PageId::HEADER.0);
+        next.unversioned.extend(catalog_chain.iter().copied());
+        *t = Some(next);
     }
 
     /// The write transaction ended (committed or rolled back).
     pub fn end(&self) {
-        *self.txn.lock() = None;
+        let Some(mut t) = self.txn.lock().take() else { return };
+        // Kept unless a large transaction grew them: what stays allocated stays small.
+        if t.pending.capacity() <= SPARE_MAX && t.logged.capacity() <= SPARE_MAX / 8 {
+            t.logged.clear();
+            t.unversioned.clear();
+            t.pending.clear();
+            t.unpersisted = false;
+            *self.spare.lock() = Some(t);
+        }
     }
 }
+
+/// The largest buffer of images (bytes) kept from one transaction for the next.
+const SPARE_MAX: usize = 64 << 10;
 
 impl WriteBackHook for UndoHook {
     fn before_write_back(

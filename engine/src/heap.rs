@@ -52,6 +52,8 @@ pub fn init(page: &mut [u8], table_id: u32) {
 pub struct HeapPage<'p> {
     bytes: &'p [u8],
     slots: usize,
+    /// Bytes of live rows (the sum of the slots' lengths).
+    used: usize,
 }
 
 impl<'p> HeapPage<'p> {
@@ -65,7 +67,7 @@ impl<'p> HeapPage<'p> {
             used += len;
         }
         check_used(bytes, page, slots, used)?;
-        Ok(Self { bytes, slots })
+        Ok(Self { bytes, slots, used })
     }
 
     /// The row in `slot`, if the slot holds one.
@@ -82,9 +84,15 @@ impl<'p> HeapPage<'p> {
         (0..self.slots).filter_map(move |s| self.get(s).map(|r| (s, r)))
     }
 
-    /// Bytes an insert could use after compaction (a new slot's 4 bytes not yet taken).
+    /// Bytes an insert could use after compaction (a new slot's 4 bytes not yet taken): as
+    /// [`free_space`], from the sums the check made.
     pub fn free_space(&self) -> usize {
-        free_space(self.bytes)
+        self.bytes.len() - SLOTS_OFFSET - self.slots * SLOT_BYTES - self.used
+    }
+
+    /// Slots in the page's slot array, live or free.
+    pub fn slot_count(&self) -> usize {
+        self.slots
     }
 }
 
@@ -236,6 +244,25 @@ pub fn free_space(p: &[u8]) -> usize {
     let slots = u16_at(p, SLOT_COUNT_OFFSET);
     let used: usize = (0..slots).map(|s| slot(p, s).1).sum();
     p.len() - SLOTS_OFFSET - slots * SLOT_BYTES - used
+}
+
+/// [`insert`] into a page whose check ([`HeapPage::new`]) found `slots` slots and `free` bytes
+/// free: the slot (or `None`), and the page's free space after, without a pass over the slots.
+pub fn insert_counted(
+    p: &mut [u8],
+    row: &[u8],
+    slots: usize,
+    free: usize,
+) -> (Option<usize>, usize) {
+    let slot = insert(p, row);
+    let after = match slot {
+        // A new slot takes its 4 bytes too; compaction moves rows but frees nothing.
+        Some(s) if s == slots => free - row.len() - SLOT_BYTES,
+        Some(_) => free - row.len(),
+        None => free,
+    };
+    debug_assert_eq!(after, free_space(p), "free space counted after an insert");
+    (slot, after)
 }
 
 /// Inserts `row` into a checked page; the slot, or `None` if the page has no room.

@@ -729,9 +729,9 @@ impl WriteTxn<'_> {
                 None => self.allocate_page(table)?,
             };
             let mut g = self.db.pool.write(PageId(page))?;
-            HeapPage::new(&g, table.id, page)?;
-            let slot = heap::insert(&mut g, row);
-            let free = heap::free_space(&g);
+            let h = HeapPage::new(&g, table.id, page)?;
+            let (slots, free) = (h.slot_count(), h.free_space());
+            let (slot, free) = heap::insert_counted(&mut g, row, slots, free);
             drop(g);
             if let Some(f) = self.db.fsm.lock().get_mut(&table.id) {
                 f.set(page, free, self.db.page_size());

@@ -43,9 +43,10 @@ fn survives(dir: &std::path::Path, how: Write, sync: bool, seed: u64) -> bool {
     match how {
         // SAFETY: nothing borrows the mapping.
         Write::Pwrite => unsafe { f.write_at_mapped(&bytes, 4096) }.unwrap(),
-        // SAFETY: the range lies below the file's length and this thread is its only user.
         Write::StoreVectored => {
-            unsafe { f.store_vectored(4096, &[&bytes[..1000], &bytes[1000..]]) }.unwrap()
+            let parts: [&[u8]; 2] = [&bytes[..1000], &bytes[1000..]];
+            // SAFETY: the range lies below the file's length and this thread is its only user.
+            unsafe { f.store_vectored(4096, &parts) }.unwrap()
         }
     }
     if sync {

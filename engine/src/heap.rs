@@ -243,7 +243,8 @@ fn set_slot(p: &mut [u8], s: usize, off: usize, len: usize) {
 pub fn free_space(p: &[u8]) -> usize {
     let slots = u16_at(p, SLOT_COUNT_OFFSET);
     let used: usize = (0..slots).map(|s| slot(p, s).1).sum();
-    p.len() - SLOTS_OFFSET - slots * SLOT_BYTES - used
+    // Saturating, as `insert_counted`: slots sharing bytes may sum past the row area.
+    p.len().saturating_sub(SLOTS_OFFSET + slots * SLOT_BYTES + used)
 }
 
 /// [`insert`] into a page whose check ([`HeapPage::new`]) found `slots` slots and `free` bytes
@@ -255,10 +256,12 @@ pub fn insert_counted(
     free: usize,
 ) -> (Option<usize>, usize) {
     let slot = insert(p, row);
+    // Saturating: a damaged page whose slots share bytes passes the check with less free
+    // space than its gap shows; the free-space map then reads it as full, never a panic.
     let after = match slot {
         // A new slot takes its 4 bytes too; compaction moves rows but frees nothing.
-        Some(s) if s == slots => free - row.len() - SLOT_BYTES,
-        Some(_) => free - row.len(),
+        Some(s) if s == slots => free.saturating_sub(row.len() + SLOT_BYTES),
+        Some(_) => free.saturating_sub(row.len()),
         None => free,
     };
     debug_assert_eq!(after, free_space(p), "free space counted after an insert");

@@ -93,6 +93,10 @@ pub struct RawFile {
     /// open (a previous handle may have left some). In the cache-line modes, where every other
     /// store is flushed by whoever made it, a sync with nothing unsynced is a fence alone.
     unsynced: AtomicBool,
+    /// Held by a cache-line mode's sync from the flag's check to the end of its `fdatasync`: a
+    /// concurrent sync that finds the flag clear waits for the one in flight, rather than
+    /// returning before that `fdatasync` has succeeded (or failed, and poisoned the file).
+    sync_lock: Mutex<()>,
     sim: SimTag,
 }
 
@@ -266,6 +270,7 @@ impl RawFile {
             populated: VerifiedPages::new(max_bytes.div_ceil(POPULATE_WINDOW)),
             sync_handles: OnceLock::new(),
             unsynced: AtomicBool::new(true),
+            sync_lock: Mutex::new(()),
             sim,
         }
     }
@@ -416,13 +421,21 @@ impl RawFile {
             (PersistMode::Msync, Some(m)) => {
                 self.persist_step("msync", |f| m.msync(0, f.len_bytes() as usize))?;
             }
-            // Writes that complete from here on set it again, for the next sync to cover.
-            (mode, _)
-                if mode.uses_cache_lines() && !self.unsynced.swap(false, Ordering::AcqRel) =>
-            {
-                // Nothing for the kernel to write: every store was flushed by its maker, and
-                // the simulator was told of each as it was persisted.
-                return self.fence_step();
+            (mode, _) if mode.uses_cache_lines() => {
+                let _one = self.sync_lock.lock();
+                // A sync this one waited for may have failed and poisoned the file.
+                self.check_writable()?;
+                // Writes that complete from here on set it again, for the next sync to cover.
+                if !self.unsynced.swap(false, Ordering::AcqRel) {
+                    // Nothing for the kernel to write: every store was flushed by its maker,
+                    // and the simulator was told of each as it was persisted.
+                    return self.fence_step();
+                }
+                let r = self.fdatasync(&self.file);
+                if r.is_err() {
+                    self.unsynced.store(true, Ordering::Release);
+                }
+                return r;
             }
             _ => return self.fdatasync(&self.file),
         }
@@ -589,8 +602,10 @@ impl RawFile {
     ///
     /// For pages, which are read again soon (the next write's copy-on-write and before-image
     /// read them): where the flush is CLWB (or none, eADR) the ranges are copied with ordinary
-    /// stores, and CLWB writes the lines back leaving them cached, so the next read of the page
-    /// hits the cache; streaming stores would have left it in memory only. With CLFLUSHOPT or
+    /// stores, and CLWB writes the lines back and may leave them cached (it does on this
+    /// machine's CPU; some older ones evict), so the next read of the page can hit the cache;
+    /// streaming stores leave it in memory only. Measured on emulated NVM (tmpfs) only: on
+    /// real NVM an ordinary store reads the line for ownership first. With CLFLUSHOPT or
     /// CLFLUSH, which evict the line anyway, streaming stores (no read for ownership). A loop of
     /// single-row commits on 8 KiB pages (SE2, emulated NVM, five alternated runs): 294-299 k
     /// commits/s streamed, 316-323 k cached.
@@ -606,7 +621,8 @@ impl RawFile {
             match self.durability.flush {
                 Some(instr @ (FlushInstr::Clwb | FlushInstr::Eadr)) => {
                     // SAFETY: as above; `src` is the caller's own buffer, not the mapping; the
-                    // flush reads only the lines' addresses, inside the range.
+                    // flush takes only the addresses of the lines the range touches, which lie in
+                    // the mapped OS pages around it.
                     unsafe {
                         std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
                         cacheline::flush(instr, dst, src.len());

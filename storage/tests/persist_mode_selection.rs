@@ -126,7 +126,7 @@ fn tmpfs_files_get_the_mode_asked_for_and_survive_a_process_crash_only() {
 
 #[test]
 fn emulated_nvm_pages_read_back_like_any_other() {
-    // The cache-line path (streaming stores) writes the same bytes the other modes do.
+    // The cache-line path (stores and flushes) writes the same bytes the other modes do.
     let Some(m) = shm() else { return };
     for layer in [Layer::Se1, Layer::Se2] {
         let path = m.path(&format!("{layer}.db"));

@@ -83,7 +83,7 @@ impl MappedPages {
 
     /// Stores the `lines` of `frame`, a page sealed for `id` already, as page `id`
     /// ([`FileLayer::store_sealed`](super::FileLayer::store_sealed)): only those lines in the
-    /// cache-line modes (each streamed and flushed, one fence for them all), the span from the
+    /// cache-line modes (each stored and flushed, one fence for them all), the span from the
     /// first to the last with one `pwrite` in `msync` mode.
     pub(super) fn store_sealed(
         &self,

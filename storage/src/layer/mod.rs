@@ -8,8 +8,9 @@
 //! | [`Layer::Se2`]   | no copy: a pointer into the mapping      | as SE1 (the frame is SE2's private copy)   |
 //!
 //! In the cache-line modes (NVM, or tmpfs emulating it) SE2 writes back with the same copy as SE1
-//! rather than `pwrite`: both move the page through the CPU once, and the copy lets them use
-//! streaming stores with no flush at all. In `msync` mode (a disk's file system) both write back
+//! rather than `pwrite`: both move the page through the CPU once, with ordinary stores and CLWB
+//! (which may leave the lines cached for the page's next read), or streaming stores where the
+//! flush is CLFLUSHOPT or CLFLUSH (`RawFile::store_persist_parts`). In `msync` mode (a disk's file system) both write back
 //! with `pwrite`: a store through the mapping would make the file system dirty (and the commit's
 //! `msync` write back) the page's whole folio, hundreds of KiB with large folios (`mapped.rs`).
 

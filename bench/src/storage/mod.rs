@@ -365,8 +365,8 @@ fn standard_notes(cfg: &Config) -> Vec<String> {
         format!(
             "rand-*: random pages of a {} MiB file already read once in this open. rand-read \
              fetches a page and reads every byte; rand-write is write_page (seal with CRC32C, then \
-             pwrite, copy, or copy + flush); rand-write+sync adds sync() per page (in the cache-line \
-             modes a fence, since session 17: nothing is left for fdatasync) ({} \
+             pwrite, copy, or copy + flush); rand-write+sync adds sync() per page (in the \
+             cache-line modes a fence, since session 17: nothing is left for fdatasync) ({} \
              ops or 2 s per run, whichever ends first).",
             cfg.random_bytes >> 20,
             cfg.sync_ops

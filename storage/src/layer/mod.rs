@@ -10,9 +10,10 @@
 //! In the cache-line modes (NVM, or tmpfs emulating it) SE2 writes back with the same copy as SE1
 //! rather than `pwrite`: both move the page through the CPU once, with ordinary stores and CLWB
 //! (which may leave the lines cached for the page's next read), or streaming stores where the
-//! flush is CLFLUSHOPT or CLFLUSH (`RawFile::store_persist_parts`). In `msync` mode (a disk's file system) both write back
-//! with `pwrite`: a store through the mapping would make the file system dirty (and the commit's
-//! `msync` write back) the page's whole folio, hundreds of KiB with large folios (`mapped.rs`).
+//! flush is CLFLUSHOPT or CLFLUSH (`RawFile::store_persist_parts`). In `msync` mode (a disk's
+//! file system) both write back with `pwrite`: a store through the mapping would make the file
+//! system dirty (and the commit's `msync` write back) the page's whole folio, hundreds of KiB
+//! with large folios (`mapped.rs`).
 
 #[cfg(any(feature = "se1", feature = "se2"))]
 mod mapped;

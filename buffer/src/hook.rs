@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use nvpage_storage::{FileLayer, PageFile, PageId, StorageError};
+use nvpage_storage::{FileLayer, PageFile, PageId, StorageError, page};
 
 use crate::error::HookError;
 use crate::versions::PageImage;
@@ -12,20 +12,27 @@ use crate::versions::PageImage;
 /// The bytes of a cache line: the granule [`changed_lines`] compares in.
 pub const LINE: usize = 64;
 
-/// The page being written back, as its file still holds it, for the hook to read: the old bytes
-/// and the page file, and no layer (a layer's stores beside the pool's read guards would change
-/// bytes a reader's `&[u8]` points at: docs/mmap-soundness.md). The page file's `RawFile`
-/// refuses writes to a mapped file; an unmapped one (pread) it lets a hook `pwrite`, which a
-/// hook must not do.
+/// The page being written back: its new bytes (the writer frame, sealed on the way) and the
+/// page as its file still holds it, for the hook to read: the old bytes and the page file, and
+/// no layer (a layer's stores beside the pool's read guards would change bytes a reader's `&[u8]`
+/// points at: docs/mmap-soundness.md). The page file's `RawFile` refuses writes to a mapped
+/// file; an unmapped one (pread) it lets a hook `pwrite`, which a hook must not do.
+///
+/// The pool stores the new bytes sealed (their checksum set). A hook that reads the old bytes
+/// with [`WriteBackPage::read_old_and_seal`] has the page sealed from them: the checksum is
+/// updated from the lines that change, not computed over the whole page, where the file's
+/// checksum is known good. Otherwise the pool seals the page whole after the hook returns.
 #[derive(Debug)]
-pub struct OldPage<'a> {
+pub struct WriteBackPage<'a> {
     layer: &'a dyn FileLayer,
     page: PageId,
+    new: &'a mut [u8],
+    sealed: bool,
 }
 
-impl<'a> OldPage<'a> {
-    pub(crate) fn new(layer: &'a dyn FileLayer, page: PageId) -> Self {
-        Self { layer, page }
+impl<'a> WriteBackPage<'a> {
+    pub(crate) fn new(layer: &'a dyn FileLayer, page: PageId, new: &'a mut [u8]) -> Self {
+        Self { layer, page, new, sealed: false }
     }
 
     /// The page's id.
@@ -40,8 +47,54 @@ impl<'a> OldPage<'a> {
 
     /// Copies the page's bytes as the file holds them into `buf` (a whole page), unverified
     /// ([`FileLayer::read_raw`]: from the mapping for SE1/SE2, no system call).
-    pub fn read(&self, buf: &mut [u8]) -> Result<(), StorageError> {
+    pub fn read_old(&self, buf: &mut [u8]) -> Result<(), StorageError> {
         self.layer.read_raw(self.page, buf)
+    }
+
+    /// [`Self::read_old`], then seals the new bytes from the old ones; returns the lines in
+    /// which the sealed page differs from the file ([`changed_lines`]). The checksum is updated
+    /// from the lines that change ([`page::checksum_from`]) where the file's page is verified
+    /// and carries a checksum; computed whole otherwise (a page of zeros, one replaced by
+    /// undo since it was last read). Line 0 holds the checksum, so it is among the changed
+    /// lines whenever the checksum changes.
+    pub fn read_old_and_seal(&mut self, buf: &mut [u8]) -> Result<Vec<Range<usize>>, StorageError> {
+        // Asked before the read: a page replaced in between is forgotten, never trusted.
+        let verified = self.layer.file().is_verified(self.page);
+        self.read_old(buf)?;
+        let (old, new) = (&*buf, &mut *self.new);
+        page::set_envelope(new, self.page);
+        let mut changed = changed_lines(old, new);
+        let crc = verified
+            .then(|| page::checksum_from(old, new, &changed))
+            .flatten()
+            .unwrap_or_else(|| page::compute_checksum(new));
+        page::set_checksum(new, crc);
+        self.sealed = true;
+        // The comparison above saw the old checksum in the new bytes: settle line 0 now.
+        let first = LINE.min(new.len());
+        let differs = !same_line(&old[..first], &new[..first]);
+        match changed.first_mut() {
+            Some(r) if r.start == 0 && !differs => {
+                r.start = first;
+                if r.start == r.end {
+                    changed.remove(0);
+                }
+            }
+            Some(r) if r.start == first && differs => r.start = 0,
+            Some(r) if r.start == 0 || !differs => {}
+            _ if differs => changed.insert(0, 0..first),
+            _ => {}
+        }
+        Ok(changed)
+    }
+
+    /// The new bytes, sealed (whole, here, unless [`Self::read_old_and_seal`] sealed them).
+    pub fn sealed(&mut self) -> &[u8] {
+        if !self.sealed {
+            page::seal(self.new, self.page);
+            self.sealed = true;
+        }
+        self.new
     }
 }
 
@@ -91,23 +144,25 @@ fn same_line(a: &[u8], b: &[u8]) -> bool {
 /// Called by the pool before it stores the first byte of a page into the file, its mapping or the
 /// page cache.
 pub trait WriteBackHook: Send + Sync + std::fmt::Debug {
-    /// `old.id()` is about to be written back; its file still holds the page's old bytes (read them
-    /// with [`OldPage::read`] to log a before-image); `new` is what the pool will
-    /// store, sealed (its checksum set): compare the two ([`changed_lines`]) to log, and to have
-    /// the pool store, only the lines that change. The image need not be durable when this
-    /// returns: the pool calls [`WriteBackHook::persist`] before it stores the first byte of any
-    /// page it called this for, so a commit that writes back k pages pays one persist for their
-    /// k images, not k. An `Err` leaves the page dirty and is returned to the caller as
+    /// `page.id()` is about to be written back; its file still holds the page's old bytes. To
+    /// log a before-image, read them with [`WriteBackPage::read_old_and_seal`], which seals the
+    /// new bytes from them and returns the lines that change: log those, and have the pool
+    /// store only those. (Or read them with [`WriteBackPage::read_old`] and compare them with
+    /// [`WriteBackPage::sealed`] yourself.) The image need not be durable when this returns: the
+    /// pool calls [`WriteBackHook::persist`] before it stores the first byte of any page it
+    /// called this for, so a commit that writes back k pages pays one persist for their k
+    /// images, not k. An `Err` leaves the page dirty and is returned to the caller as
     /// [`BufferError::Hook`](crate::BufferError::Hook).
     ///
     /// [`WriteBack::version`]: the page's old bytes for the pool to keep as the version readers
     /// of older snapshots read (the buffer the hook filled: no extra copy; the pool keeps it only
     /// at the page's first store in the transaction), or `None` when no reader can need one (a
-    /// page the transaction allocated, or one readers never read through the pool). [`WriteBack::changed`]: the lines the pool stores;
-    /// a hook that names them vouches that every other byte of `new` equals the file's.
+    /// page the transaction allocated, or one readers never read through the pool).
+    /// [`WriteBack::changed`]: the lines the pool stores; a hook that names them vouches that
+    /// every other byte of the sealed page equals the file's.
     ///
     /// The hook runs on the writer's thread; it must not call back into the pool.
-    fn before_write_back(&self, old: &OldPage<'_>, new: &[u8]) -> Result<WriteBack, HookError>;
+    fn before_write_back(&self, page: &mut WriteBackPage<'_>) -> Result<WriteBack, HookError>;
 
     /// Makes every image logged by [`WriteBackHook::before_write_back`] so far durable. The pool
     /// calls it before the first in-place store of the pages those calls were for, and proceeds
@@ -122,7 +177,7 @@ pub trait WriteBackHook: Send + Sync + std::fmt::Debug {
 pub struct NoUndo;
 
 impl WriteBackHook for NoUndo {
-    fn before_write_back(&self, _old: &OldPage<'_>, _new: &[u8]) -> Result<WriteBack, HookError> {
+    fn before_write_back(&self, _page: &mut WriteBackPage<'_>) -> Result<WriteBack, HookError> {
         Ok(WriteBack::default())
     }
 

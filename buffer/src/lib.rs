@@ -40,7 +40,7 @@ mod versions;
 pub use counters::Counters;
 pub use error::{BufferError, HookError, Result};
 pub use held::{Holds, Inherited, current_holds, inherit, thread_state_alive};
-pub use hook::{LINE, NoUndo, OldPage, WriteBack, WriteBackHook, changed_lines};
+pub use hook::{LINE, NoUndo, WriteBack, WriteBackHook, WriteBackPage, changed_lines};
 pub use pool::{BufferPool, MIN_FRAMES, PageMut, PageRef, ScanRing, View};
 pub use snapshots::{SnapshotStats, Snapshots};
 pub use versions::{NoVersion, PageImage, VersionStats, Versions};

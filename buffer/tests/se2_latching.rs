@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
 use nvpage_buffer::{
-    BufferError, BufferPool, HookError, NoUndo, OldPage, View, WriteBack, WriteBackHook,
+    BufferError, BufferPool, HookError, NoUndo, View, WriteBack, WriteBackHook, WriteBackPage,
 };
 use nvpage_storage::{Layer, PageId};
 
@@ -36,14 +36,10 @@ impl EventHook {
 }
 
 impl WriteBackHook for EventHook {
-    fn before_write_back(
-        &self,
-        old_page: &OldPage<'_>,
-        _new: &[u8],
-    ) -> Result<WriteBack, HookError> {
-        let page = old_page.id();
-        let mut old = vec![0u8; old_page.file().page_size().bytes()];
-        old_page.read(&mut old)?;
+    fn before_write_back(&self, wb_page: &mut WriteBackPage<'_>) -> Result<WriteBack, HookError> {
+        let page = wb_page.id();
+        let mut old = vec![0u8; wb_page.file().page_size().bytes()];
+        wb_page.read_old(&mut old)?;
         let v = uniform_word(&old, "before-image");
         self.events.lock().unwrap().push(format!("write-back {} over {v}", page.0));
         self.called.store(true, Ordering::SeqCst);

@@ -8,7 +8,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use nvpage_buffer::{BufferPool, HookError, OldPage, View, WriteBack, WriteBackHook};
+use nvpage_buffer::{BufferPool, HookError, View, WriteBack, WriteBackHook, WriteBackPage};
 use nvpage_storage::{Layer, PageId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -37,7 +37,7 @@ const LAST_PAGE: u64 = THREADS as u64 * OWN_PAGES + SHARED_PAGES;
 struct CountingHook(AtomicU64);
 
 impl WriteBackHook for CountingHook {
-    fn before_write_back(&self, _old: &OldPage<'_>, _new: &[u8]) -> Result<WriteBack, HookError> {
+    fn before_write_back(&self, _page: &mut WriteBackPage<'_>) -> Result<WriteBack, HookError> {
         self.0.fetch_add(1, Ordering::Relaxed);
         Ok(WriteBack::default())
     }

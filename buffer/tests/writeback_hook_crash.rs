@@ -13,7 +13,9 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use nvpage_buffer::{BufferError, BufferPool, HookError, OldPage, View, WriteBack, WriteBackHook};
+use nvpage_buffer::{
+    BufferError, BufferPool, HookError, View, WriteBack, WriteBackHook, WriteBackPage,
+};
 use nvpage_storage::sim::{Fault, Sim, Tear};
 use nvpage_storage::{Layer, OpenOptions, PageId, PersistRequest, SimOp, StorageError};
 
@@ -49,17 +51,15 @@ impl UndoHook {
 }
 
 impl WriteBackHook for UndoHook {
-    fn before_write_back(
-        &self,
-        old_page: &OldPage<'_>,
-        _new: &[u8],
-    ) -> Result<WriteBack, HookError> {
-        let page = old_page.id();
+    fn before_write_back(&self, wb_page: &mut WriteBackPage<'_>) -> Result<WriteBack, HookError> {
+        let page = wb_page.id();
         if self.crashed.load(Ordering::SeqCst) {
             return Err("the power is out".into());
         }
-        let mut old = vec![0u8; old_page.file().page_size().bytes()];
-        old_page.read(&mut old)?;
+        let mut old = vec![0u8; wb_page.file().page_size().bytes()];
+        // Sealed from the old bytes: the checksum updated from the changed lines, which the
+        // reopened file verifies.
+        wb_page.read_old_and_seal(&mut old)?;
         self.images.lock().unwrap().push((page, old));
         if self.calls.fetch_add(1, Ordering::SeqCst) == self.crash_at {
             self.crashed.store(true, Ordering::SeqCst);
@@ -202,7 +202,7 @@ struct SwitchHook {
 }
 
 impl WriteBackHook for SwitchHook {
-    fn before_write_back(&self, _old: &OldPage<'_>, _new: &[u8]) -> Result<WriteBack, HookError> {
+    fn before_write_back(&self, _page: &mut WriteBackPage<'_>) -> Result<WriteBack, HookError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.failing.load(Ordering::SeqCst) {
             return Err("the log is full".into());

@@ -28,7 +28,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
-use nvpage_buffer::{HookError, OldPage, PageImage, WriteBack, WriteBackHook, changed_lines};
+use nvpage_buffer::{HookError, PageImage, WriteBack, WriteBackHook, WriteBackPage};
 use nvpage_storage::PageId;
 use nvpage_wal::Log;
 use parking_lot::{Mutex, RwLock};
@@ -117,12 +117,8 @@ impl UndoHook {
 const SPARE_MAX: usize = 64 << 10;
 
 impl WriteBackHook for UndoHook {
-    fn before_write_back(
-        &self,
-        old_page: &OldPage<'_>,
-        new: &[u8],
-    ) -> Result<WriteBack, HookError> {
-        let page = old_page.id();
+    fn before_write_back(&self, wb_page: &mut WriteBackPage<'_>) -> Result<WriteBack, HookError> {
+        let page = wb_page.id();
         let mut guard = self.txn.lock();
         let Some(t) = guard.as_mut() else {
             // A dirty frame with no transaction to log to is a bug: refuse to store it.
@@ -136,15 +132,15 @@ impl WriteBackHook for UndoHook {
             return Ok(WriteBack::default());
         }
         let first = !t.logged.contains(&page.0);
-        let ps = old_page.file().page_size().bytes();
+        let ps = wb_page.file().page_size().bytes();
         // One buffer for the old bytes and, shared, for the version readers may need: no copy.
         let mut old = PageImage::zeroed(ps);
         let buf = Arc::get_mut(&mut old).expect("a fresh Arc has one owner");
         // The bytes as the file holds them, unverified: a page being reinitialised (a free
         // extent taken again, a page past an old crash's rolled-back growth) may hold anything,
-        // and undo must restore exactly that, not refuse to log it.
-        old_page.read(buf).map_err(hook_error)?;
-        let changed = changed_lines(buf, new);
+        // and undo must restore exactly that, not refuse to log it. The new page is sealed from
+        // them, and the lines that change (its checksum's among them) are what is logged.
+        let changed = wb_page.read_old_and_seal(buf).map_err(hook_error)?;
         let whole = 0..ps;
         let logged: &[Range<usize>] =
             if first && page == PageId::HEADER { std::slice::from_ref(&whole) } else { &changed };

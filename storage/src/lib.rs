@@ -34,6 +34,7 @@ compile_error!("nvpage-storage supports Unix (Linux on x86_64 is the target)");
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("nvpage-storage's mapped layers need a 64-bit address space");
 
+mod crc;
 pub mod error;
 pub mod file;
 pub mod header;

@@ -115,10 +115,58 @@ pub fn compute_checksum(page: &[u8]) -> u32 {
 
 /// Writes the envelope (format, id, checksum) into `page`, which must be a whole page.
 pub fn seal(page: &mut [u8], id: PageId) {
+    set_envelope(page, id);
+    let crc = compute_checksum(page);
+    set_checksum(page, crc);
+}
+
+/// Writes the envelope's format and id into `page`: [`seal`] without the checksum, for a caller
+/// that computes it with [`checksum_from`] and stores it with [`set_checksum`].
+pub fn set_envelope(page: &mut [u8], id: PageId) {
     page[FORMAT_OFFSET..PAGE_ID_OFFSET].copy_from_slice(&PAGE_FORMAT.to_le_bytes());
     page[PAGE_ID_OFFSET..PAGE_HEADER_LEN].copy_from_slice(&id.0.to_le_bytes());
-    let crc = compute_checksum(page);
+}
+
+/// Stores `crc` as `page`'s checksum.
+pub fn set_checksum(page: &mut [u8], crc: u32) {
     page[CHECKSUM_OFFSET..FORMAT_OFFSET].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The checksum `new` should carry, computed from the one `old` carries and the bytes of the
+/// `changed` ranges only, not a pass over the page (CRC32C is linear: `crate::crc`). A commit
+/// that changes a few lines of an 8 KiB page checksums a few hundred bytes.
+///
+/// The caller vouches for two things:
+/// - `old`'s stored checksum is the checksum of `old`'s bytes: the page was verified since it
+///   was last replaced, or written sealed ([`PageFile::is_verified`](crate::PageFile)). An
+///   all-zero page verifies without one, and is recognised here: `None` when `old`'s stored
+///   checksum is zero, and the caller computes the checksum whole ([`compute_checksum`]).
+/// - every byte from [`FORMAT_OFFSET`] on in which `new` differs from `old` lies in `changed`
+///   (ranges inside the page; they may cover equal bytes too). The envelope's fields count:
+///   write them first ([`set_envelope`]).
+///
+/// A wrong answer would make a committed page unreadable, so debug builds check it against
+/// [`compute_checksum`].
+///
+/// # Panics
+/// If the pages differ in length or a range passes their end (a caller's bug).
+pub fn checksum_from(old: &[u8], new: &[u8], changed: &[std::ops::Range<usize>]) -> Option<u32> {
+    assert_eq!(old.len(), new.len(), "two pages of one size");
+    let stored = read_u32(old, CHECKSUM_OFFSET);
+    if stored == 0 {
+        return None;
+    }
+    let len = new.len();
+    let crc = changed.iter().fold(stored, |crc, r| {
+        let start = r.start.max(FORMAT_OFFSET);
+        if start >= r.end {
+            return crc;
+        }
+        let delta = crate::crc::register_of_difference(&old[start..r.end], &new[start..r.end]);
+        crc ^ crate::crc::shift(delta, len - r.end)
+    });
+    debug_assert_eq!(crc, compute_checksum(new), "an updated checksum equals the whole page's");
+    Some(crc)
 }
 
 /// Checks a page read from the file `path` at `id`: a matching checksum and its own id, or all

@@ -181,9 +181,10 @@ impl PageFile {
         Ok(())
     }
 
-    /// Whether page `id` has been verified (or written) since open.
-    #[cfg(feature = "se2")]
-    pub(crate) fn is_verified(&self, id: PageId) -> bool {
+    /// Whether page `id` has been verified since it was last replaced outside the layer, or
+    /// written sealed through it: its checksum is its bytes' (or it is all zeros, which verifies
+    /// without one), unless something outside this handle changed the file.
+    pub fn is_verified(&self, id: PageId) -> bool {
         self.verified.contains(id.0)
     }
 

@@ -13,7 +13,7 @@ use nvpage_storage::{FileLayer, Layer, OpenOptions, PageId, PageSize, StorageErr
 use super::{BufferPool, MIN_FRAMES, View};
 use crate::error::{BufferError, HookError};
 use crate::hook::WriteBackHook;
-use crate::hook::{OldPage, WriteBack};
+use crate::hook::{WriteBack, WriteBackPage};
 
 /// The smallest page size: Miri interprets every byte that is checksummed or copied.
 const PAGE_BYTES: u64 = 4096;
@@ -32,7 +32,7 @@ impl CountingHook {
 }
 
 impl WriteBackHook for CountingHook {
-    fn before_write_back(&self, _old: &OldPage<'_>, _new: &[u8]) -> Result<WriteBack, HookError> {
+    fn before_write_back(&self, _page: &mut WriteBackPage<'_>) -> Result<WriteBack, HookError> {
         self.0.fetch_add(1, Ordering::Relaxed);
         Ok(WriteBack::default())
     }

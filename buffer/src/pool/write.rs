@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use nvpage_storage::{PageId, page};
+use nvpage_storage::PageId;
 
 use super::guard::PageMut;
 use super::{BufferPool, NOBODY, PageState, View};
@@ -11,7 +11,7 @@ use crate::counters::Counter;
 use crate::error::{BufferError, Result};
 use crate::frame::{FrameMeta, NO_PAGE, Owner};
 use crate::held::{self, LatchKind};
-use crate::hook::{OldPage, WriteBack};
+use crate::hook::{WriteBack, WriteBackPage};
 
 #[derive(Clone, Copy)]
 enum Fill {
@@ -198,9 +198,19 @@ impl BufferPool {
         }
         let mut g = PageMut::new(self, f);
         let seen = self.metas[f].writes.load(Ordering::Relaxed);
-        page::seal(&mut g, id);
-        let wb = self.hook.before_write_back(&OldPage::new(&*self.layer, id), &g);
-        Ok((wb.map_err(|source| BufferError::Hook { page: id, source })?, Some((f, seen))))
+        let wb = self.hook_call(id, &mut g)?;
+        Ok((wb, Some((f, seen))))
+    }
+
+    /// Hands page `id`'s frame `bytes` to the hook ([`WriteBackHook::before_write_back`]),
+    /// which logs its before-image and may seal it; seals it whole if the hook did not. The
+    /// caller keeps the frame's bytes to itself.
+    fn hook_call(&self, id: PageId, bytes: &mut [u8]) -> Result<WriteBack> {
+        let mut page = WriteBackPage::new(&*self.layer, id, bytes);
+        let wb = self.hook.before_write_back(&mut page);
+        let wb = wb.map_err(|source| BufferError::Hook { page: id, source })?;
+        page.sealed();
+        Ok(wb)
     }
 
     /// The writer's frame of `id`, if it holds the page dirty (a snapshot).
@@ -262,9 +272,7 @@ impl BufferPool {
         // SAFETY: the caller keeps the frame's bytes to itself (claim or exclusive latch).
         let bytes =
             unsafe { std::slice::from_raw_parts_mut(self.frame_bytes(f).as_ptr(), self.page_size) };
-        page::seal(bytes, id);
-        let wb = self.hook.before_write_back(&OldPage::new(&*self.layer, id), bytes);
-        let wb = wb.map_err(hook_error)?;
+        let wb = self.hook_call(id, bytes)?;
         self.hook.persist().map_err(hook_error)?;
         self.store_in_place(f, id, st, wb, after)
     }

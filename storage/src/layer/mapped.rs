@@ -76,7 +76,10 @@ impl MappedPages {
     pub(super) fn store(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
         self.check_store(id, frame.len())?;
         page::seal(frame, id);
-        self.put(id, &[(0, frame)])?;
+        if let Err(e) = self.put(id, &[(0, frame)]) {
+            self.file.forget_verified(id);
+            return Err(e);
+        }
         self.file.mark_written(id);
         Ok(())
     }
@@ -97,7 +100,11 @@ impl MappedPages {
         } else {
             super::span_part(frame, lines)?.into_iter().collect()
         };
-        self.put(id, &parts)?;
+        if let Err(e) = self.put(id, &parts) {
+            // Part of the page may be stored: its checksum no longer vouches for its bytes.
+            self.file.forget_verified(id);
+            return Err(e);
+        }
         self.file.mark_written(id);
         Ok(())
     }
@@ -109,6 +116,9 @@ impl MappedPages {
         self.file.check_id(id)?;
         self.file.check_parts(parts)?;
         self.file.raw().check_writable()?;
+        // Forgotten before (a store that fails part-way leaves bytes the checksum is not for)
+        // and after (a read in between may have verified the bytes being replaced).
+        self.file.forget_verified(id);
         self.put(id, parts)?;
         self.file.forget_verified(id);
         Ok(())

@@ -47,7 +47,11 @@ impl FileLayer for PreadLayer {
         self.file.check_buf(frame.len())?;
         self.file.raw().check_writable()?;
         page::seal(frame, id);
-        self.file.raw().write_at(frame, self.file.offset(id))?;
+        if let Err(e) = self.file.raw().write_at(frame, self.file.offset(id)) {
+            // Part of the page may be written: its checksum no longer vouches for its bytes.
+            self.file.forget_verified(id);
+            return Err(e);
+        }
         self.file.mark_written(id);
         Ok(())
     }
@@ -56,8 +60,11 @@ impl FileLayer for PreadLayer {
         self.file.check_id(id)?;
         self.file.check_buf(frame.len())?;
         self.file.raw().check_writable()?;
-        if let Some((off, bytes)) = super::span_part(frame, lines)? {
-            self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)?;
+        if let Some((off, bytes)) = super::span_part(frame, lines)?
+            && let Err(e) = self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)
+        {
+            self.file.forget_verified(id);
+            return Err(e);
         }
         self.file.mark_written(id);
         Ok(())
@@ -66,6 +73,9 @@ impl FileLayer for PreadLayer {
     fn restore_parts(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()> {
         self.file.check_id(id)?;
         self.file.check_parts(parts)?;
+        // Forgotten before (a write that fails part-way leaves bytes the checksum is not for)
+        // and after (a read in between may have verified the bytes being replaced).
+        self.file.forget_verified(id);
         for &(off, bytes) in parts {
             self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)?;
         }

@@ -3,11 +3,12 @@
 //! version for readers.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use nvpage_storage::{FileLayer, PageFile, PageId, StorageError, page};
 
 use crate::error::HookError;
-use crate::versions::PageImage;
+use crate::versions::{PageImage, Versions};
 
 /// The bytes of a cache line: the granule [`changed_lines`] compares in.
 pub const LINE: usize = 64;
@@ -25,14 +26,28 @@ pub const LINE: usize = 64;
 #[derive(Debug)]
 pub struct WriteBackPage<'a> {
     layer: &'a dyn FileLayer,
+    versions: &'a Versions,
     page: PageId,
     new: &'a mut [u8],
     sealed: bool,
 }
 
 impl<'a> WriteBackPage<'a> {
-    pub(crate) fn new(layer: &'a dyn FileLayer, page: PageId, new: &'a mut [u8]) -> Self {
-        Self { layer, page, new, sealed: false }
+    pub(crate) fn new(
+        layer: &'a dyn FileLayer,
+        versions: &'a Versions,
+        page: PageId,
+        new: &'a mut [u8],
+    ) -> Self {
+        Self { layer, versions, page, new, sealed: false }
+    }
+
+    /// A buffer of a page's bytes for the old page, to read with [`Self::read_old_and_seal`]
+    /// and hand back as [`WriteBack::version`]: the buffer of a version the pool has freed (its
+    /// bytes an old page's, to be overwritten), or a new one. No one else holds it
+    /// (`Arc::get_mut` succeeds).
+    pub fn image_buffer(&self) -> Arc<[u8]> {
+        self.versions.buffer(self.new.len())
     }
 
     /// The page's id.
@@ -72,7 +87,7 @@ impl<'a> WriteBackPage<'a> {
         self.sealed = true;
         // The comparison above saw the old checksum in the new bytes: settle line 0 now.
         let first = LINE.min(new.len());
-        let differs = !same_line(&old[..first], &new[..first]);
+        let differs = !same_bytes::<LINE>(&old[..first], &new[..first]);
         match changed.first_mut() {
             Some(r) if r.start == 0 && !differs => {
                 r.start = first;
@@ -112,33 +127,77 @@ pub struct WriteBack {
 /// The ranges, in whole [`LINE`]s (the last one cut at the page's end), in which `new` differs
 /// from `old`, adjacent lines merged. Both are one page.
 pub fn changed_lines(old: &[u8], new: &[u8]) -> Vec<Range<usize>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above), all `changed_lines_avx2` requires.
+        return unsafe { changed_lines_avx2(old, new) };
+    }
+    changed_lines_in(old, new)
+}
+
+/// [`changed_lines`] compiled for AVX2: the comparison is bound by loads, and AVX2's are twice
+/// SSE2's width (a single-row commit on an 8 KiB page: 6% of its time in the comparison with
+/// SSE2).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn changed_lines_avx2(old: &[u8], new: &[u8]) -> Vec<Range<usize>> {
+    changed_lines_in(old, new)
+}
+
+/// [`changed_lines`]' body, inlined into each caller so that it is compiled for the caller's
+/// instruction set.
+#[inline(always)]
+fn changed_lines_in(old: &[u8], new: &[u8]) -> Vec<Range<usize>> {
     debug_assert_eq!(old.len(), new.len());
+    let len = old.len().min(new.len());
     let mut out: Vec<Range<usize>> = Vec::new();
-    for (i, (a, b)) in old.chunks(LINE).zip(new.chunks(LINE)).enumerate() {
-        if !same_line(a, b) {
-            let (start, end) = (i * LINE, i * LINE + a.len());
-            match out.last_mut() {
-                Some(r) if r.end == start => r.end = end,
-                _ => out.push(start..end),
-            }
+    let mut push = |start: usize, end: usize| match out.last_mut() {
+        Some(r) if r.end == start => r.end = end,
+        _ => out.push(start..end),
+    };
+    let mut at = 0;
+    while at < len {
+        // Most of a page is unchanged: a block of lines compared at once, skipped when equal.
+        if let (Some(a), Some(b)) = (old.get(at..at + BLOCK), new.get(at..at + BLOCK))
+            && same_bytes::<BLOCK>(a, b)
+        {
+            at += BLOCK;
+            continue;
         }
+        let end = (at + LINE).min(len);
+        let (a, b) = (&old[at..end], &new[at..end]);
+        let same = if end - at == LINE { same_bytes::<LINE>(a, b) } else { a == b };
+        if !same {
+            push(at, end);
+        }
+        at = end;
     }
     out
 }
 
-/// Whether two lines hold the same bytes: a whole line compared as words, inline (a `memcmp`
-/// call per line cost more than the comparison).
-#[inline]
-fn same_line(a: &[u8], b: &[u8]) -> bool {
-    match (<&[u8; LINE]>::try_from(a), <&[u8; LINE]>::try_from(b)) {
-        (Ok(a), Ok(b)) => {
-            let word = |l: &[u8; LINE], i: usize| {
-                u64::from_ne_bytes(l[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
-            };
-            (0..LINE / 8).fold(0u64, |acc, i| acc | (word(a, i) ^ word(b, i))) == 0
-        }
-        _ => a == b,
+/// Bytes compared at once before [`changed_lines`] looks line by line: four lines.
+const BLOCK: usize = 4 * LINE;
+
+/// Whether `a` and `b`, each `N` bytes, hold the same bytes: compared as words folded into one,
+/// inline (a `memcmp` call per line cost more than the comparison), which the compiler turns
+/// into vector instructions.
+#[inline(always)]
+fn same_bytes<const N: usize>(a: &[u8], b: &[u8]) -> bool {
+    let (Ok(a), Ok(b)) = (<&[u8; N]>::try_from(a), <&[u8; N]>::try_from(b)) else {
+        return a == b;
+    };
+    // A plain loop, not an iterator's fold: a fold is a function of its own, which the AVX2
+    // caller did not inline (it ran as SSE2 code, out of line).
+    let mut acc = 0u64;
+    let mut i = 0;
+    while i < N {
+        let (mut x, mut y) = ([0u8; 8], [0u8; 8]);
+        x.copy_from_slice(&a[i..i + 8]);
+        y.copy_from_slice(&b[i..i + 8]);
+        acc |= u64::from_ne_bytes(x) ^ u64::from_ne_bytes(y);
+        i += 8;
     }
+    acc == 0
 }
 
 /// Called by the pool before it stores the first byte of a page into the file, its mapping or the

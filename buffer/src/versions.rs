@@ -84,12 +84,14 @@ struct Inner {
 }
 
 impl Inner {
-    /// Frees every version of commit `c`.
-    fn free_commit(&mut self, c: u64) {
+    /// Frees every version of commit `c`, moving their images to `freed`.
+    fn free_commit(&mut self, c: u64, freed: &mut Vec<PageImage>) {
         let Some(cv) = self.commits.remove(&c) else { return };
         for page in cv.pages {
             if let Some(v) = self.pages.get_mut(&page) {
-                v.retain(|(vc, _)| *vc != c);
+                if let Some(at) = v.iter().position(|(vc, _)| *vc == c) {
+                    freed.push(v.remove(at).1);
+                }
                 if v.is_empty() {
                     self.pages.remove(&page);
                 }
@@ -99,10 +101,17 @@ impl Inner {
     }
 }
 
+/// Buffers of freed versions kept for the write-back hook to fill again
+/// ([`Versions::buffer`]), at most this many: a single-row commit allocated an 8 KiB buffer
+/// and freed one each time.
+const SPARE_BUFFERS: usize = 16;
+
 /// The version store (see the module's notes).
 #[derive(Debug)]
 pub struct Versions {
     inner: Mutex<Inner>,
+    /// Whole buffers of freed versions that nothing else holds.
+    spare: Mutex<Vec<Arc<[u8]>>>,
 }
 
 impl Default for Versions {
@@ -127,7 +136,39 @@ pub enum NoVersion {
 impl Versions {
     /// An empty store whose committed versions are bounded by `limit_bytes`.
     pub fn new(limit_bytes: u64) -> Self {
-        Self { inner: Mutex::new(Inner { limit: limit_bytes, ..Inner::default() }) }
+        Self {
+            inner: Mutex::new(Inner { limit: limit_bytes, ..Inner::default() }),
+            spare: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A buffer of `len` bytes that no one else holds, for a page's old bytes that may become a
+    /// version: the buffer of a version freed since, or a new one (zeroed). Its bytes are
+    /// whatever it held: the caller overwrites them.
+    pub fn buffer(&self, len: usize) -> Arc<[u8]> {
+        let mut spare = self.spare.lock();
+        while let Some(b) = spare.pop() {
+            if b.len() == len {
+                return b;
+            }
+        }
+        drop(spare);
+        PageImage::zeroed(len)
+    }
+
+    /// Keeps the whole, unshared buffers of `freed` for [`Self::buffer`], up to a few; drops the
+    /// rest. A buffer a reader still holds (an `Arc` clone) is left to it.
+    fn recycle(&self, freed: Vec<PageImage>) {
+        if freed.is_empty() {
+            return;
+        }
+        let mut spare = self.spare.lock();
+        for image in freed {
+            let PageImage { mut bytes, offset } = image;
+            if offset == 0 && spare.len() < SPARE_BUFFERS && Arc::get_mut(&mut bytes).is_some() {
+                spare.push(bytes);
+            }
+        }
     }
 
     /// Sets the bound on committed versions' bytes (applied at the next [`Self::collect`]).
@@ -165,7 +206,9 @@ impl Versions {
 
     /// Drops every version of commit `c` (an aborted transaction's).
     pub fn drop_commit(&self, c: u64) {
-        self.inner.lock().free_commit(c);
+        let mut freed = Vec::new();
+        self.inner.lock().free_commit(c, &mut freed);
+        self.recycle(freed);
     }
 
     /// Frees what no reader can need — every version of a commit at or below `needed_above`
@@ -173,12 +216,13 @@ impl Versions {
     /// versions of commits at or below `committed` pass the byte limit, whole commits oldest
     /// first, raising the horizon. The pending commit's versions (above `committed`) stay.
     pub fn collect(&self, needed_above: u64, committed: u64) {
+        let mut freed = Vec::new();
         let mut g = self.inner.lock();
         let unneeded = needed_above.min(committed);
         while let Some((&c, _)) = g.commits.first_key_value()
             && c <= unneeded
         {
-            g.free_commit(c);
+            g.free_commit(c, &mut freed);
         }
         loop {
             let committed_bytes: u64 = g.commits.range(..=committed).map(|(_, v)| v.bytes).sum();
@@ -186,9 +230,11 @@ impl Versions {
                 break;
             }
             let Some((&c, _)) = g.commits.first_key_value() else { break };
-            g.free_commit(c);
+            g.free_commit(c, &mut freed);
             g.horizon = g.horizon.max(c);
         }
+        drop(g);
+        self.recycle(freed);
     }
 
     /// What the store holds.
@@ -259,6 +305,30 @@ mod tests {
         // The reader ends: nothing is needed.
         v.collect(4, 4);
         assert_eq!((v.stats().versions, v.stats().bytes), (0, 0));
+    }
+
+    #[test]
+    fn freed_buffers_are_handed_out_again_unless_a_reader_holds_them() {
+        let v = Versions::default();
+        let (a, b) = (image(1, 64), image(2, 64));
+        let (addr_a, addr_b) = (a.page().as_ptr(), b.page().as_ptr());
+        v.insert(1, 2, a);
+        v.insert(2, 2, b);
+        // A reader holds page 2's version past its collection.
+        let held = v.find(2, 1).unwrap();
+        v.collect(2, 2);
+        assert_eq!(v.stats().versions, 0);
+        let mut again = v.buffer(64);
+        assert_eq!(again.as_ptr(), addr_a, "the freed, unshared buffer is reused");
+        assert!(Arc::get_mut(&mut again).is_some(), "and no one else holds it");
+        let fresh = v.buffer(64);
+        assert_ne!(fresh.as_ptr(), addr_b, "the reader's buffer is not handed out");
+        assert_eq!(held.page()[0], 2);
+        // Another length is never handed out for this one.
+        drop(again);
+        v.insert(3, 3, image(3, 32));
+        v.drop_commit(3);
+        assert_eq!(v.buffer(64).len(), 64);
     }
 
     #[test]

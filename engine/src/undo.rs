@@ -133,9 +133,10 @@ impl WriteBackHook for UndoHook {
         }
         let first = !t.logged.contains(&page.0);
         let ps = wb_page.file().page_size().bytes();
-        // One buffer for the old bytes and, shared, for the version readers may need: no copy.
-        let mut old = PageImage::zeroed(ps);
-        let buf = Arc::get_mut(&mut old).expect("a fresh Arc has one owner");
+        // One buffer for the old bytes and, shared, for the version readers may need: no copy
+        // (a freed version's buffer, recycled by the pool).
+        let mut old = wb_page.image_buffer();
+        let buf = Arc::get_mut(&mut old).expect("an image buffer has one owner");
         // The bytes as the file holds them, unverified: a page being reinitialised (a free
         // extent taken again, a page past an old crash's rolled-back growth) may hold anything,
         // and undo must restore exactly that, not refuse to log it. The new page is sealed from

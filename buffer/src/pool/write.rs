@@ -206,7 +206,7 @@ impl BufferPool {
     /// which logs its before-image and may seal it; seals it whole if the hook did not. The
     /// caller keeps the frame's bytes to itself.
     fn hook_call(&self, id: PageId, bytes: &mut [u8]) -> Result<WriteBack> {
-        let mut page = WriteBackPage::new(&*self.layer, id, bytes);
+        let mut page = WriteBackPage::new(&*self.layer, &self.versions, id, bytes);
         let wb = self.hook.before_write_back(&mut page);
         let wb = wb.map_err(|source| BufferError::Hook { page: id, source })?;
         page.sealed();

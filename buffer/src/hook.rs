@@ -3,12 +3,11 @@
 //! version for readers.
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use nvpage_storage::{FileLayer, PageFile, PageId, StorageError, page};
 
 use crate::error::HookError;
-use crate::versions::{PageImage, Versions};
+use crate::versions::{ImageBuffer, PageImage, Versions};
 
 /// The bytes of a cache line: the granule [`changed_lines`] compares in.
 pub const LINE: usize = 64;
@@ -44,9 +43,9 @@ impl<'a> WriteBackPage<'a> {
 
     /// A buffer of a page's bytes for the old page, to read with [`Self::read_old_and_seal`]
     /// and hand back as [`WriteBack::version`]: the buffer of a version the pool has freed (its
-    /// bytes an old page's, to be overwritten), or a new one. No one else holds it
-    /// (`Arc::get_mut` succeeds).
-    pub fn image_buffer(&self) -> Arc<[u8]> {
+    /// bytes an old page's, to be overwritten), or a new one; its page starts on a cache line
+    /// and no one else holds it.
+    pub fn image_buffer(&self) -> ImageBuffer {
         self.versions.buffer(self.new.len())
     }
 

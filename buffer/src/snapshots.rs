@@ -104,6 +104,13 @@ impl<T> Snapshots<T> {
         self.state.lock().current.clone()
     }
 
+    /// [`Self::current`], [`Self::seq`] and [`Self::oldest`] read together, under one lock
+    /// (what a write transaction begins from).
+    pub fn writer_view(&self) -> (Arc<T>, u64, Option<u64>) {
+        let g = self.state.lock();
+        (g.current.clone(), g.seq, g.readers.first_key_value().map(|(&s, _)| s))
+    }
+
     /// The oldest live snapshot, if a reader is live.
     pub fn oldest(&self) -> Option<u64> {
         self.state.lock().readers.first_key_value().map(|(&s, _)| s)

@@ -6,7 +6,7 @@
 //! those checks would reject); only then open the data file with the chosen layer, start the
 //! buffer pool and read the catalog.
 
-use std::collections::HashMap;
+use nvpage_buffer::idhash::IdMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -202,7 +202,7 @@ pub struct Database {
     /// The commit sequence, what each commit published, and the live readers' snapshots.
     pub(crate) snapshots: Snapshots<Published>,
     /// Free space per table: the writer's cache, dropped on abort.
-    pub(crate) fsm: Mutex<HashMap<u32, Fsm>>,
+    pub(crate) fsm: Mutex<IdMap<u32, Fsm>>,
     poisoned: AtomicBool,
     read_only: bool,
     /// Set by [`Database::close`]: its drop then writes nothing.
@@ -330,7 +330,7 @@ impl Database {
             hook,
             writer: Mutex::new(()),
             snapshots: Snapshots::new(Published { catalog, page_count }),
-            fsm: Mutex::new(HashMap::new()),
+            fsm: Mutex::new(IdMap::default()),
             poisoned: AtomicBool::new(false),
             read_only: b.read_only,
             closed: AtomicBool::new(false),

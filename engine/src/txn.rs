@@ -199,12 +199,12 @@ impl Database {
     fn write_txn<'a>(&'a self, writer: MutexGuard<'a, ()>) -> Result<WriteTxn<'a>> {
         self.check_usable(true)?;
         // Under the writer's lock the commit sequence holds still: only a commit raises it.
-        let published = self.snapshots.current();
-        let committed = self.snapshots.seq();
+        let (published, committed, oldest) = self.snapshots.writer_view();
         let start_page_count = published.page_count;
         debug_assert_eq!(self.pool.file().page_count(), start_page_count);
         let mut catalog = published.catalog.clone();
-        catalog.release_free(self.snapshots.oldest().unwrap_or(committed));
+        drop(published);
+        catalog.release_free(oldest.unwrap_or(committed));
         self.hook.begin(start_page_count, &catalog.chain);
         self.pool.begin_txn(committed + 1);
         enter(&WRITING, self.id);

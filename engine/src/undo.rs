@@ -24,11 +24,11 @@
 //! | page id u64 | page size u32 | the page's bytes as the file held them (page size) |
 //! ```
 
-use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
-use nvpage_buffer::{HookError, PageImage, WriteBack, WriteBackHook, WriteBackPage};
+use nvpage_buffer::idhash::IdSet;
+use nvpage_buffer::{HookError, WriteBack, WriteBackHook, WriteBackPage};
 use nvpage_storage::PageId;
 use nvpage_wal::Log;
 use parking_lot::{Mutex, RwLock};
@@ -53,10 +53,10 @@ struct TxnUndo {
     /// Pages at or past this count were allocated by the transaction: they need no image.
     start_page_count: u64,
     /// Pages whose first before-image is already in the log.
-    logged: HashSet<u64>,
+    logged: IdSet<u64>,
     /// Pages readers never read through the pool (the header, the catalog chain as the
     /// transaction began): their images are logged for undo but kept as no version.
-    unversioned: HashSet<u64>,
+    unversioned: IdSet<u64>,
     /// Images gathered since the last append, not yet in the log.
     pending: Vec<u8>,
     /// Whether images were appended since the last persist.
@@ -86,8 +86,8 @@ impl UndoHook {
         debug_assert!(t.is_none(), "one write transaction at a time");
         let mut next = self.spare.lock().take().unwrap_or_else(|| TxnUndo {
             start_page_count: 0,
-            logged: HashSet::new(),
-            unversioned: HashSet::new(),
+            logged: IdSet::default(),
+            unversioned: IdSet::default(),
             pending: Vec::new(),
             unpersisted: false,
         });
@@ -136,7 +136,7 @@ impl WriteBackHook for UndoHook {
         // One buffer for the old bytes and, shared, for the version readers may need: no copy
         // (a freed version's buffer, recycled by the pool).
         let mut old = wb_page.image_buffer();
-        let buf = Arc::get_mut(&mut old).expect("an image buffer has one owner");
+        let buf = old.page_mut();
         // The bytes as the file holds them, unverified: a page being reinitialised (a free
         // extent taken again, a page past an old crash's rolled-back growth) may hold anything,
         // and undo must restore exactly that, not refuse to log it. The new page is sealed from
@@ -160,7 +160,7 @@ impl WriteBackHook for UndoHook {
         // pool keeps it only at the page's first store in this transaction (the bytes the
         // transaction began with), so a write-back whose persist failed after this call (the
         // images dropped, nothing stored) does not leave the page's later store without one.
-        let version = (!t.unversioned.contains(&page.0)).then(|| PageImage::new(old, 0));
+        let version = (!t.unversioned.contains(&page.0)).then(|| old.into_image());
         Ok(WriteBack { version, changed: Some(changed) })
     }
 

@@ -596,7 +596,8 @@ impl RawFile {
         Ok(r)
     }
 
-    /// [`Self::store_persist`] of several ranges, `(offset, bytes)`, made durable together: in
+    /// [`Self::store_persist`] of several ranges, `(offset, bytes)` with each offset from
+    /// `base` (a page's, say), made durable together: in
     /// the cache-line modes each range flushed and one fence (one device flush however many
     /// ranges), a copy and an `msync` of the span they cover otherwise.
     ///
@@ -612,10 +613,11 @@ impl RawFile {
     ///
     /// # Safety
     /// As [`Self::store_persist`], for every range.
-    pub unsafe fn store_persist_parts(&self, parts: &[(u64, &[u8])]) -> Result<()> {
+    pub unsafe fn store_persist_parts(&self, base: u64, parts: &[(usize, &[u8])]) -> Result<()> {
         self.check_writable()?;
         let m = self.mapping.as_ref().expect("store_persist_parts needs a mapped file");
         for &(offset, src) in parts {
+            let offset = base + offset as u64;
             // SAFETY: the caller keeps each range inside the file and to itself.
             let dst = unsafe { m.base().as_ptr().add(offset as usize) };
             match self.durability.flush {
@@ -636,12 +638,12 @@ impl RawFile {
         }
         let Some(start) = parts.iter().map(|p| p.0).min() else { return Ok(()) };
         if self.durability.flush.is_none() {
-            let end = parts.iter().map(|p| p.0 + p.1.len() as u64).max().unwrap_or(start);
-            return self.persist_range(start, (end - start) as usize);
+            let end = parts.iter().map(|p| p.0 + p.1.len()).max().unwrap_or(start);
+            return self.persist_range(base + start as u64, end - start);
         }
         self.fence_step()?;
         for &(offset, src) in parts {
-            self.sim_persisted_lines(offset, src.len() as u64);
+            self.sim_persisted_lines(base + offset as u64, src.len() as u64);
         }
         Ok(())
     }

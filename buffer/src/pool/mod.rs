@@ -33,7 +33,7 @@ mod write;
 #[cfg(all(test, not(feature = "shuttle")))]
 mod tests;
 
-use std::collections::HashMap;
+use crate::idhash::IdMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
@@ -114,7 +114,7 @@ impl PageState {
 #[derive(Debug, Default)]
 struct Txn {
     /// Pages stamped by this transaction, with the stamp each had before (for abort).
-    stamped: HashMap<u64, u64>,
+    stamped: IdMap<u64, u64>,
 }
 
 /// A pool of page frames over one file layer.

@@ -138,14 +138,12 @@ impl MappedPages {
         let base = self.file.offset(id);
         let _exclusive = self.stripe(id).write();
         if raw.mode().uses_cache_lines() {
-            let parts: Vec<(u64, &[u8])> =
-                parts.iter().map(|&(off, bytes)| (base + off as u64, bytes)).collect();
             // SAFETY: the file is mapped; the page lies below its length (`check_id`) and every
             // part inside the page (checked by the caller); the exclusive stripe latch keeps
             // every other access to this page through this type out, and the buffer manager,
             // the only holder of pointers from `pointer`, calls this only under its own
             // exclusive page latch.
-            unsafe { raw.store_persist_parts(&parts) }
+            unsafe { raw.store_persist_parts(base, parts) }
         } else {
             // `msync` mode (a file on a disk's file system): `pwrite`, not a store through the
             // mapping. A store into a clean page of a shared file mapping faults, and the file

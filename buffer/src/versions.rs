@@ -10,10 +10,9 @@
 //! them ([`Versions::drop_commit`]), the commit makes them ordinary.
 
 use std::collections::BTreeMap;
-
-use crate::idhash::IdMap;
 use std::sync::Arc;
 
+use crate::idhash::IdMap;
 use crate::sync::Mutex;
 
 /// A page's bytes held in memory: a before-image kept as a version, or a reader's private copy.
@@ -77,10 +76,9 @@ const ALIGN: usize = 64;
 impl ImageBuffer {
     /// A new buffer of `len` bytes (zeroed).
     pub fn new(len: usize) -> Self {
-        // An `Arc`'s bytes are aligned to at least 8 (its counters'): a line starts within 56.
-        let bytes = PageImage::zeroed(len + ALIGN - 8);
+        // A line starts within the first ALIGN - 1 bytes, wherever the allocation lies.
+        let bytes = PageImage::zeroed(len + ALIGN - 1);
         let offset = (ALIGN - bytes.as_ptr() as usize % ALIGN) % ALIGN;
-        debug_assert!(offset + len <= bytes.len());
         Self { bytes, offset, len }
     }
 

@@ -72,7 +72,9 @@ impl<'a> WriteBackPage<'a> {
     /// undo since it was last read). Line 0 holds the checksum, so it is among the changed
     /// lines whenever the checksum changes.
     pub fn read_old_and_seal(&mut self, buf: &mut [u8]) -> Result<Vec<Range<usize>>, StorageError> {
-        // Asked before the read: a page replaced in between is forgotten, never trusted.
+        // The file's page holds still between this question and the read: every store into it
+        // in place (write-back, undo's restore) is made by the thread allowed to write back,
+        // which is this one.
         let verified = self.layer.file().is_verified(self.page);
         self.read_old(buf)?;
         let (old, new) = (&*buf, &mut *self.new);

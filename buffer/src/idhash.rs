@@ -70,9 +70,12 @@ impl Hasher for IdHasher {
         self.add(n as u64);
     }
 
+    /// The state rotated so that its high bits, which every bit of the keys reaches through
+    /// the multiply, land in the low bits the table indexes by: keys that differ only above
+    /// their low bits (page ids of a stride, say) still spread over the buckets.
     #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        self.0.rotate_left(26)
     }
 }
 
@@ -87,13 +90,17 @@ mod tests {
     }
 
     #[test]
-    fn sequential_ids_spread_over_the_buckets_and_the_control_bits() {
+    fn sequential_and_strided_ids_spread_over_the_buckets_and_the_tags() {
         // hashbrown takes the bucket from the low bits and a tag from the top seven.
         let n = 4096u64;
-        let low: std::collections::HashSet<u64> = (0..n).map(|x| hash(x) & (n - 1)).collect();
-        let top: std::collections::HashSet<u64> = (0..n).map(|x| hash(x) >> 57).collect();
-        assert_eq!(low.len() as u64, n, "sequential ids fill every one of n buckets");
-        assert_eq!(top.len(), 128, "and every tag");
+        for stride in [1u64, 2, 64, 8192, 1 << 20] {
+            let ids = || (0..n).map(move |x| x * stride);
+            let low: std::collections::HashSet<u64> = ids().map(|x| hash(x) & (n - 1)).collect();
+            let top: std::collections::HashSet<u64> = ids().map(|x| hash(x) >> 57).collect();
+            // A uniform hash fills about 63% of n buckets with n keys; a degenerate one a few.
+            assert!(low.len() as u64 > n / 2, "stride {stride}: {} of {n} buckets", low.len());
+            assert_eq!(top.len(), 128, "stride {stride}: every tag");
+        }
     }
 
     #[test]

@@ -148,7 +148,8 @@ impl Inner {
 
 /// Buffers of freed versions kept for the write-back hook to fill again
 /// ([`Versions::buffer`]), at most this many: a single-row commit allocated an 8 KiB buffer
-/// and freed one each time.
+/// and freed one each time. They are not versions, so the byte limit does not count them (at
+/// most 16 pages: 1 MiB with 64 KiB pages).
 const SPARE_BUFFERS: usize = 16;
 
 /// The version store (see the module's notes).

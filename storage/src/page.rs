@@ -142,11 +142,13 @@ pub fn set_checksum(page: &mut [u8], crc: u32) {
 ///   all-zero page verifies without one, and is recognised here: `None` when `old`'s stored
 ///   checksum is zero, and the caller computes the checksum whole ([`compute_checksum`]).
 /// - every byte from [`FORMAT_OFFSET`] on in which `new` differs from `old` lies in `changed`
-///   (ranges inside the page; they may cover equal bytes too). The envelope's fields count:
-///   write them first ([`set_envelope`]).
+///   (ranges inside the page, ascending and disjoint — a difference counted twice would cancel
+///   out; they may cover equal bytes too). The envelope's fields count: write them first
+///   ([`set_envelope`]).
 ///
 /// A wrong answer would make a committed page unreadable, so debug builds check it against
-/// [`compute_checksum`].
+/// [`compute_checksum`] — where `old`'s checksum is its bytes' (a page damaged after it was
+/// verified keeps its mismatch, by design: see `docs/design.md`).
 ///
 /// # Panics
 /// If the pages differ in length or a range passes their end (a caller's bug).
@@ -157,6 +159,7 @@ pub fn checksum_from(old: &[u8], new: &[u8], changed: &[std::ops::Range<usize>])
         return None;
     }
     let len = new.len();
+    debug_assert!(changed.windows(2).all(|w| w[0].end <= w[1].start), "disjoint, ascending");
     let crc = changed.iter().fold(stored, |crc, r| {
         let start = r.start.max(FORMAT_OFFSET);
         if start >= r.end {
@@ -165,7 +168,10 @@ pub fn checksum_from(old: &[u8], new: &[u8], changed: &[std::ops::Range<usize>])
         let delta = crate::crc::register_of_difference(&old[start..r.end], &new[start..r.end]);
         crc ^ crate::crc::shift(delta, len - r.end)
     });
-    debug_assert_eq!(crc, compute_checksum(new), "an updated checksum equals the whole page's");
+    debug_assert!(
+        stored != compute_checksum(old) || crc == compute_checksum(new),
+        "an updated checksum equals the whole page's"
+    );
     Some(crc)
 }
 

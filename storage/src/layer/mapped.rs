@@ -119,9 +119,9 @@ impl MappedPages {
         // Forgotten before (a store that fails part-way leaves bytes the checksum is not for)
         // and after (a read in between may have verified the bytes being replaced).
         self.file.forget_verified(id);
-        self.put(id, parts)?;
+        let r = self.put(id, parts);
         self.file.forget_verified(id);
-        Ok(())
+        r
     }
 
     fn check_store(&self, id: PageId, len: usize) -> Result<()> {

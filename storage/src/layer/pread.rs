@@ -76,11 +76,11 @@ impl FileLayer for PreadLayer {
         // Forgotten before (a write that fails part-way leaves bytes the checksum is not for)
         // and after (a read in between may have verified the bytes being replaced).
         self.file.forget_verified(id);
-        for &(off, bytes) in parts {
-            self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)?;
-        }
+        let r = parts.iter().try_for_each(|&(off, bytes)| {
+            self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)
+        });
         self.file.forget_verified(id);
-        Ok(())
+        r
     }
 
     fn mapped_page(&self, id: PageId) -> Result<Option<NonNull<u8>>> {

@@ -28,6 +28,9 @@ pub struct WriteBackPage<'a> {
     versions: &'a Versions,
     page: PageId,
     new: &'a mut [u8],
+    /// The page's shared frame, pinned by the pool, where one is published at the page's current
+    /// stamp: the file's bytes exactly (see [`Self::read_old`]).
+    current: Option<&'a [u8]>,
     sealed: bool,
 }
 
@@ -37,8 +40,9 @@ impl<'a> WriteBackPage<'a> {
         versions: &'a Versions,
         page: PageId,
         new: &'a mut [u8],
+        current: Option<&'a [u8]>,
     ) -> Self {
-        Self { layer, versions, page, new, sealed: false }
+        Self { layer, versions, page, new, current, sealed: false }
     }
 
     /// A buffer of a page's bytes for the old page, to read with [`Self::read_old_and_seal`]
@@ -59,10 +63,19 @@ impl<'a> WriteBackPage<'a> {
         self.layer.file()
     }
 
-    /// Copies the page's bytes as the file holds them into `buf` (a whole page), unverified
-    /// ([`FileLayer::read_raw`]: from the mapping for SE1/SE2, no system call).
+    /// Copies the page's bytes as the file holds them into `buf` (a whole page): from the
+    /// page's shared frame where the pool has one at the page's current stamp — bytes read from
+    /// the file or stored into it since, and unchanged while published (docs/design.md, "Readers
+    /// beside the writer"): the file's bytes exactly, with no system call for pread — else from
+    /// the file, unverified ([`FileLayer::read_raw`]: from the mapping for SE1/SE2).
     pub fn read_old(&self, buf: &mut [u8]) -> Result<(), StorageError> {
-        self.layer.read_raw(self.page, buf)
+        match self.current {
+            Some(bytes) if bytes.len() == buf.len() => {
+                buf.copy_from_slice(bytes);
+                Ok(())
+            }
+            _ => self.layer.read_raw(self.page, buf),
+        }
     }
 
     /// [`Self::read_old`], then seals the new bytes from the old ones; returns the lines in

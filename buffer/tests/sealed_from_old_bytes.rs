@@ -4,7 +4,8 @@
 //! line at all for a page written back unchanged — and every page it stores verifies when the
 //! file is opened again. Pages first written over zeros, pages read back (verified) and changed,
 //! changes in the checksum's line only, in one line far from it, at the page's last byte, on
-//! every layer.
+//! every layer. The old bytes the hook reads — from the page's shared frame where the pool holds
+//! one at the page's current stamp, else from the file — are the file's bytes at every call.
 
 #![allow(clippy::single_range_in_vec_init)] // lines of a page, not a Vec of their indices
 
@@ -40,6 +41,9 @@ impl WriteBackHook for SealingHook {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let mut old = vec![0u8; page.file().page_size().bytes()];
         let changed = page.read_old_and_seal(&mut old)?;
+        let mut file = vec![0u8; old.len()];
+        page.file().raw().read_at(&mut file, page.file().offset(page.id()))?;
+        assert!(old == file, "page {:?}: the old bytes read are not the file's", page.id());
         let exact = changed == changed_lines(&old, page.sealed());
         self.seen.lock().unwrap().push((page.id(), changed.clone(), exact));
         Ok(WriteBack { version: None, changed: Some(changed) })

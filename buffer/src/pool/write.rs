@@ -204,9 +204,18 @@ impl BufferPool {
 
     /// Hands page `id`'s frame `bytes` to the hook ([`WriteBackHook::before_write_back`]),
     /// which logs its before-image and may seal it; seals it whole if the hook did not. The
-    /// caller keeps the frame's bytes to itself.
+    /// caller keeps the frame's bytes to itself. The hook reads the page's old bytes from its
+    /// shared frame where one is published at the page's current stamp (pinned for the call,
+    /// as the writer's copy on write reads it): the file's bytes, without reading the file.
     fn hook_call(&self, id: PageId, bytes: &mut [u8]) -> Result<WriteBack> {
-        let mut page = WriteBackPage::new(&*self.layer, &self.versions, id, bytes);
+        // A frame being filled that cannot be waited for (an error) is passed over: the hook
+        // reads the file instead.
+        let current = match self.pages.get(id.0) {
+            Some(st) => self.shared_hit(id, st, View::Writer).ok().flatten(),
+            None => None,
+        };
+        let mut page =
+            WriteBackPage::new(&*self.layer, &self.versions, id, bytes, current.as_deref());
         let wb = self.hook.before_write_back(&mut page);
         let wb = wb.map_err(|source| BufferError::Hook { page: id, source })?;
         page.sealed();

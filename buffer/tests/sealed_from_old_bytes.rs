@@ -15,7 +15,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use nvpage_buffer::{HookError, WriteBack, WriteBackHook, WriteBackPage, changed_lines};
+use nvpage_buffer::{HookError, View, WriteBack, WriteBackHook, WriteBackPage, changed_lines};
 use nvpage_storage::page::PAGE_HEADER_LEN;
 use nvpage_storage::{Layer, PageId};
 
@@ -148,5 +148,38 @@ fn lines_from_the_old_bytes_are_exact_and_pages_verify() {
             file.read_page(id, &mut buf).unwrap_or_else(|e| panic!("{layer:?} {id:?}: {e}"));
             assert_eq!(buf, model[id.0 as usize], "{layer:?} {id:?}");
         }
+    }
+}
+
+/// The header page written in place by `BufferPool::write_header` while a shared frame of it is
+/// published: the writer's copy and the write-back's old bytes are the file's new bytes, not the
+/// frame's (the frame is unpublished first), and the page verifies after a reopen.
+#[test]
+fn a_header_written_in_place_is_never_read_from_a_stale_frame() {
+    for layer in [Layer::Pread, Layer::Se1, Layer::Se2] {
+        let dir = scratch_dir();
+        let hook = Arc::new(SealingHook::default());
+        let pool = open_pool(dir.path(), layer, true, 8, hook.clone());
+        pool.grow(2).unwrap();
+        pool.write_header().unwrap();
+        // A shared frame of page 0, then page 0 changed in place (the page count).
+        drop(pool.read(PageId::HEADER, View::Writer).unwrap());
+        pool.grow(3).unwrap();
+        pool.write_header().unwrap();
+        let mut file = Vec::new();
+        pool.with_file_page(PageId::HEADER, &mut |b| file = b.to_vec()).unwrap();
+        {
+            let g = pool.write(PageId::HEADER).unwrap();
+            assert!(g[..] == file[..], "{layer:?}: the writer's copy is the file's page 0");
+        }
+        // The hook checks that the old bytes it reads are the file's.
+        pool.flush_page(PageId::HEADER).unwrap();
+        assert_eq!(hook.calls.load(Ordering::SeqCst), 1, "{layer:?}");
+        pool.sync().unwrap();
+        drop(pool);
+        let file = open_layer(dir.path(), layer, false);
+        assert_eq!(file.file().page_count(), 3, "{layer:?}");
+        let mut buf = vec![0u8; PAGE];
+        file.read_page(PageId::HEADER, &mut buf).unwrap_or_else(|e| panic!("{layer:?}: {e}"));
     }
 }

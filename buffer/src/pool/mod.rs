@@ -305,10 +305,12 @@ impl BufferPool {
 
     /// Writes the header page (page 0) with the page count in memory, in place under its page
     /// latch, with no hook (for users of the pool alone; the engine writes page 0 through a
-    /// write guard, logged like any other page).
+    /// write guard, logged like any other page). Its shared frame, if any, is unpublished
+    /// first: a published shared frame holds the file's bytes (docs/design.md).
     pub fn write_header(&self) -> Result<()> {
         let st = self.page_state(PageId::HEADER)?;
         self.lock_page_exclusive(st, PageId::HEADER)?;
+        st.shared.store(0, Ordering::Release);
         let r = self.layer.write_header();
         self.unlock_page_exclusive(st, PageId::HEADER);
         Ok(r?)

@@ -197,6 +197,11 @@ impl BufferPool {
             return Ok(none);
         }
         let mut g = PageMut::new(self, f);
+        if self.metas[f].owner() != Owner::Writer {
+            // Stored and handed to readers by another thread while this one waited for it
+            // (outside a write transaction): nothing to write back.
+            return Ok(none);
+        }
         let seen = self.metas[f].writes.load(Ordering::Relaxed);
         let wb = self.hook_call(id, &mut g)?;
         Ok((wb, Some((f, seen))))
@@ -396,6 +401,10 @@ impl BufferPool {
         }
         let st = self.page_state(id)?;
         self.lock_page_exclusive(st, id)?;
+        // Unpublished before the bytes change, as every store in place does: a published shared
+        // frame holds the file's bytes (no reader's view sees this one, filled at the pending
+        // stamp; `abort_txn` unpublishes it too).
+        st.shared.store(0, Ordering::Release);
         let r = self.layer.restore_parts(id, parts);
         self.unlock_page_exclusive(st, id);
         r?;

@@ -1,8 +1,8 @@
 //! Hash maps and sets keyed by the engine's own integers — page ids, commit numbers, table
 //! ids — with a hasher of one rotate, xor and multiply per word. The standard library's
-//! default (SipHash, keyed at random) costs tens of nanoseconds per key, about 2% of a
-//! single-row commit across the dozen lookups it makes (the undo hook's sets, the pool's
-//! stamps, the versions' map). The keys are numbers the engine hands out itself, not chosen
+//! default (SipHash, keyed at random) costs tens of nanoseconds per key: a loop of single-row
+//! commits on emulated NVM ran 4% faster with this one across the dozen lookups a commit makes
+//! (the undo hook's sets, the pool's stamps, the versions' map, the free-space maps). The keys are numbers the engine hands out itself, not chosen
 //! by whoever writes to the database, so a hasher that does not resist collisions made on
 //! purpose costs nothing here; a damaged file's ids can only make lookups slower, never wrong.
 

@@ -99,20 +99,20 @@ impl<'a> WriteBackPage<'a> {
             .unwrap_or_else(|| page::compute_checksum(new));
         page::set_checksum(new, crc);
         self.sealed = true;
-        // The comparison above saw the old checksum in the new bytes: settle line 0 now.
+        // The comparison above saw the old checksum in the new bytes: take line 0 out, then put
+        // it back if it differs now (merged with the range after it where that one is adjacent).
         let first = LINE.min(new.len());
-        let differs = !same_bytes::<LINE>(&old[..first], &new[..first]);
-        match changed.first_mut() {
-            Some(r) if r.start == 0 && !differs => {
-                r.start = first;
-                if r.start == r.end {
-                    changed.remove(0);
-                }
+        if let Some(r) = changed.first_mut().filter(|r| r.start == 0) {
+            r.start = first;
+            if r.start == r.end {
+                changed.remove(0);
             }
-            Some(r) if r.start == first && differs => r.start = 0,
-            Some(r) if r.start == 0 || !differs => {}
-            _ if differs => changed.insert(0, 0..first),
-            _ => {}
+        }
+        if !same_bytes::<LINE>(&old[..first], &new[..first]) {
+            match changed.first_mut() {
+                Some(r) if r.start == first => r.start = 0,
+                _ => changed.insert(0, 0..first),
+            }
         }
         Ok(changed)
     }

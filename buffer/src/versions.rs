@@ -64,11 +64,7 @@ impl PageImage {
 /// compares the page with it: both ran about a third slower into a buffer 16 bytes off a line
 /// (an `Arc<[u8]>`'s bytes start 16 bytes into its allocation), 3% of a single-row commit.
 #[derive(Debug)]
-pub struct ImageBuffer {
-    bytes: Arc<[u8]>,
-    offset: usize,
-    len: usize,
-}
+pub struct ImageBuffer(PageImage);
 
 /// The alignment of an [`ImageBuffer`]'s page: a cache line.
 const ALIGN: usize = 64;
@@ -79,23 +75,24 @@ impl ImageBuffer {
         // A line starts within the first ALIGN - 1 bytes, wherever the allocation lies.
         let bytes = PageImage::zeroed(len + ALIGN - 1);
         let offset = (ALIGN - bytes.as_ptr() as usize % ALIGN) % ALIGN;
-        Self { bytes, offset, len }
+        Self(PageImage { bytes, offset, len, spare: true })
     }
 
     /// The page's bytes, to overwrite (what they hold is whatever the buffer last held).
     pub fn page_mut(&mut self) -> &mut [u8] {
-        let bytes = Arc::get_mut(&mut self.bytes).expect("an image buffer has one owner");
-        &mut bytes[self.offset..self.offset + self.len]
+        let PageImage { bytes, offset, len, .. } = &mut self.0;
+        let bytes = Arc::get_mut(bytes).expect("an image buffer has one owner");
+        &mut bytes[*offset..*offset + *len]
     }
 
     /// The page's bytes.
     pub fn page(&self) -> &[u8] {
-        &self.bytes[self.offset..self.offset + self.len]
+        self.0.page()
     }
 
     /// The buffer as an image, to keep as a version.
     pub fn into_image(self) -> PageImage {
-        PageImage { bytes: self.bytes, offset: self.offset, len: self.len, spare: true }
+        self.0
     }
 }
 
@@ -194,7 +191,7 @@ impl Versions {
     pub fn buffer(&self, len: usize) -> ImageBuffer {
         let mut spare = self.spare.lock();
         while let Some(b) = spare.pop() {
-            if b.len == len {
+            if b.0.len == len {
                 return b;
             }
         }
@@ -210,10 +207,10 @@ impl Versions {
             return;
         }
         let mut spare = self.spare.lock();
-        for image in freed {
-            let PageImage { mut bytes, offset, len, spare: from_buffer } = image;
-            if from_buffer && spare.len() < SPARE_BUFFERS && Arc::get_mut(&mut bytes).is_some() {
-                spare.push(ImageBuffer { bytes, offset, len });
+        for mut image in freed {
+            let unshared = Arc::get_mut(&mut image.bytes).is_some();
+            if image.spare && unshared && spare.len() < SPARE_BUFFERS {
+                spare.push(ImageBuffer(image));
             }
         }
     }

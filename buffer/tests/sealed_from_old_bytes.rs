@@ -15,7 +15,9 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use nvpage_buffer::{HookError, View, WriteBack, WriteBackHook, WriteBackPage, changed_lines};
+use nvpage_buffer::{
+    BufferPool, HookError, View, WriteBack, WriteBackHook, WriteBackPage, changed_lines,
+};
 use nvpage_storage::page::PAGE_HEADER_LEN;
 use nvpage_storage::{Layer, PageId};
 
@@ -70,12 +72,19 @@ fn pattern(seed: u8) -> impl Fn(usize) -> u8 {
     move |i| (i as u8).wrapping_mul(7).wrapping_add(seed)
 }
 
+/// A new data file on `layer` in a scratch directory, and a pool of 8 frames over it with a
+/// [`SealingHook`].
+fn sealing_pool(layer: Layer) -> (tempfile::TempDir, Arc<SealingHook>, BufferPool) {
+    let dir = scratch_dir();
+    let hook = Arc::new(SealingHook::default());
+    let pool = open_pool(dir.path(), layer, true, 8, hook.clone());
+    (dir, hook, pool)
+}
+
 #[test]
 fn lines_from_the_old_bytes_are_exact_and_pages_verify() {
     for layer in [Layer::Pread, Layer::Se1, Layer::Se2] {
-        let dir = scratch_dir();
-        let hook = Arc::new(SealingHook::default());
-        let pool = open_pool(dir.path(), layer, true, 8, hook.clone());
+        let (dir, hook, pool) = sealing_pool(layer);
         pool.grow(4).unwrap();
         let mut model = vec![vec![0u8; PAGE]; 4];
         let (p1, p2) = (PageId(1), PageId(2));
@@ -157,9 +166,7 @@ fn lines_from_the_old_bytes_are_exact_and_pages_verify() {
 #[test]
 fn a_header_written_in_place_is_never_read_from_a_stale_frame() {
     for layer in [Layer::Pread, Layer::Se1, Layer::Se2] {
-        let dir = scratch_dir();
-        let hook = Arc::new(SealingHook::default());
-        let pool = open_pool(dir.path(), layer, true, 8, hook.clone());
+        let (dir, hook, pool) = sealing_pool(layer);
         pool.grow(2).unwrap();
         pool.write_header().unwrap();
         // A shared frame of page 0, then page 0 changed in place (the page count).

@@ -62,34 +62,25 @@ impl<'p> HeapPage<'p> {
         let (slots, free_end) = header(bytes, table_id, page)?;
         // One pass without branches, which the compiler vectorizes (an insert checks its page
         // first: a loop that stopped at the first bad slot was 4% of a single-row commit); the
-        // slot to blame is looked for only when there is one.
-        let end = bytes.len();
-        // In i32 lanes (every value below 2^17, so signed compares are exact, and SSE2 has
-        // only those): a page holds at most 2^16 slots of at most 2^16 - 1 bytes each, whose
-        // sum fits in a u32 lane; `free_end` and the page's length fit too (checked by
-        // `header`, and a page is at most 64 KiB).
-        let (free_end32, end32) = (free_end as i32, end as i32);
+        // slot to blame is looked for only when there is one. In i32 lanes (`slot_fits`): a
+        // page holds at most 2^16 slots of at most 2^16 - 1 bytes each, whose sum fits in a
+        // u32 lane.
+        let (free_end32, end32) = (free_end as i32, bytes.len() as i32);
         let (mut used, mut bad) = (0u32, 0i32);
         for c in bytes[SLOTS_OFFSET..SLOTS_OFFSET + slots * SLOT_BYTES].chunks_exact(SLOT_BYTES) {
             let (off, len) = (
                 i32::from(u16::from_le_bytes([c[0], c[1]])),
                 i32::from(u16::from_le_bytes([c[2], c[3]])),
             );
-            let empty = off == 0;
-            let fits = (empty & (len == 0)) | (!empty & (off >= free_end32) & (off + len <= end32));
-            bad |= i32::from(!fits);
+            bad |= i32::from(!slot_fits(off, len, free_end32, end32));
             used += len as u32;
         }
-        let used = used as usize;
         if bad != 0 {
-            let s = slot_entries(bytes, slots)
-                .position(|(off, len)| !slot_fits(off, len, free_end, end))
-                .unwrap_or_default();
-            return Err(Error::CorruptPage {
-                page,
-                reason: format!("slot {s} points outside the row area"),
-            });
+            for (s, (off, len)) in slot_entries(bytes, slots).enumerate() {
+                check_slot(bytes, page, s, off, len, free_end)?;
+            }
         }
+        let used = used as usize;
         check_used(bytes, page, slots, used)?;
         Ok(Self { bytes, slots, used })
     }
@@ -150,7 +141,9 @@ fn check_slot(
     len: usize,
     free_end: usize,
 ) -> Result<()> {
-    if !slot_fits(off, len, free_end, bytes.len()) {
+    // Exact in i32 (see `slot_fits`): `off` and `len` come from u16 fields, and `free_end` is
+    // at most the page's length (checked by `header`).
+    if !slot_fits(off as i32, len as i32, free_end as i32, bytes.len() as i32) {
         return Err(Error::CorruptPage {
             page,
             reason: format!("slot {s} points outside the row area"),
@@ -160,9 +153,10 @@ fn check_slot(
 }
 
 /// Whether slot `(off, len)` is empty or a row inside the row area (`free_end..page_len`),
-/// computed without branches.
+/// computed without branches, in i32: every value is below 2^17 (a page is at most 64 KiB),
+/// so the sums and signed compares are exact, and signed compares are what SSE2 vectorizes.
 #[inline(always)]
-fn slot_fits(off: usize, len: usize, free_end: usize, page_len: usize) -> bool {
+fn slot_fits(off: i32, len: i32, free_end: i32, page_len: i32) -> bool {
     let empty = off == 0;
     (empty & (len == 0)) | (!empty & (off >= free_end) & (off + len <= page_len))
 }

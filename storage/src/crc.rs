@@ -29,6 +29,16 @@ const fn times_x(p: u32) -> u32 {
     (p >> 1) ^ (POLY & (p & 1).wrapping_neg())
 }
 
+/// `p · x^bits mod P`, one factor of `x` at a time (for the tables, at compile time).
+const fn times_x_pow(mut p: u32, bits: usize) -> u32 {
+    let mut i = 0;
+    while i < bits {
+        p = times_x(p);
+        i += 1;
+    }
+    p
+}
+
 /// `a · b mod P`.
 const fn mul(a: u32, mut b: u32) -> u32 {
     let mut product = 0u32;
@@ -50,11 +60,7 @@ const fn fine_table() -> [u32; STEP] {
     let mut n = 0;
     while n < STEP {
         t[n] = p;
-        let mut bit = 0;
-        while bit < 8 {
-            p = times_x(p);
-            bit += 1;
-        }
+        p = times_x_pow(p, 8);
         n += 1;
     }
     t
@@ -74,15 +80,7 @@ const fn coarse_table(step: u32) -> [u32; MAX_SHIFT / STEP] {
 }
 
 /// `x^(8 · STEP) mod P`: one step of the coarse table.
-const STEP_SHIFT: u32 = {
-    let mut p = ONE;
-    let mut i = 0;
-    while i < 8 * STEP {
-        p = times_x(p);
-        i += 1;
-    }
-    p
-};
+const STEP_SHIFT: u32 = times_x_pow(ONE, 8 * STEP);
 
 static FINE: [u32; STEP] = fine_table();
 static COARSE: [u32; MAX_SHIFT / STEP] = coarse_table(STEP_SHIFT);

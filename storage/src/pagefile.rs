@@ -188,10 +188,16 @@ impl PageFile {
         self.verified.contains(id.0)
     }
 
-    /// Records that this handle wrote page `id` (sealed), so it needs no check when read.
+    /// Records how this handle's store of page `id` (sealed) ended, and returns `r`: stored, the
+    /// page needs no check when read; failed, part of it may be stored, so its checksum no
+    /// longer vouches for its bytes and it is forgotten.
     #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
-    pub(crate) fn mark_written(&self, id: PageId) {
-        self.verified.insert(id.0);
+    pub(crate) fn stored(&self, id: PageId, r: Result<()>) -> Result<()> {
+        match &r {
+            Ok(()) => self.verified.insert(id.0),
+            Err(_) => self.forget_verified(id),
+        }
+        r
     }
 
     /// Forgets that page `id` was verified: its bytes were replaced outside the layer (by abort

@@ -215,10 +215,10 @@ impl BufferPool {
     fn hook_call(&self, id: PageId, bytes: &mut [u8]) -> Result<WriteBack> {
         // A frame being filled that cannot be waited for (an error) is passed over: the hook
         // reads the file instead.
-        let current = match self.pages.get(id.0) {
-            Some(st) => self.shared_hit(id, st, View::Writer).ok().flatten(),
-            None => None,
-        };
+        let current = self
+            .pages
+            .get(id.0)
+            .and_then(|st| self.shared_hit(id, st, View::Writer).ok().flatten());
         let mut page =
             WriteBackPage::new(&*self.layer, &self.versions, id, bytes, current.as_deref());
         let wb = self.hook.before_write_back(&mut page);

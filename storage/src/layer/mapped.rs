@@ -76,12 +76,7 @@ impl MappedPages {
     pub(super) fn store(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
         self.check_store(id, frame.len())?;
         page::seal(frame, id);
-        if let Err(e) = self.put(id, &[(0, frame)]) {
-            self.file.forget_verified(id);
-            return Err(e);
-        }
-        self.file.mark_written(id);
-        Ok(())
+        self.file.stored(id, self.put(id, &[(0, frame)]))
     }
 
     /// Stores the `lines` of `frame`, a page sealed for `id` already, as page `id`
@@ -100,13 +95,7 @@ impl MappedPages {
         } else {
             super::span_part(frame, lines)?.into_iter().collect()
         };
-        if let Err(e) = self.put(id, &parts) {
-            // Part of the page may be stored: its checksum no longer vouches for its bytes.
-            self.file.forget_verified(id);
-            return Err(e);
-        }
-        self.file.mark_written(id);
-        Ok(())
+        self.file.stored(id, self.put(id, &parts))
     }
 
     /// Stores `parts` (offsets into page `id` and bytes) exactly as given (undo's before-image,

@@ -47,27 +47,20 @@ impl FileLayer for PreadLayer {
         self.file.check_buf(frame.len())?;
         self.file.raw().check_writable()?;
         page::seal(frame, id);
-        if let Err(e) = self.file.raw().write_at(frame, self.file.offset(id)) {
-            // Part of the page may be written: its checksum no longer vouches for its bytes.
-            self.file.forget_verified(id);
-            return Err(e);
-        }
-        self.file.mark_written(id);
-        Ok(())
+        self.file.stored(id, self.file.raw().write_at(frame, self.file.offset(id)))
     }
 
     fn store_sealed(&self, id: PageId, frame: &[u8], lines: &[Range<usize>]) -> Result<()> {
         self.file.check_id(id)?;
         self.file.check_buf(frame.len())?;
         self.file.raw().check_writable()?;
-        if let Some((off, bytes)) = super::span_part(frame, lines)?
-            && let Err(e) = self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)
-        {
-            self.file.forget_verified(id);
-            return Err(e);
-        }
-        self.file.mark_written(id);
-        Ok(())
+        let r = match super::span_part(frame, lines)? {
+            Some((off, bytes)) => {
+                self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)
+            }
+            None => Ok(()),
+        };
+        self.file.stored(id, r)
     }
 
     fn restore_parts(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()> {

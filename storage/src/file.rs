@@ -577,6 +577,31 @@ impl RawFile {
         lines: usize,
         fill: impl FnOnce(&mut LineStreamer<'_>) -> R,
     ) -> Result<R> {
+        // SAFETY: forwarded from the caller; there is no second range.
+        unsafe { self.store_persist_lines_with(offset, lines, None, fill) }
+    }
+
+    /// [`Self::store_persist_lines`], and the same step also makes durable `stored`, a range
+    /// `(offset, len)` elsewhere in the mapping that the caller has stored into on this thread
+    /// and not yet persisted: in the cache-line modes its lines are flushed before the range's
+    /// first store and the one fence covers both, so the second range costs no fence of its
+    /// own; otherwise both are `msync`ed. For a log that stores its watermark beside an append
+    /// (`nvpage-wal`). A failure leaves either range possibly persisted, possibly not.
+    ///
+    /// # Safety
+    /// As [`Self::store_persist_lines`]; `stored` must lie inside the file and outside the
+    /// lines' range.
+    ///
+    /// # Panics
+    /// As [`Self::store_persist_lines`], and if `stored` overlaps the lines or passes the file's
+    /// end.
+    pub unsafe fn store_persist_lines_with<R>(
+        &self,
+        offset: u64,
+        lines: usize,
+        stored: Option<(u64, usize)>,
+        fill: impl FnOnce(&mut LineStreamer<'_>) -> R,
+    ) -> Result<R> {
         self.check_writable()?;
         assert!(offset.is_multiple_of(cacheline::CACHE_LINE as u64), "offset {offset} mid-line");
         let m = self.mapping.as_ref().expect("store_persist_lines needs a mapped file");
@@ -589,10 +614,36 @@ impl RawFile {
         // SAFETY: the caller keeps `offset..offset + len` inside the file (so inside the
         // mapping) and to itself for the call, which the streamer's borrow does not outlive.
         let dst = unsafe { m.base().add(offset as usize) };
+        if let Some((at, n)) = stored {
+            assert!(
+                at.checked_add(n as u64).is_some_and(|e| e <= self.len_bytes()),
+                "{n} bytes at {at} pass the end"
+            );
+            assert!(
+                at + n as u64 <= offset || at >= offset + len as u64,
+                "{n} bytes at {at} overlap the lines"
+            );
+            if let Some(instr) = self.durability.flush {
+                // SAFETY: the range lies inside the file (asserted), so inside the mapping,
+                // which lives as long as `self`. A flush neither reads nor writes the bytes.
+                unsafe { cacheline::flush(instr, m.base().as_ptr().add(at as usize), n) };
+            }
+        }
         let streaming = self.durability.flush.is_some();
         let mut out = LineStreamer { dst, lines, streaming, _range: std::marker::PhantomData };
         let r = fill(&mut out);
-        self.persist_stored(offset, len)?;
+        match stored {
+            Some((at, n)) if self.durability.flush.is_some() => {
+                self.persist_stored(offset, len)?;
+                // Flushed before the lines were stored, so the same fence covered it.
+                self.sim_persisted_lines(at, n as u64);
+            }
+            Some((at, n)) => {
+                self.persist_stored(offset, len)?;
+                self.persist_range(at, n)?;
+            }
+            None => self.persist_stored(offset, len)?,
+        }
         Ok(r)
     }
 

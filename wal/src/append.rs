@@ -34,7 +34,9 @@
 //!   persists the state word with tail `copied` (group commit: one persist covers every append
 //!   completed by then, from every thread). A record log stores its watermark only every
 //!   [`MARK_INTERVAL`] bytes, on [`Log::sync`] and on close, which bounds what an open reads
-//!   past it.
+//!   past it. A record stored line by line carries a watermark that is due with its own copy:
+//!   the state word is stored and flushed before the record's lines, and the one fence makes
+//!   both durable (so the append's commit has nothing left to do).
 //!
 //! Any failure after a reservation poisons the log: a claimed range that is never completed
 //! would stall every later appender, so they fail with [`StorageError::Poisoned`] instead.
@@ -46,7 +48,7 @@ use nvpage_storage::StorageError;
 
 use crate::error::{Result, WalError};
 use crate::layout::{
-    DATA_OFFSET, Framing, LINE, RECORD_HEADER_LEN, RecordCheck, State, record_header,
+    DATA_OFFSET, Framing, LINE, RECORD_HEADER_LEN, RecordCheck, STATE_OFFSET, State, record_header,
     store_record_lines,
 };
 use crate::log::{Log, RecordPos};
@@ -101,8 +103,8 @@ impl Log {
     /// and a page, say), durable on return. libpmemlog: `pmemlog_appendv`, which is atomic for
     /// the whole vector, as ours is.
     pub fn append_vectored(&self, bufs: &[IoSlice<'_>]) -> Result<RecordPos> {
-        let (pos, end) = self.write(bufs)?;
-        self.commit_to(end)?;
+        let (pos, end, marked) = self.write(bufs)?;
+        self.commit_to(end, !marked)?;
         Ok(pos)
     }
 
@@ -134,7 +136,7 @@ impl Log {
     /// needs them durable before its next step (the engine's before-images of a commit).
     pub fn persist_appends(&self) -> Result<()> {
         self.file.check_writable()?;
-        self.commit_to(self.copied.load(Ordering::Acquire))
+        self.commit_to(self.copied.load(Ordering::Acquire), true)
     }
 
     /// Makes every append that completed before the call durable (in `msync` mode one `msync`
@@ -142,7 +144,7 @@ impl Log {
     /// On a poisoned log it fails, even with nothing new to persist.
     pub fn sync(&self) -> Result<()> {
         self.file.check_writable()?;
-        self.commit_to(self.copied.load(Ordering::Acquire))?;
+        self.commit_to(self.copied.load(Ordering::Acquire), true)?;
         if self.header.framing == Framing::Records {
             self.store_mark(true)?;
         }
@@ -156,8 +158,9 @@ impl Log {
         Ok(())
     }
 
-    /// Reserves, copies and completes one append in order; returns its position and end.
-    fn write(&self, bufs: &[IoSlice<'_>]) -> Result<(RecordPos, u64)> {
+    /// Reserves, copies and completes one append in order; returns its position, its end, and
+    /// whether the copy looked after the watermark (see [`Log::copy_in`]).
+    fn write(&self, bufs: &[IoSlice<'_>]) -> Result<(RecordPos, u64, bool)> {
         self.file.check_writable()?;
         let len: u64 = bufs.iter().map(|b| b.len() as u64).sum();
         let size = match self.header.framing {
@@ -180,10 +183,10 @@ impl Log {
         if !by_kernel {
             self.populate_to(end);
         }
-        self.copy_in(start, size, len, bufs, by_kernel)?;
+        let marked = self.copy_in(start, size, len, bufs, by_kernel)?;
         self.complete_in_order(start, end)?;
         std::mem::forget(incomplete);
-        Ok((RecordPos(start), end))
+        Ok((RecordPos(start), end, marked))
     }
 
     /// Claims `size` bytes, or refuses without changing anything.
@@ -208,7 +211,9 @@ impl Log {
     }
 
     /// Writes the append into its reserved range `[start, start + size)`: through the mapping,
-    /// or with `pwrite` if `by_kernel`.
+    /// or with `pwrite` if `by_kernel`. Returns whether it looked after the watermark: a record
+    /// stored line by line stores a watermark that is due with its own fence, so its commit
+    /// has none to store.
     fn copy_in(
         &self,
         start: u64,
@@ -216,7 +221,7 @@ impl Log {
         len: u64,
         bufs: &[IoSlice<'_>],
         by_kernel: bool,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let cache_lines = self.file.mode().uses_cache_lines();
         let line_path = self.header.record_check() == RecordCheck::SeededLines
             && self.header.framing == Framing::Records
@@ -227,16 +232,30 @@ impl Log {
             // line by line, its check computed in the same loop (`store_record_lines`).
             let (generation, lines) = (self.generation, (size / LINE as u64) as usize);
             let offset = DATA_OFFSET as u64 + start;
+            // A watermark that is due rides on this append's fence: everything below the
+            // durable tail was fenced by its own appender before it completed, so the state
+            // word may reach the medium before or with this record's lines, never ahead of
+            // what it covers. It costs a store and a flush, not a fence of its own.
+            let mark = self.mark_due(false);
+            if let Some((_, state)) = &mark {
+                self.put_state(*state);
+            }
+            let stored = mark.as_ref().map(|_| (STATE_OFFSET as u64, 8));
             // SAFETY: `[start, start + size)` was reserved by this call alone (the CAS in
             // `reserve`), lies below the capacity, so inside the mapped file, and no reader looks
             // past `copied <= start`; `size` is whole lines from a line boundary (format 5). The
-            // payload is the caller's buffer, not the mapping.
-            return unsafe {
-                self.file.store_persist_lines(offset, lines, |out| {
+            // payload is the caller's buffer, not the mapping. The state word lies in the
+            // header's pages, before the data area, and only the `commit` lock's holder (this
+            // thread, if `mark` is some) stores there.
+            unsafe {
+                self.file.store_persist_lines_with(offset, lines, stored, |out| {
                     store_record_lines(out, start, generation, one)
                 })
+            }?;
+            if let Some((_leader, state)) = mark {
+                self.mark.store(state.tail, Ordering::Release);
             }
-            .map_err(Into::into);
+            return Ok(true);
         }
         let mut payload = Parts::default();
         bufs.iter().for_each(|b| payload.push(b));
@@ -268,7 +287,7 @@ impl Log {
             // SAFETY: as above. `msync` mode: the commit persists the range.
             unsafe { self.file.store_vectored(offset, parts.as_slice()) }?;
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Waits until every earlier append has completed, then publishes this one.
@@ -292,10 +311,11 @@ impl Log {
     /// Makes the log durable up to at least `end` (which has completed). A raw log commits in
     /// groups: the leader persists the new bytes and the tail as far as appends have completed;
     /// the others wait for `durable` to cover them (spinning, then yielding: parking on the lock
-    /// would cost more than the leader's persist).
-    fn commit_to(&self, end: u64) -> Result<()> {
+    /// would cost more than the leader's persist). A record log stores its watermark here when
+    /// it is due, unless `mark` is false (the append stored it, if due, with its own fence).
+    fn commit_to(&self, end: u64, mark: bool) -> Result<()> {
         if self.commits_by_copy() {
-            return self.store_mark(false);
+            return if mark { self.store_mark(false) } else { Ok(()) };
         }
         if self.header.framing == Framing::Records {
             // `msync` mode, self-validating records: no lock and no tail to order after the
@@ -338,23 +358,30 @@ impl Log {
     /// Stores a record log's watermark at what is durable: always if `now` (waiting for the
     /// lock), else only when it is [`MARK_INTERVAL`] behind and nobody else is storing it.
     fn store_mark(&self, now: bool) -> Result<()> {
+        match self.mark_due(now) {
+            Some((_leader, state)) => self.store_state(state),
+            None => Ok(()),
+        }
+    }
+
+    /// The watermark to store now, with the `commit` lock that the store must hold: always if
+    /// `now` (waiting for the lock) and the mark is behind, else only when it is
+    /// [`MARK_INTERVAL`] behind and nobody else is storing it.
+    fn mark_due(&self, now: bool) -> Option<(parking_lot::MutexGuard<'_, ()>, State)> {
         // Saturating: another thread may store a newer mark between these two loads.
         let behind = self.durable_tell().saturating_sub(self.mark.load(Ordering::Acquire));
         if behind == 0 || (!now && behind < MARK_INTERVAL) {
-            return Ok(());
+            return None;
         }
-        let _leader = match now {
+        let leader = match now {
             true => self.commit.lock(),
-            false => match self.commit.try_lock() {
-                Some(g) => g,
-                None => return Ok(()),
-            },
+            false => self.commit.try_lock()?,
         };
         let tail = self.durable_tell();
         if tail == self.mark.load(Ordering::Acquire) {
-            return Ok(());
+            return None;
         }
-        self.store_state(State { tail, generation: self.generation })
+        Some((leader, State { tail, generation: self.generation }))
     }
 
     fn check_not_poisoned(&self) -> Result<()> {

@@ -455,15 +455,23 @@ impl Log {
     /// `commit` or `&mut self`, and every byte below `state.tail` is persisted already.
     pub(crate) fn store_state(&self, state: State) -> Result<()> {
         self.file.check_writable()?;
+        self.put_state(state);
+        self.file.persist_range(STATE_OFFSET as u64, 8)?;
+        self.mark.store(state.tail, Ordering::Release);
+        Ok(())
+    }
+
+    /// Stores the state word with one aligned 8-byte store, not persisted: the caller persists
+    /// it ([`Log::store_state`], or an append's fence) and then records `mark`. The same
+    /// conditions as [`Log::store_state`]: the caller holds `commit` or `&mut self`, and every
+    /// byte below `state.tail` is persisted already.
+    pub(crate) fn put_state(&self, state: State) {
         // SAFETY: STATE_OFFSET is inside the header page, which every log file has (checked at
         // open/create), and 8-byte aligned (const-asserted; the mapping is page-aligned). Only
         // the commit leader (holding `commit`) or a `&mut self` caller stores here, and nobody
         // holds a reference to these bytes, so the atomic store races with nothing.
         let word = unsafe { &*self.base.as_ptr().add(STATE_OFFSET).cast::<AtomicU64>() };
         word.store(state.encode().to_le(), Ordering::Release);
-        self.file.persist_range(STATE_OFFSET as u64, 8)?;
-        self.mark.store(state.tail, Ordering::Release);
-        Ok(())
     }
 
     /// The data area's bytes `[0, end)`.

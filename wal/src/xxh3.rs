@@ -167,6 +167,9 @@ impl Acc {
 
     /// Scrambles the accumulators at the end of a block with the secret's last 64 bytes `key`:
     /// `(a ^ a >> 47 ^ key) * PRIME32_1`, the product of 64 by 32 bits in two halves.
+    // Inlined so the accumulators stay in registers: out of line they were spilled around each
+    // call, and a loop of 4 KiB appends ran 8% slower.
+    #[inline(always)]
     fn scramble(&mut self, key: &[u8; STRIPE]) {
         use std::arch::x86_64::{
             _mm_add_epi64, _mm_mul_epu32, _mm_set1_epi64x, _mm_slli_epi64, _mm_srli_epi64,

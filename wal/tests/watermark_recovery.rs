@@ -11,12 +11,12 @@ use std::path::Path;
 
 use common::{create, media, open, payload, payloads};
 use nvpage_storage::sim::{Fault, Sim, Tear};
-use nvpage_storage::{SimOp, StorageError};
+use nvpage_storage::{PersistRequest, SimOp, StorageError};
 use nvpage_wal::layout::{
     DATA_OFFSET, FIRST_GENERATION, GENERATION_MASK, RECORD_HEADER_LEN, STATE_OFFSET, State,
     record_size,
 };
-use nvpage_wal::{Framing, Log, OpenOptions, WalError};
+use nvpage_wal::{Framing, Log, MARK_INTERVAL, OpenOptions, WalError};
 
 const SIZE: u64 = DATA_OFFSET as u64 + 16 * 1024;
 
@@ -199,6 +199,44 @@ fn an_open_persists_the_records_it_finds_before_storing_a_watermark_over_them() 
             assert_eq!(payloads(&log), found, "{}: seed {seed}", m.name);
         }
     }
+}
+
+/// On the cache-line path a watermark that is due is stored with the next append and made
+/// durable by that append's own fence: appends past the interval cost one persist each, the
+/// watermark's included, and the durable image holds the watermark as soon as the append that
+/// carried it returns. It covers exactly the appends before that one, and a power cut after it
+/// loses nothing.
+#[test]
+fn a_due_watermark_is_persisted_by_the_next_appends_own_fence() {
+    let Some(m) = media().into_iter().find(|m| m.persistence == PersistRequest::CacheLine) else {
+        return;
+    };
+    let dir = tempfile::tempdir_in(m.dir.path()).unwrap();
+    let sim = Sim::attach(dir.path(), 5);
+    let p = dir.path().join("ride.log");
+    let log = create(&p, DATA_OFFSET as u64 + (1 << 20), Framing::Records, m.persistence);
+    let persists = sim.counts().persists;
+    let n = MARK_INTERVAL / record_size(4096) + 3;
+    let mut appended = Vec::new();
+    let mut carried = None;
+    for i in 0..n {
+        appended.push(payload(i, 4096));
+        let pos = log.append(&appended[i as usize]).unwrap().0;
+        if carried.is_none() && log.stored_mark() > 0 {
+            carried = Some((pos, log.stored_mark()));
+        }
+    }
+    assert_eq!(sim.counts().persists - persists, n, "one persist per append, the mark's included");
+    let (pos, mark) = carried.expect("the appends passed the interval, so a watermark was stored");
+    assert_eq!(mark, pos, "the watermark covers exactly the appends before its carrier");
+    assert!(mark >= MARK_INTERVAL && mark < MARK_INTERVAL + record_size(4096));
+    let image = sim.durable_image(&p).expect("followed");
+    let word = u64::from_le_bytes(image[STATE_OFFSET..STATE_OFFSET + 8].try_into().unwrap());
+    assert_eq!(State::decode(word).unwrap().tail, mark, "durable with its carrier's fence");
+    drop(log);
+    sim.crash(Tear::Sector);
+    let log = open(&p, m.persistence).unwrap();
+    assert_eq!(payloads(&log), appended, "every acknowledged record survives the power cut");
 }
 
 /// The rewind that wraps the generation stores "zeroing pending" (generation 0), then zeroes

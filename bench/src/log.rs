@@ -73,6 +73,13 @@ pub struct LogArgs {
     /// given.
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Vec<u32>,
+    /// Pin each appending thread of a small-append row to a CPU of its own (thread t to the
+    /// t-th CPU this process may run on, round robin if there are fewer), libpmemlog's too.
+    /// Unpinned, the kernel sometimes starts a round with two appending threads on one CPU and
+    /// moves one away only milliseconds later, and such a round runs at one thread's rate (its
+    /// `queued ms` shows it): on this machine's two vCPUs that is a few 10 ms rounds in a run.
+    #[arg(long)]
+    pub pin: bool,
     /// Internal: run only libpmemlog's rows on this medium and print them as JSON lines.
     #[arg(long, hide = true)]
     pub pmdk_child: Option<String>,
@@ -107,6 +114,21 @@ pub struct LogRow {
     pub p50_us: Option<f64>,
     /// 99th percentile latency of one append, µs (small appends only).
     pub p99_us: Option<f64>,
+    /// Every round's appends/s, in the order the rounds ran (small appends only).
+    #[serde(default)]
+    pub round_rates: Vec<f64>,
+    /// Per round, the involuntary context switches of the appending threads: a thread that lost
+    /// its CPU to another task (small appends only).
+    #[serde(default)]
+    pub round_preempted: Vec<u64>,
+    /// Per round, µs the appending threads waited runnable for a CPU, summed over them
+    /// (`/proc/thread-self/schedstat`; small appends only).
+    #[serde(default)]
+    pub round_queued_us: Vec<f64>,
+    /// Per round, the appends that waited for an earlier one to complete past spinning
+    /// (`Log::order_waits`; nvpage-wal rows only).
+    #[serde(default)]
+    pub round_order_waits: Vec<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -343,18 +365,22 @@ fn medium_fs(m: Medium) -> &'static str {
 /// Runs `threads` threads of `op` until each did `appends` or the round's time (its share of
 /// `--row-seconds`) is up; returns the appends done, the wall time and the per-append
 /// latencies in ns.
-fn timed<F>(args: &LogArgs, threads: u32, per_thread: u64, op: F) -> (u64, Duration, Vec<u64>)
+fn timed<F>(args: &LogArgs, threads: u32, per_thread: u64, op: F) -> Round
 where
     F: Fn(u32, u64) -> bool + Sync,
 {
     let limit = Duration::from_secs_f64(args.row_seconds / f64::from(args.rounds.max(1)));
     let t0 = Instant::now();
-    let lats: Vec<Vec<u64>> = std::thread::scope(|s| {
+    let ran: Vec<(Vec<u64>, Sched)> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
                 let op = &op;
                 s.spawn(move || {
+                    if args.pin {
+                        pin_thread(t);
+                    }
                     let mut lat = Vec::with_capacity(per_thread.min(1 << 20) as usize);
+                    let before = Sched::now();
                     for i in 0..per_thread {
                         let a = Instant::now();
                         if !op(t, i) {
@@ -366,16 +392,80 @@ where
                             break;
                         }
                     }
-                    lat
+                    (lat, Sched::now().since(before))
                 })
             })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap_or_default()).collect()
     });
     let wall = t0.elapsed();
-    let mut all: Vec<u64> = lats.into_iter().flatten().collect();
-    all.sort_unstable();
-    (all.len() as u64, wall, all)
+    let sched = ran.iter().fold(Sched::default(), |a, (_, b)| a.plus(*b));
+    let mut lat: Vec<u64> = ran.into_iter().flat_map(|(l, _)| l).collect();
+    lat.sort_unstable();
+    Round { appends: lat.len() as u64, wall, lat, sched, order_waits: None }
+}
+
+/// Pins the calling thread to the `t`-th CPU this process may run on (round robin), as
+/// `--pin` asks; a CPU set that cannot be read or set leaves the thread where it is, with a note.
+fn pin_thread(t: u32) {
+    use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+    use nix::unistd::Pid;
+    let pinned = sched_getaffinity(Pid::from_raw(0)).and_then(|allowed| {
+        let cpus: Vec<usize> =
+            (0..CpuSet::count()).filter(|&c| allowed.is_set(c).unwrap_or(false)).collect();
+        let mut one = CpuSet::new();
+        one.set(cpus[t as usize % cpus.len().max(1)])?;
+        sched_setaffinity(Pid::from_raw(0), &one)
+    });
+    if let Err(e) = pinned {
+        eprintln!("--pin: thread {t} not pinned: {e}");
+    }
+}
+
+/// One round of a small-append row.
+struct Round {
+    appends: u64,
+    wall: Duration,
+    /// Every append's latency, ns.
+    lat: Vec<u64>,
+    /// The appending threads' scheduling, summed over them.
+    sched: Sched,
+    /// The log's [`Log::order_waits`] during the round, where the system has them.
+    order_waits: Option<u64>,
+}
+
+/// What the scheduler did to one thread (or, summed, to a round's threads): involuntary
+/// context switches (`getrusage(RUSAGE_THREAD)`) and time spent runnable but waiting for a CPU
+/// (`/proc/thread-self/schedstat`'s second field). Zeros where either cannot be read. A vCPU
+/// the hypervisor takes away shows in neither: the guest cannot see it per thread.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sched {
+    preempted: u64,
+    queued_ns: u64,
+}
+
+impl Sched {
+    fn now() -> Self {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let preempted = getrusage(UsageWho::RUSAGE_THREAD)
+            .map_or(0, |u| u.involuntary_context_switches().max(0) as u64);
+        let queued_ns = std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0);
+        Sched { preempted, queued_ns }
+    }
+
+    fn since(self, before: Sched) -> Sched {
+        Sched {
+            preempted: self.preempted.saturating_sub(before.preempted),
+            queued_ns: self.queued_ns.saturating_sub(before.queued_ns),
+        }
+    }
+
+    fn plus(self, o: Sched) -> Sched {
+        Sched { preempted: self.preempted + o.preempted, queued_ns: self.queued_ns + o.queued_ns }
+    }
 }
 
 /// The rounds of one small-append row: each round's appends and wall time, and every
@@ -384,12 +474,16 @@ where
 struct Rounds {
     runs: Vec<(u64, Duration)>,
     lat: Vec<u64>,
+    sched: Vec<Sched>,
+    order_waits: Vec<u64>,
 }
 
 impl Rounds {
-    fn add(&mut self, (n, wall, lat): (u64, Duration, Vec<u64>)) {
-        self.runs.push((n, wall));
-        self.lat.extend(lat);
+    fn add(&mut self, round: Round) {
+        self.runs.push((round.appends, round.wall));
+        self.lat.extend(round.lat);
+        self.sched.push(round.sched);
+        self.order_waits.extend(round.order_waits);
     }
 
     /// The row: the round of median rate, every round's latencies.
@@ -402,12 +496,20 @@ impl Rounds {
         size: u64,
     ) -> LogRow {
         let rate = |r: &(u64, Duration)| r.0 as f64 / r.1.as_secs_f64().max(1e-9);
+        let round_rates = self.runs.iter().map(rate).collect();
         self.runs.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
         let (n, wall) = self.runs.get(self.runs.len() / 2).copied().unwrap_or_default();
         self.lat.sort_unstable();
         let r =
             row("small", system, m, durability, threads, size, n, n * size, wall, Some(&self.lat));
-        LogRow { rounds: self.runs.len() as u32, ..r }
+        LogRow {
+            rounds: self.runs.len() as u32,
+            round_rates,
+            round_preempted: self.sched.iter().map(|s| s.preempted).collect(),
+            round_queued_us: self.sched.iter().map(|s| s.queued_ns as f64 / 1e3).collect(),
+            round_order_waits: self.order_waits,
+            ..r
+        }
     }
 }
 
@@ -421,7 +523,7 @@ fn run_rounds<T, E>(
     path: &Path,
     make: impl Fn() -> Result<T, E>,
     reset: impl Fn(&mut T) -> Result<(), E>,
-    mut round: impl FnMut(&T) -> (u64, Duration, Vec<u64>),
+    mut round: impl FnMut(&T) -> Round,
 ) -> Result<Rounds, E> {
     let mut rounds = Rounds::default();
     let mut system = make()?;
@@ -469,7 +571,9 @@ fn small_nvpage(
     let mut durability = String::new();
     let rounds = run_rounds(args, m, &path, make, Log::rewind, |log| {
         durability = log.durability().to_string();
-        timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok())
+        let waits = log.order_waits();
+        let round = timed(args, threads, per_thread, |_, _| log.append(&buf).is_ok());
+        Round { order_waits: Some(log.order_waits() - waits), ..round }
     })?;
     let system = match prefill {
         Prefill::Allocate => format!("nvpage-wal {framing}"),
@@ -608,7 +712,34 @@ fn row(
         mb_per_s: bytes as f64 / secs / 1e6,
         p50_us: pct(0.50),
         p99_us: pct(0.99),
+        round_rates: Vec::new(),
+        round_preempted: Vec::new(),
+        round_queued_us: Vec::new(),
+        round_order_waits: Vec::new(),
     }
+}
+
+/// A row's slowest and fastest rounds in M appends/s, `-` for a row without rounds.
+fn spread(rates: &[f64]) -> String {
+    let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = rates.iter().copied().fold(0.0, f64::max);
+    if rates.is_empty() { "-".into() } else { format!("{:.2}-{:.2}", min / 1e6, max / 1e6) }
+}
+
+/// Per-round times the appending threads waited for a CPU, ms, joined with `/`.
+fn queued(us: &[f64]) -> String {
+    if us.is_empty() {
+        return "-".into();
+    }
+    us.iter().map(|u| format!("{:.1}", u / 1e3)).collect::<Vec<_>>().join("/")
+}
+
+/// Per-round counts joined with `/`, `-` for none.
+fn counts(v: &[u64]) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    v.iter().map(u64::to_string).collect::<Vec<_>>().join("/")
 }
 
 fn print_table(rows: &[LogRow]) {
@@ -623,6 +754,9 @@ fn print_table(rows: &[LogRow]) {
         "MB/s",
         "p50 µs",
         "p99 µs",
+        "rounds M/s",
+        "queued ms",
+        "order waits",
         "durability",
     ]);
     let us = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
@@ -637,6 +771,9 @@ fn print_table(rows: &[LogRow]) {
             format!("{:.0}", r.mb_per_s),
             us(r.p50_us),
             us(r.p99_us),
+            spread(&r.round_rates),
+            queued(&r.round_queued_us),
+            counts(&r.round_order_waits),
             r.durability.clone(),
         ]);
     }
@@ -665,6 +802,7 @@ fn pmdk_rows_via_child(args: &LogArgs, m: Medium) -> Vec<LogRow> {
         .args(args.no_seed.then_some("--no-seed"))
         .args(list_arg("--sizes", &args.sizes))
         .args(list_arg("--threads", &args.threads))
+        .args(args.pin.then_some("--pin"))
         .output();
     match out {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)

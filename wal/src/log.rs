@@ -2,7 +2,7 @@
 
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 use nvpage_storage::{Advice, Durability, FileOptions, PersistRequest, RawFile, StorageError};
@@ -105,8 +105,17 @@ pub struct Log {
     /// The tail of the state word last stored (see the list above).
     pub(crate) mark: AtomicU64,
     pub(crate) record_count: AtomicU64,
-    /// Held only while the state word is stored and persisted (the group-commit leader).
+    /// Held only while the state word is stored and persisted (the group-commit leader, or an
+    /// append that carries the watermark).
     pub(crate) commit: Mutex<()>,
+    /// Appends that yielded the CPU while they waited for an earlier one to complete.
+    pub(crate) order_waits: AtomicU64,
+    /// Appends copied but not yet published because an earlier one had not completed, as
+    /// `(start, end)`: whoever publishes the append before one of them publishes it too
+    /// (`Log::complete_in_order`). At most one entry per appending thread.
+    pub(crate) pending: Mutex<Vec<(u64, u64)>>,
+    /// `pending`'s length, read without its lock by every completing appender.
+    pub(crate) pending_len: AtomicUsize,
     /// The data area below this is mapped writable ([`Log::populate_to`]). Every small append
     /// reads it and it changes once per 2 MiB: on a cache line of its own, away from the
     /// cursors every append writes.
@@ -248,6 +257,9 @@ impl Log {
             durable: AtomicU64::new(state.tail),
             mark: AtomicU64::new(state.tail),
             record_count: AtomicU64::new(0),
+            order_waits: AtomicU64::new(0),
+            pending: Mutex::new(Vec::new()),
+            pending_len: AtomicUsize::new(0),
             commit: Mutex::new(()),
             populated: CachePadded::new(AtomicU64::new(0)),
             populating: Mutex::new(()),
@@ -380,6 +392,16 @@ impl Log {
     /// Records in the log (0 for a raw log, which has no records).
     pub fn record_count(&self) -> u64 {
         self.record_count.load(Ordering::Acquire)
+    }
+
+    /// Appends since this handle opened that waited for an earlier append to complete past a
+    /// short spin: appends complete in order, so an appender whose predecessor is descheduled
+    /// mid-copy (or blocked in the kernel, or slow) waits for it, and leaves its own append for
+    /// that one to publish. With the appending threads each on a core of its own such waits are
+    /// rare; a count that grows with the appends means they share cores. A diagnostic for many
+    /// appenders (`nvpage-bench log` reports it per round); no libpmemlog counterpart.
+    pub fn order_waits(&self) -> u64 {
+        self.order_waits.load(Ordering::Relaxed)
     }
 
     /// The current generation (20 bits): each rewind starts the next, and so does each writable

@@ -129,6 +129,10 @@ pub struct LogRow {
     /// (`Log::order_waits`; nvpage-wal rows only).
     #[serde(default)]
     pub round_order_waits: Vec<u64>,
+    /// Per round of several threads, the round trip of a cache line between the first two
+    /// CPUs, ns, measured just before the round's clock starts ([`core_to_core_ns`]).
+    #[serde(default)]
+    pub round_core_to_core_ns: Vec<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -370,6 +374,7 @@ where
     F: Fn(u32, u64) -> bool + Sync,
 {
     let limit = Duration::from_secs_f64(args.row_seconds / f64::from(args.rounds.max(1)));
+    let core_to_core = (threads > 1).then(core_to_core_ns).flatten();
     let t0 = Instant::now();
     let ran: Vec<(Vec<u64>, Sched)> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
@@ -402,7 +407,57 @@ where
     let sched = ran.iter().fold(Sched::default(), |a, (_, b)| a.plus(*b));
     let mut lat: Vec<u64> = ran.into_iter().flat_map(|(l, _)| l).collect();
     lat.sort_unstable();
-    Round { appends: lat.len() as u64, wall, lat, sched, order_waits: None }
+    Round { appends: lat.len() as u64, wall, lat, sched, order_waits: None, core_to_core }
+}
+
+/// The round trip of a cache line between the first two CPUs this process may run on, ns: two
+/// threads pinned one to each pass a counter back and forth 20,000 times (about 3 ms). What the
+/// log's shared cursors cost its appenders depends on it, and it is the hypervisor's to set: the
+/// floor rows share nothing and do not feel it. `None` with fewer than two CPUs, or where the
+/// threads cannot be pinned.
+fn core_to_core_ns() -> Option<f64> {
+    use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+    use nix::unistd::Pid;
+    const TRIPS: u64 = 20_000;
+    let allowed = sched_getaffinity(Pid::from_raw(0)).ok()?;
+    let cpus: Vec<usize> =
+        (0..CpuSet::count()).filter(|&c| allowed.is_set(c).unwrap_or(false)).take(2).collect();
+    let &[a, b] = cpus.as_slice() else { return None };
+    let pin = |cpu: usize| {
+        let mut one = CpuSet::new();
+        one.set(cpu).and_then(|()| sched_setaffinity(Pid::from_raw(0), &one)).is_ok()
+    };
+    let ball = AtomicU64::new(0);
+    // Both ends on threads of their own: a thread starts with its creator's CPU set, so the
+    // caller's must stay as it is.
+    let (ok, took) = std::thread::scope(|s| {
+        let ball = &ball;
+        let other = s.spawn(move || {
+            let ok = pin(b);
+            for i in 0..TRIPS {
+                // Odd: the ball is here. A thread that could not be pinned still plays.
+                while ball.load(Ordering::Acquire) != 2 * i + 1 {
+                    std::hint::spin_loop();
+                }
+                ball.store(2 * i + 2, Ordering::Release);
+            }
+            ok
+        });
+        let first = s.spawn(move || {
+            let ok = pin(a);
+            let t0 = Instant::now();
+            for i in 0..TRIPS {
+                ball.store(2 * i + 1, Ordering::Release);
+                while ball.load(Ordering::Acquire) != 2 * i + 2 {
+                    std::hint::spin_loop();
+                }
+            }
+            (ok, t0.elapsed())
+        });
+        let (ok, took) = first.join().unwrap_or((false, Duration::ZERO));
+        (ok && other.join().unwrap_or(false), took)
+    });
+    ok.then(|| took.as_nanos() as f64 / TRIPS as f64)
 }
 
 /// Pins the calling thread to the `t`-th CPU this process may run on (round robin), as
@@ -432,6 +487,8 @@ struct Round {
     sched: Sched,
     /// The log's [`Log::order_waits`] during the round, where the system has them.
     order_waits: Option<u64>,
+    /// [`core_to_core_ns`] just before the round (rounds of several threads).
+    core_to_core: Option<f64>,
 }
 
 /// What the scheduler did to one thread (or, summed, to a round's threads): involuntary
@@ -476,6 +533,7 @@ struct Rounds {
     lat: Vec<u64>,
     sched: Vec<Sched>,
     order_waits: Vec<u64>,
+    core_to_core: Vec<f64>,
 }
 
 impl Rounds {
@@ -484,6 +542,7 @@ impl Rounds {
         self.lat.extend(round.lat);
         self.sched.push(round.sched);
         self.order_waits.extend(round.order_waits);
+        self.core_to_core.extend(round.core_to_core);
     }
 
     /// The row: the round of median rate, every round's latencies.
@@ -508,6 +567,7 @@ impl Rounds {
             round_preempted: self.sched.iter().map(|s| s.preempted).collect(),
             round_queued_us: self.sched.iter().map(|s| s.queued_ns as f64 / 1e3).collect(),
             round_order_waits: self.order_waits,
+            round_core_to_core_ns: self.core_to_core,
             ..r
         }
     }
@@ -716,6 +776,7 @@ fn row(
         round_preempted: Vec::new(),
         round_queued_us: Vec::new(),
         round_order_waits: Vec::new(),
+        round_core_to_core_ns: Vec::new(),
     }
 }
 

@@ -413,8 +413,8 @@ where
 /// The round trip of a cache line between the first two CPUs this process may run on, ns: two
 /// threads pinned one to each pass a counter back and forth 20,000 times (about 3 ms). What the
 /// log's shared cursors cost its appenders depends on it, and it is the hypervisor's to set: the
-/// floor rows share nothing and do not feel it. `None` with fewer than two CPUs, or where the
-/// threads cannot be pinned.
+/// floor rows share nothing and do not feel it. `None` with fewer than two CPUs, where the
+/// threads cannot be pinned, or if the passes take more than a second.
 fn core_to_core_ns() -> Option<f64> {
     use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
     use nix::unistd::Pid;
@@ -427,37 +427,53 @@ fn core_to_core_ns() -> Option<f64> {
         let mut one = CpuSet::new();
         one.set(cpu).and_then(|()| sched_setaffinity(Pid::from_raw(0), &one)).is_ok()
     };
-    let ball = AtomicU64::new(0);
     // Both ends on threads of their own: a thread starts with its creator's CPU set, so the
-    // caller's must stay as it is.
-    let (ok, took) = std::thread::scope(|s| {
-        let ball = &ball;
-        let other = s.spawn(move || {
-            let ok = pin(b);
-            for i in 0..TRIPS {
-                // Odd: the ball is here. A thread that could not be pinned still plays.
-                while ball.load(Ordering::Acquire) != 2 * i + 1 {
-                    std::hint::spin_loop();
-                }
-                ball.store(2 * i + 2, Ordering::Release);
+    // caller's must stay as it is. They play only once both are pinned: two threads on one CPU
+    // passing a ball by spinning would wait a scheduler tick per pass.
+    let (ball, pinned) = (AtomicU64::new(0), std::sync::Barrier::new(2));
+    let (both, given_up) = (AtomicU64::new(0), std::sync::atomic::AtomicBool::new(false));
+    // Waits until the ball reads `want`; false if the other side gave up, or after a second.
+    let wait_for = |want: u64, t0: Instant| -> bool {
+        let mut spins = 0u32;
+        while ball.load(Ordering::Acquire) != want {
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(4096)
+                && (given_up.load(Ordering::Relaxed) || t0.elapsed() > Duration::from_secs(1))
+            {
+                given_up.store(true, Ordering::Relaxed);
+                return false;
             }
-            ok
-        });
-        let first = s.spawn(move || {
-            let ok = pin(a);
-            let t0 = Instant::now();
-            for i in 0..TRIPS {
-                ball.store(2 * i + 1, Ordering::Release);
-                while ball.load(Ordering::Acquire) != 2 * i + 2 {
-                    std::hint::spin_loop();
-                }
+            std::hint::spin_loop();
+        }
+        true
+    };
+    let play = |cpu: usize, first: bool| {
+        both.fetch_add(u64::from(pin(cpu)), Ordering::AcqRel);
+        pinned.wait();
+        if both.load(Ordering::Acquire) != 2 {
+            return None;
+        }
+        let t0 = Instant::now();
+        for i in 0..TRIPS {
+            let (mine, theirs) =
+                if first { (2 * i + 1, 2 * i + 2) } else { (2 * i + 2, 2 * i + 1) };
+            if !first && !wait_for(theirs, t0) {
+                return None;
             }
-            (ok, t0.elapsed())
-        });
-        let (ok, took) = first.join().unwrap_or((false, Duration::ZERO));
-        (ok && other.join().unwrap_or(false), took)
+            ball.store(mine, Ordering::Release);
+            if first && !wait_for(theirs, t0) {
+                return None;
+            }
+        }
+        Some(t0.elapsed())
+    };
+    let took = std::thread::scope(|s| {
+        let other = s.spawn(move || play(b, false));
+        let first = s.spawn(move || play(a, true));
+        let took = first.join().ok().flatten();
+        other.join().ok().flatten().and(took)
     });
-    ok.then(|| took.as_nanos() as f64 / TRIPS as f64)
+    took.map(|t| t.as_nanos() as f64 / TRIPS as f64)
 }
 
 /// Pins the calling thread to the `t`-th CPU this process may run on (round robin), as

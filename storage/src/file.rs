@@ -588,9 +588,12 @@ impl RawFile {
     /// own; otherwise both are `msync`ed. For a log that stores its watermark beside an append
     /// (`nvpage-wal`). A failure leaves either range possibly persisted, possibly not.
     ///
+    /// `stored` may reach the medium before the lines, after them, or with them: the caller
+    /// stores there only what may be durable before the lines are.
+    ///
     /// # Safety
     /// As [`Self::store_persist_lines`]; `stored` must lie inside the file and outside the
-    /// lines' range.
+    /// lines' range, and no other thread may store into it during the call.
     ///
     /// # Panics
     /// As [`Self::store_persist_lines`], and if `stored` overlaps the lines or passes the file's

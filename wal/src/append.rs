@@ -223,8 +223,8 @@ impl Log {
 
     /// Writes the append into its reserved range `[start, start + size)`: through the mapping,
     /// or with `pwrite` if `by_kernel`. Returns whether it looked after the watermark: a record
-    /// stored line by line stores a watermark that is due with its own fence, so its commit
-    /// has none to store.
+    /// of at most [`MARK_INTERVAL`] stored line by line stores a watermark that is due with its
+    /// own fence, so its commit has none to store.
     fn copy_in(
         &self,
         start: u64,
@@ -247,7 +247,11 @@ impl Log {
             // durable tail was fenced by its own appender before it completed, so the state
             // word may reach the medium before or with this record's lines, never ahead of
             // what it covers. It costs a store and a flush, not a fence of its own.
-            let mark = self.mark_due(false);
+            // Only a record of at most `MARK_INTERVAL` carries it: the `commit` lock is held
+            // for the whole copy, and `sync` waits for that lock; a larger record leaves the
+            // watermark to its commit, where one more fence costs little beside its copy.
+            let carries = size <= MARK_INTERVAL;
+            let mark = if carries { self.mark_due(false) } else { None };
             if let Some((_, state)) = &mark {
                 self.put_state(*state);
             }
@@ -266,7 +270,7 @@ impl Log {
             if let Some((_leader, state)) = mark {
                 self.mark.store(state.tail, Ordering::Release);
             }
-            return Ok(true);
+            return Ok(carries);
         }
         let mut payload = Parts::default();
         bufs.iter().for_each(|b| payload.push(b));
@@ -308,6 +312,16 @@ impl Log {
     /// where two appenders share one core, the running one publishes both and goes on, where
     /// waiting for each other's turn would cost a context switch per append.
     fn complete_in_order(&self, start: u64, end: u64) -> Result<()> {
+        if start == end {
+            // An empty append (raw logs take them) shares its start with the next one, which may
+            // publish first: it publishes nothing, and is complete once `copied` reaches it.
+            let mut spins = 0u32;
+            while self.copied.load(Ordering::Acquire) < start {
+                self.check_not_poisoned()?;
+                backoff(&mut spins);
+            }
+            return Ok(());
+        }
         for _ in 0..SPINS {
             if self.copied.load(Ordering::Acquire) == start {
                 self.publish(end);
@@ -338,10 +352,15 @@ impl Log {
                 self.publish_pending();
                 continue;
             }
-            // A poisoned log: the append waited for failed and will never complete.
+            // A poisoned log: the append waited for failed and will never complete, unless it
+            // did and published this one too before another failure poisoned the log.
             if let Err(e) = self.check_not_poisoned() {
                 let mut pending = self.pending.lock();
-                pending.retain(|&(s, _)| s != start);
+                let Some(i) = pending.iter().position(|&entry| entry == (start, end)) else {
+                    // Removed only by a publisher, under this lock, as it published it.
+                    return Ok(());
+                };
+                pending.swap_remove(i);
                 self.pending_len.store(pending.len(), Ordering::Release);
                 return Err(e);
             }
@@ -470,7 +489,7 @@ impl Drop for PoisonUnlessCompleted<'_> {
 /// Waits a little: spins first ([`SPINS`] times), then yields the CPU (the thread waited for
 /// may be descheduled).
 fn backoff(spins: &mut u32) {
-    *spins += 1;
+    *spins = spins.saturating_add(1);
     if *spins < SPINS {
         std::hint::spin_loop();
     } else {

@@ -105,8 +105,8 @@ pub struct Log {
     /// The tail of the state word last stored (see the list above).
     pub(crate) mark: AtomicU64,
     pub(crate) record_count: AtomicU64,
-    /// Held only while the state word is stored and persisted (the group-commit leader, or an
-    /// append that carries the watermark).
+    /// Held while the state word is stored and persisted: by the group-commit leader, by
+    /// `sync` and close, and by an append that carries the watermark, for its whole copy.
     pub(crate) commit: Mutex<()>,
     /// Appends that yielded the CPU while they waited for an earlier one to complete.
     pub(crate) order_waits: AtomicU64,
@@ -338,6 +338,11 @@ impl Log {
         for a in [&*self.reserved, &self.copied, &self.durable] {
             a.store(end, Ordering::Release);
         }
+        // Every append returned before `&mut self` could be had, and each leaves `pending` as
+        // it returns; a failed one too.
+        debug_assert!(self.pending.get_mut().is_empty());
+        self.pending.get_mut().clear();
+        *self.pending_len.get_mut() = 0;
         self.record_count.store(records, Ordering::Release);
     }
 

@@ -65,3 +65,36 @@ fn every_record_once_intact_in_thread_order() {
         assert_eq!(log.record_count(), threads * per_thread);
     }
 }
+
+/// Empty appends (a raw log takes them) beside non-empty ones from other threads: an empty one
+/// shares its start with the next append, which may complete first. Every append finds the log
+/// at least as long as its own end once it returns, and the log ends as long as all of them.
+/// (An empty append that published its end after the next one had moved the log back, and
+/// every later appender then waited for a start the log no longer reached.)
+#[test]
+fn empty_raw_appends_beside_others_never_move_the_tail_back() {
+    let (threads, per_thread) = if cfg!(miri) { (3u64, 20u64) } else { (3, 20_000) };
+    for m in media() {
+        if m.name == "msync" {
+            // Every append there syncs the file: the interleaving is the same, and slow.
+            continue;
+        }
+        let p = m.path("empty.log");
+        let size = DATA_OFFSET as u64 + (threads * per_thread * 8).next_power_of_two();
+        let log = create(&p, size, Framing::Raw, m.persistence);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let log = &log;
+                s.spawn(move || {
+                    let chunk: &[u8] = if t == 0 { b"" } else { b"8 bytes." };
+                    for _ in 0..per_thread {
+                        let at = log.append(chunk).unwrap().0;
+                        let tell = log.tell();
+                        assert!(tell >= at + chunk.len() as u64, "thread {t}: {tell} < {at}+");
+                    }
+                });
+            }
+        });
+        assert_eq!(log.tell(), (threads - 1) * per_thread * 8, "{}", m.name);
+    }
+}

@@ -23,8 +23,8 @@
 //!   durable: an open after a crash reads on from the state word's **watermark** while records
 //!   are whole and of the current generation. The watermark is stored only every
 //!   [`MARK_INTERVAL`] bytes (64 KiB), on the cache-line path riding on the next record's
-//!   fence, and on [`Log::sync`] and on close: it bounds what an open reads, and damage below it is
-//!   [`WalError::CorruptRecord`], never the end of the log. Each
+//!   fence, and on [`Log::sync`] and on close: it bounds what an open reads, and damage below it
+//!   is [`WalError::CorruptRecord`], never the end of the log. Each
 //!   writable open stores the end it found with a **new generation**, so a whole record left
 //!   behind a torn one can never be read later, however the later appends line up with it.
 //!   In `msync` mode the commit is one `msync` of the new bytes, taken without a lock.

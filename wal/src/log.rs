@@ -108,7 +108,7 @@ pub struct Log {
     /// Held while the state word is stored and persisted: by the group-commit leader, by
     /// `sync` and close, and by an append that carries the watermark, for its whole copy.
     pub(crate) commit: Mutex<()>,
-    /// Appends that yielded the CPU while they waited for an earlier one to complete.
+    /// Appends that waited past the spin for an earlier one to complete ([`Log::order_waits`]).
     pub(crate) order_waits: AtomicU64,
     /// Appends copied but not yet published because an earlier one had not completed, as
     /// `(start, end)`: whoever publishes the append before one of them publishes it too

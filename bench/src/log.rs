@@ -6,7 +6,14 @@
 //! data really appended) and small durable appends (64 B, 256 B, 4 KiB; 1 and 2 threads;
 //! appends/s, p50 and p99 latency). Every row names its durability. On the forced medium the seed
 //! workload also gets a floor row: the system calls that carry our log's cost there, with no log
-//! around them.
+//! around them, and each small-append row a streaming copy-and-fence floor.
+//!
+//! Each small-append row is `--rounds` rounds and reports the median round. Beside it, per round:
+//! the slowest and fastest rate, the time its threads waited runnable for a CPU (`queued ms`:
+//! a round whose threads the kernel put on one CPU runs at one thread's rate), and the log's
+//! order waits; the JSON adds each round's involuntary context switches and, for several
+//! threads, a core-to-core round trip measured just before it. `--pin` puts each appending
+//! thread on a CPU of its own.
 //!
 //! libpmem decides between flushes and `msync` once per process from `PMEM_IS_PMEM_FORCE`, so the
 //! libpmemlog rows for the forced medium run in a child process of this binary with that variable

@@ -635,17 +635,13 @@ impl RawFile {
         let streaming = self.durability.flush.is_some();
         let mut out = LineStreamer { dst, lines, streaming, _range: std::marker::PhantomData };
         let r = fill(&mut out);
-        match stored {
-            Some((at, n)) if self.durability.flush.is_some() => {
-                self.persist_stored(offset, len)?;
+        self.persist_stored(offset, len)?;
+        if let Some((at, n)) = stored {
+            match self.durability.flush {
                 // Flushed before the lines were stored, so the same fence covered it.
-                self.sim_persisted_lines(at, n as u64);
+                Some(_) => self.sim_persisted_lines(at, n as u64),
+                None => self.persist_range(at, n)?,
             }
-            Some((at, n)) => {
-                self.persist_stored(offset, len)?;
-                self.persist_range(at, n)?;
-            }
-            None => self.persist_stored(offset, len)?,
         }
         Ok(r)
     }

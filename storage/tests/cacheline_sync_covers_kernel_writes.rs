@@ -7,8 +7,7 @@
 
 mod common;
 
-use common::shm;
-use nvpage_storage::persist::FlushInstr;
+use common::shm_with_flush;
 use nvpage_storage::sim::{Sim, Tear};
 use nvpage_storage::{FileOptions, PersistMode, PersistRequest, RawFile};
 
@@ -62,11 +61,7 @@ fn survives(dir: &std::path::Path, how: Write, sync: bool, seed: u64) -> bool {
 
 #[test]
 fn a_sync_after_an_idle_sync_still_covers_kernel_writes() {
-    let Some(m) = shm() else { return };
-    if FlushInstr::detect().is_none() {
-        eprintln!("no cache-line flush on this CPU: nothing to test");
-        return;
-    }
+    let Some(m) = shm_with_flush() else { return };
     for how in [Write::Pwrite, Write::StoreVectored] {
         for seed in 0..SEEDS {
             assert!(

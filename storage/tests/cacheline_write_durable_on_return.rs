@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{frame, opts, read, shm};
+use common::{frame, opts, read, shm_with_flush};
 use nvpage_storage::sim::{Sim, Tear};
 use nvpage_storage::{Layer, OpenOptions, PageId, PersistMode, PersistRequest};
 
@@ -45,11 +45,7 @@ fn write_crash_reopen(dir: &std::path::Path, layer: Layer, req: PersistRequest, 
 
 #[test]
 fn cache_line_writes_are_durable_on_return() {
-    let Some(m) = shm() else { return };
-    if nvpage_storage::persist::FlushInstr::detect().is_none() {
-        eprintln!("no cache-line flush on this CPU: nothing to test");
-        return;
-    }
+    let Some(m) = shm_with_flush() else { return };
     for layer in [Layer::Se1, Layer::Se2] {
         for seed in 0..SEEDS {
             // eADR's fence-only path is durable on return just the same (on a platform with

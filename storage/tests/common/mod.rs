@@ -53,6 +53,16 @@ pub fn shm() -> Option<Medium> {
     })
 }
 
+/// [`shm`], where this CPU also has a cache-line flush (the cache-line path's tests need both);
+/// `None`, with a note, otherwise.
+pub fn shm_with_flush() -> Option<Medium> {
+    if nvpage_storage::persist::FlushInstr::detect().is_none() {
+        eprintln!("no cache-line flush on this CPU: nothing to test");
+        return None;
+    }
+    shm()
+}
+
 /// One fresh directory per available medium: disk, then tmpfs where it exists.
 pub fn media() -> Vec<Medium> {
     std::iter::once(disk()).chain(shm()).collect()

@@ -423,17 +423,10 @@ where
 /// floor rows share nothing and do not feel it. `None` with fewer than two CPUs, where the
 /// threads cannot be pinned, or if the passes take more than a second.
 fn core_to_core_ns() -> Option<f64> {
-    use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
-    use nix::unistd::Pid;
     const TRIPS: u64 = 20_000;
-    let allowed = sched_getaffinity(Pid::from_raw(0)).ok()?;
-    let cpus: Vec<usize> =
-        (0..CpuSet::count()).filter(|&c| allowed.is_set(c).unwrap_or(false)).take(2).collect();
-    let &[a, b] = cpus.as_slice() else { return None };
-    let pin = |cpu: usize| {
-        let mut one = CpuSet::new();
-        one.set(cpu).and_then(|()| sched_setaffinity(Pid::from_raw(0), &one)).is_ok()
-    };
+    let cpus = allowed_cpus().ok()?;
+    let &[a, b, ..] = cpus.as_slice() else { return None };
+    let pin = |cpu: usize| pin_to(cpu).is_ok();
     // Both ends on threads of their own: a thread starts with its creator's CPU set, so the
     // caller's must stay as it is. They play only once both are pinned: two threads on one CPU
     // passing a ball by spinning would wait a scheduler tick per pass.
@@ -486,18 +479,25 @@ fn core_to_core_ns() -> Option<f64> {
 /// Pins the calling thread to the `t`-th CPU this process may run on (round robin), as
 /// `--pin` asks; a CPU set that cannot be read or set leaves the thread where it is, with a note.
 fn pin_thread(t: u32) {
-    use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
-    use nix::unistd::Pid;
-    let pinned = sched_getaffinity(Pid::from_raw(0)).and_then(|allowed| {
-        let cpus: Vec<usize> =
-            (0..CpuSet::count()).filter(|&c| allowed.is_set(c).unwrap_or(false)).collect();
-        let mut one = CpuSet::new();
-        one.set(cpus[t as usize % cpus.len().max(1)])?;
-        sched_setaffinity(Pid::from_raw(0), &one)
-    });
+    let pinned = allowed_cpus().and_then(|cpus| pin_to(cpus[t as usize % cpus.len().max(1)]));
     if let Err(e) = pinned {
         eprintln!("--pin: thread {t} not pinned: {e}");
     }
+}
+
+/// The CPUs this process may run on, in order.
+fn allowed_cpus() -> nix::Result<Vec<usize>> {
+    use nix::sched::{CpuSet, sched_getaffinity};
+    let allowed = sched_getaffinity(nix::unistd::Pid::from_raw(0))?;
+    Ok((0..CpuSet::count()).filter(|&c| allowed.is_set(c).unwrap_or(false)).collect())
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin_to(cpu: usize) -> nix::Result<()> {
+    use nix::sched::{CpuSet, sched_setaffinity};
+    let mut one = CpuSet::new();
+    one.set(cpu)?;
+    sched_setaffinity(nix::unistd::Pid::from_raw(0), &one)
 }
 
 /// One round of a small-append row.

@@ -81,8 +81,10 @@
 //! - Any persist failure poisons the log until reopen; it never pretends data is safe.
 //!
 //! `unsafe` is confined to `log.rs` (the state word, reading the mapping), `append.rs` (copying
-//! into reserved ranges), `xxh3.rs` (SSE2 intrinsics that take no pointers: x86_64's baseline)
-//! and the optional `pmdk` FFI shim.
+//! into reserved ranges), `xxh3.rs` (SSE2 intrinsics that take no pointers: x86_64's baseline;
+//! AVX2 ones in a type that only a run-time check creates), `layout.rs` (calling the AVX2 build
+//! of the loop that stores and hashes a record, once that check passed) and the optional `pmdk`
+//! FFI shim.
 
 mod append;
 mod error;

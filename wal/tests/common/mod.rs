@@ -45,7 +45,59 @@ pub fn create(path: &Path, size: u64, framing: Framing, persistence: PersistRequ
 }
 
 pub fn open(path: &Path, persistence: PersistRequest) -> Result<Log> {
-    Log::open_with(path, &nvpage_wal::OpenOptions { persistence, ..Default::default() })
+    let r = Log::open_with(path, &nvpage_wal::OpenOptions { persistence, ..Default::default() });
+    if let Err(nvpage_wal::WalError::Storage(nvpage_storage::StorageError::AlreadyOpen {
+        ..
+    })) = &r
+    {
+        // Shown only if the test fails: who holds the lock, for a test that did not expect one.
+        eprintln!("{}", lock_holders(path));
+    }
+    r
+}
+
+/// What holds `path`'s `flock`, for a failed open's report: the lines of `/proc/locks` for its
+/// inode, this process's descriptors and mappings of it, and whether the lock goes away by
+/// itself (a holder that was closing at the time) within a thousand yields.
+pub fn lock_holders(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return format!("{}: no metadata", path.display());
+    };
+    let inode = format!(":{} ", meta.ino());
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let locks: Vec<String> =
+        read("/proc/locks").lines().filter(|l| l.contains(&inode)).map(String::from).collect();
+    let fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let to = std::fs::read_link(e.path()).ok()?;
+            (to == path).then(|| e.file_name().to_string_lossy().into_owned())
+        })
+        .collect();
+    let maps: Vec<String> = read("/proc/self/maps")
+        .lines()
+        .filter(|l| l.ends_with(&*path.to_string_lossy()))
+        .map(String::from)
+        .collect();
+    let cleared = (0..1000).find(|_| {
+        std::thread::yield_now();
+        std::fs::File::open(path).is_ok_and(|f| {
+            // SAFETY: flock only reads its integer arguments; `f` is open for the call.
+            unsafe {
+                libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX | libc::LOCK_NB) == 0
+            }
+        })
+    });
+    format!(
+        "lock held on {} (pid {}, inode {}): /proc/locks {locks:?}; our descriptors {fds:?}; \
+         our mappings {maps:?}; free again after {cleared:?} yields",
+        path.display(),
+        std::process::id(),
+        meta.ino()
+    )
 }
 
 /// Every record's payload, oldest first.

@@ -401,12 +401,13 @@ pub(crate) fn store_record_lines(
         // SAFETY: `Acc256::new` found AVX2 on this CPU.
         return unsafe { store_record_lines_avx2(lanes, out, offset, generation, payload) };
     }
-    store_record_lines_in(crate::xxh3::Acc::new(), out, offset, generation, payload);
+    let store = |out: &mut LineStreamer<'_>, i, line: &[u8; LINE]| out.store(i, line);
+    store_record_lines_in(crate::xxh3::Acc::new(), store, out, offset, generation, payload);
 }
 
 /// [`store_record_lines`] compiled for AVX2: the hash's lanes in [`crate::xxh3::Acc256`], and
-/// everything the loop inlines (the line stores too) in VEX encoding. What it gained: see
-/// `crate::xxh3`'s module note.
+/// a line two 32-byte stores (`LineStreamer::store_avx2`). What it gained: see `crate::xxh3`'s
+/// module note.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn store_record_lines_avx2(
@@ -416,12 +417,18 @@ fn store_record_lines_avx2(
     generation: u32,
     payload: &[u8],
 ) {
-    store_record_lines_in(lanes, out, offset, generation, payload);
+    // SAFETY: this function is compiled for AVX2, so it runs only where its caller found it.
+    let store =
+        |out: &mut LineStreamer<'_>, i, line: &[u8; LINE]| unsafe { out.store_avx2(i, line) };
+    store_record_lines_in(lanes, store, out, offset, generation, payload);
 }
 
+/// The body of [`store_record_lines`], with the hash's lanes and the line store of the
+/// instruction set it is compiled for.
 #[inline(always)]
 fn store_record_lines_in(
     lanes: impl crate::xxh3::Lanes,
+    store: impl Fn(&mut LineStreamer<'_>, usize, &[u8; LINE]),
     out: &mut LineStreamer<'_>,
     offset: u64,
     generation: u32,
@@ -446,11 +453,11 @@ fn store_record_lines_in(
             let from = l * LINE - RECORD_HEADER_LEN;
             let mut part = [0u8; LINE];
             part[..len - from].copy_from_slice(&payload[from..]);
-            out.store(l, &part);
+            store(out, l, &part);
         }
     };
     let check = if len < crate::xxh3::LONG_MIN {
-        (1..full).for_each(|l| out.store(l, whole(l)));
+        (1..full).for_each(|l| store(out, l, whole(l)));
         store_rest(out);
         record_check(RecordCheck::SeededLines, &head, offset, &[payload])
     } else {
@@ -458,7 +465,7 @@ fn store_record_lines_in(
         // every whole line, as `full - 2 < (len - 1) / 64`, the body's stripes.
         let check = crate::xxh3::hash_long(lanes, check_seed(&head, offset), payload, |s| {
             if s + 1 < full {
-                out.store(s + 1, whole(s + 1));
+                store(out, s + 1, whole(s + 1));
             }
         });
         store_rest(out);
@@ -467,7 +474,7 @@ fn store_record_lines_in(
     head[REC_CHECK_OFFSET..RECORD_HEADER_LEN].copy_from_slice(&check.to_le_bytes());
     let first = len.min(LINE - RECORD_HEADER_LEN);
     head[RECORD_HEADER_LEN..RECORD_HEADER_LEN + first].copy_from_slice(&payload[..first]);
-    out.store(0, &head);
+    store(out, 0, &head);
 }
 
 /// A record's check (see [`RecordCheck`]). `h` holds the header's first 8 bytes (length,

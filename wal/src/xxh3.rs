@@ -12,7 +12,9 @@
 //! ones where the CPU has AVX2 ([`Acc256`], half the instructions per stripe; chosen at run time
 //! by `layout::store_record_lines`), plain integers off x86_64. A loop of 4 KiB appends on
 //! emulated NVM (a scratch program, six invocations of four rounds, alternated with the SSE2
-//! build): 2.00–2.12 M/s with SSE2, 2.06–2.31 with AVX2 (medians 2.08 and 2.26).
+//! build): 2.00–2.12 M/s with SSE2, 2.06–2.31 with AVX2 (medians 2.08 and 2.26); storing each
+//! line as two 32-byte streaming stores as well (`LineStreamer::store_avx2`), six more
+//! invocations alternated: 2.07–2.26 → 2.21–2.42 M/s (medians 2.19 → 2.30).
 //!
 //! The algorithm: eight 64-bit accumulators; each stripe adds, lane by lane, the product of the
 //! two 32-bit halves of `data ^ secret word` and the neighbouring lane's data; after every 16

@@ -214,6 +214,33 @@ pub(crate) unsafe fn stream_line(dst: *mut u8, src: &[u8; CACHE_LINE]) {
     }
 }
 
+/// [`stream_line`] with two 32-byte streaming stores (VMOVNTDQ) instead of four 16-byte ones:
+/// half the instructions, for a caller compiled for AVX2 (inlined there; elsewhere each
+/// intrinsic would be a call).
+///
+/// # Safety
+/// As [`stream_line`], with `dst` 32-byte aligned; and the CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn stream_line_avx2(dst: *mut u8, src: &[u8; CACHE_LINE]) {
+    use std::arch::x86_64::{__m256i, _mm256_loadu_si256};
+    for i in 0..CACHE_LINE / 32 {
+        // SAFETY: the loads read `src` (64 bytes, two unaligned 32-byte loads inside it); the
+        // stores write the caller's 64 bytes at `dst`, 32-byte aligned; the caller vouches
+        // for AVX2.
+        unsafe {
+            let v = _mm256_loadu_si256(src.as_ptr().add(32 * i).cast::<__m256i>());
+            let to = dst.add(32 * i).cast::<__m256i>();
+            #[cfg(not(miri))]
+            std::arch::x86_64::_mm256_stream_si256(to, v);
+            // Miri: an ordinary aligned store stands in for the streaming one, as in
+            // `stream_store`.
+            #[cfg(miri)]
+            to.write(v);
+        }
+    }
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 pub(crate) unsafe fn stream_line(_dst: *mut u8, _src: &[u8; CACHE_LINE]) {
     unreachable!("FlushInstr::detect returns None off x86_64")

@@ -47,8 +47,8 @@ const PRIME64_5: u64 = 0x27D4_EB2F_1656_67C5;
 /// XXH3-64 of `input` (at least [`LONG_MIN`] bytes) with `seed`, calling `beside(s)` once for
 /// every body stripe `s` (bytes `64 s..64 s + 64`), in order, [`LEAD`] stripes ahead of the
 /// hash: the caller's work there (storing a line) interleaves with the hash's. The accumulators
-/// live in this function's locals, so in registers for the whole loop.
-/// The accumulators are `start`'s lanes ([`Acc`], or [`Acc256`] where AVX2 was found).
+/// are `start`'s lanes ([`Acc`], or [`Acc256`] where AVX2 was found), in this function's
+/// locals, so in registers for the whole loop.
 #[inline(always)]
 pub(crate) fn hash_long<A: Lanes>(
     start: A,
@@ -231,7 +231,12 @@ fn lane_at(b: &[u8; STRIPE], at: usize) -> std::arch::x86_64::__m128i {
 /// (`layout::store_record_lines_avx2`), or they would be calls that do not inline.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
-pub(crate) struct Acc256([std::arch::x86_64::__m256i; 2]);
+pub(crate) struct Acc256([std::arch::x86_64::__m256i; 2], Avx2);
+
+/// Proof that this CPU runs AVX2: only [`Acc256::new`] makes one, after checking.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Avx2(());
 
 #[cfg(target_arch = "x86_64")]
 impl Acc256 {
@@ -243,14 +248,15 @@ impl Acc256 {
         }
         let w = INITIAL_ACC;
         // SAFETY: AVX2 was detected just above; no pointers.
-        Some(Self(std::array::from_fn(|j| unsafe {
+        let lanes = std::array::from_fn(|j| unsafe {
             std::arch::x86_64::_mm256_set_epi64x(
                 w[4 * j + 3] as i64,
                 w[4 * j + 2] as i64,
                 w[4 * j + 1] as i64,
                 w[4 * j] as i64,
             )
-        })))
+        });
+        Some(Self(lanes, Avx2(())))
     }
 }
 
@@ -268,8 +274,9 @@ impl Lanes for Acc256 {
         use std::arch::x86_64::{
             _mm256_add_epi64, _mm256_mul_epu32, _mm256_shuffle_epi32, _mm256_xor_si256,
         };
+        let avx2 = self.1;
         for (j, acc) in self.0.iter_mut().enumerate() {
-            let (data, k) = (lane256_at(stripe, 32 * j), lane256_at(key, 32 * j));
+            let (data, k) = (lane256_at(avx2, stripe, 32 * j), lane256_at(avx2, key, 32 * j));
             // SAFETY: a value of this type exists only where AVX2 was detected (`new`); no
             // pointers. The shuffles work within 128-bit halves, as XXH3's pairs of lanes do.
             unsafe {
@@ -287,8 +294,9 @@ impl Lanes for Acc256 {
             _mm256_add_epi64, _mm256_mul_epu32, _mm256_set1_epi64x, _mm256_slli_epi64,
             _mm256_srli_epi64, _mm256_xor_si256,
         };
+        let avx2 = self.1;
         for (j, acc) in self.0.iter_mut().enumerate() {
-            let k = lane256_at(key, 32 * j);
+            let k = lane256_at(avx2, key, 32 * j);
             // SAFETY: a value of this type exists only where AVX2 was detected (`new`); no
             // pointers.
             unsafe {
@@ -303,13 +311,12 @@ impl Lanes for Acc256 {
     }
 }
 
-/// The 32 bytes at `at` in `b` as a register, for [`Acc256`]'s methods only (AVX2).
+/// The 32 bytes at `at` in `b` as a register (the compiler makes it one unaligned load).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn lane256_at(b: &[u8; STRIPE], at: usize) -> std::arch::x86_64::__m256i {
+fn lane256_at(_: Avx2, b: &[u8; STRIPE], at: usize) -> std::arch::x86_64::__m256i {
     let w = |i: usize| u64_at(b, at + 8 * i) as i64;
-    // SAFETY: called only from `Acc256`'s methods, which run where AVX2 was detected; no
-    // pointers.
+    // SAFETY: the `Avx2` argument proves the CPU runs AVX2; no pointers.
     unsafe { std::arch::x86_64::_mm256_set_epi64x(w(3), w(2), w(1), w(0)) }
 }
 

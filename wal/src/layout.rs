@@ -905,4 +905,59 @@ mod tests {
             }
         }
     }
+
+    /// Every way this build stores a record's lines (SSE2 lanes with 16-byte stores, and AVX2
+    /// lanes with 32-byte stores where the CPU has them) writes the bytes of the gathered form:
+    /// the header of `record_header`, the payload, zeros to the line. The log's own tests reach
+    /// only the way this CPU takes.
+    #[test]
+    fn every_line_loop_writes_the_gathered_record() {
+        use nvpage_storage::LineStreamer;
+        for len in [0, 1, 47, 48, 49, 240, 241, 255, 1024, 1087, 4080, 4096, 4144, 65_536] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            let (offset, generation) = (64 * 1234, 7);
+            let size = RecordCheck::SeededLines.record_size(len as u64) as usize;
+            let mut want = vec![0u8; size];
+            let head = record_header(
+                RecordCheck::SeededLines,
+                offset,
+                generation,
+                len as u64,
+                &[&payload],
+            );
+            want[..RECORD_HEADER_LEN].copy_from_slice(&head);
+            want[RECORD_HEADER_LEN..RECORD_HEADER_LEN + len].copy_from_slice(&payload);
+            let mut ways: Vec<(&str, Vec<u8>)> = Vec::new();
+            let mut buf = vec![0xAAu8; size];
+            let store = |out: &mut LineStreamer<'_>, i, line: &[u8; LINE]| out.store(i, line);
+            let acc = crate::xxh3::Acc::new();
+            store_record_lines_in(
+                acc,
+                store,
+                &mut LineStreamer::new(&mut buf),
+                offset,
+                7,
+                &payload,
+            );
+            ways.push(("SSE2", buf));
+            #[cfg(target_arch = "x86_64")]
+            if let Some(lanes) = crate::xxh3::Acc256::new() {
+                let mut buf = vec![0xAAu8; size];
+                // SAFETY: `Acc256::new` found AVX2.
+                unsafe {
+                    store_record_lines_avx2(
+                        lanes,
+                        &mut LineStreamer::new(&mut buf),
+                        offset,
+                        generation,
+                        &payload,
+                    )
+                };
+                ways.push(("AVX2", buf));
+            }
+            for (way, got) in ways {
+                assert!(got == want, "{way}, payload of {len} bytes");
+            }
+        }
+    }
 }

@@ -936,7 +936,7 @@ mod tests {
                 store,
                 &mut LineStreamer::new(&mut buf),
                 offset,
-                7,
+                generation,
                 &payload,
             );
             ways.push(("SSE2", buf));

@@ -396,10 +396,15 @@ pub(crate) fn store_record_lines(
     generation: u32,
     payload: &[u8],
 ) {
+    // A payload too short for XXH3's long path is hashed after its lines, not in the loop: it
+    // stays on the baseline path, inlined into the append (a call to the AVX2 build cost more
+    // than the two or three line stores it would narrow).
     #[cfg(target_arch = "x86_64")]
-    if let Some(lanes) = crate::xxh3::Acc256::new() {
-        // SAFETY: `Acc256::new` found AVX2 on this CPU.
-        return unsafe { store_record_lines_avx2(lanes, out, offset, generation, payload) };
+    if payload.len() >= crate::xxh3::LONG_MIN
+        && let Some(avx2) = crate::xxh3::Avx2::detect()
+    {
+        // SAFETY: `avx2` proves the CPU runs AVX2.
+        return unsafe { store_record_lines_avx2(avx2, out, offset, generation, payload) };
     }
     let store = |out: &mut LineStreamer<'_>, i, line: &[u8; LINE]| out.store(i, line);
     store_record_lines_in(crate::xxh3::Acc::new(), store, out, offset, generation, payload);
@@ -411,7 +416,7 @@ pub(crate) fn store_record_lines(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn store_record_lines_avx2(
-    lanes: crate::xxh3::Acc256,
+    avx2: crate::xxh3::Avx2,
     out: &mut LineStreamer<'_>,
     offset: u64,
     generation: u32,
@@ -420,6 +425,7 @@ fn store_record_lines_avx2(
     // SAFETY: this function is compiled for AVX2, so it runs only where its caller found it.
     let store =
         |out: &mut LineStreamer<'_>, i, line: &[u8; LINE]| unsafe { out.store_avx2(i, line) };
+    let lanes = crate::xxh3::Acc256::new(avx2);
     store_record_lines_in(lanes, store, out, offset, generation, payload);
 }
 
@@ -906,10 +912,12 @@ mod tests {
         }
     }
 
-    /// Every way this build stores a record's lines (SSE2 lanes with 16-byte stores, and AVX2
-    /// lanes with 32-byte stores where the CPU has them) writes the bytes of the gathered form:
-    /// the header of `record_header`, the payload, zeros to the line. The log's own tests reach
-    /// only the way this CPU takes.
+    /// Both builds of the line loop — the baseline (SSE2 lanes on x86_64, `LineStreamer::store`)
+    /// and, where the CPU has AVX2, the AVX2 one (`Acc256` lanes, `LineStreamer::store_avx2`) —
+    /// write the bytes of the gathered form: the header of `record_header`, the payload, zeros
+    /// to the line. Into a buffer, so the line stores are plain copies; the streaming stores of
+    /// both are checked by storage's `lines_and_a_stored_range_persist_together`. The log's own
+    /// tests reach only the build this CPU takes for each length.
     #[test]
     fn every_line_loop_writes_the_gathered_record() {
         use nvpage_storage::LineStreamer;
@@ -939,14 +947,14 @@ mod tests {
                 generation,
                 &payload,
             );
-            ways.push(("SSE2", buf));
+            ways.push(("baseline", buf));
             #[cfg(target_arch = "x86_64")]
-            if let Some(lanes) = crate::xxh3::Acc256::new() {
+            if let Some(avx2) = crate::xxh3::Avx2::detect() {
                 let mut buf = vec![0xAAu8; size];
-                // SAFETY: `Acc256::new` found AVX2.
+                // SAFETY: `avx2` proves the CPU runs AVX2.
                 unsafe {
                     store_record_lines_avx2(
-                        lanes,
+                        avx2,
                         &mut LineStreamer::new(&mut buf),
                         offset,
                         generation,

@@ -9,8 +9,8 @@
 //! for the stores to drain. Folded in beside the stores, the hash runs while they drain, and
 //! most of its cost is hidden (README, "The log", session 16). The accumulators are [`Lanes`]:
 //! four SSE2 registers ([`Acc`]: x86_64's baseline, intrinsics that take no pointers), two AVX2
-//! ones where the CPU has AVX2 ([`Acc256`], half the instructions per stripe; chosen at run time
-//! by `layout::store_record_lines`), plain integers off x86_64. A loop of 4 KiB appends on
+//! ones where the CPU has AVX2 (`Acc256`, half the instructions per stripe; chosen at run time
+//! by `layout::store_record_lines` for payloads hashed in its loop), plain integers off x86_64. A loop of 4 KiB appends on
 //! emulated NVM (a scratch program, six invocations of four rounds, alternated with the SSE2
 //! build): 2.00–2.12 M/s with SSE2, 2.06–2.31 with AVX2 (medians 2.08 and 2.26); storing each
 //! line as two 32-byte streaming stores as well (`LineStreamer::store_avx2`), six more
@@ -47,7 +47,7 @@ const PRIME64_5: u64 = 0x27D4_EB2F_1656_67C5;
 /// XXH3-64 of `input` (at least [`LONG_MIN`] bytes) with `seed`, calling `beside(s)` once for
 /// every body stripe `s` (bytes `64 s..64 s + 64`), in order, [`LEAD`] stripes ahead of the
 /// hash: the caller's work there (storing a line) interleaves with the hash's. The accumulators
-/// are `start`'s lanes ([`Acc`], or [`Acc256`] where AVX2 was found), in this function's
+/// are `start`'s lanes ([`Acc`], or `Acc256` where AVX2 was found), in this function's
 /// locals, so in registers for the whole loop.
 #[inline(always)]
 pub(crate) fn hash_long<A: Lanes>(
@@ -226,28 +226,35 @@ fn lane_at(b: &[u8; STRIPE], at: usize) -> std::arch::x86_64::__m128i {
 }
 
 /// The eight accumulators in two AVX2 registers: the fold of a stripe is half the instructions
-/// of [`Acc`]'s. A value exists only where AVX2 was found ([`Acc256::new`]), so its methods may
-/// run AVX2 instructions; they are inlined into a caller compiled for AVX2
-/// (`layout::store_record_lines_avx2`), or they would be calls that do not inline.
+/// of [`Acc`]'s. A value holds an [`Avx2`] proof, so its methods may run AVX2 instructions;
+/// they are inlined into a caller compiled for AVX2 (`layout::store_record_lines_avx2`), or
+/// they would be calls that do not inline.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 pub(crate) struct Acc256([std::arch::x86_64::__m256i; 2], Avx2);
 
-/// Proof that this CPU runs AVX2: only [`Acc256::new`] makes one, after checking.
+/// Proof that this CPU runs AVX2: only [`Avx2::detect`] makes one, after checking.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
-struct Avx2(());
+pub(crate) struct Avx2(());
+
+#[cfg(target_arch = "x86_64")]
+impl Avx2 {
+    /// A proof, if this CPU runs AVX2 (the standard library caches the CPU's answer).
+    #[inline(always)]
+    pub(crate) fn detect() -> Option<Self> {
+        std::arch::is_x86_feature_detected!("avx2").then_some(Self(()))
+    }
+}
 
 #[cfg(target_arch = "x86_64")]
 impl Acc256 {
-    /// XXH3's starting accumulators, if this CPU runs AVX2.
+    /// XXH3's starting accumulators. Inlined into a caller compiled for AVX2, this is two
+    /// register loads; elsewhere each lane would be built by a call.
     #[inline(always)]
-    pub(crate) fn new() -> Option<Self> {
-        if !std::arch::is_x86_feature_detected!("avx2") {
-            return None;
-        }
+    pub(crate) fn new(avx2: Avx2) -> Self {
         let w = INITIAL_ACC;
-        // SAFETY: AVX2 was detected just above; no pointers.
+        // SAFETY: `avx2` proves the CPU runs AVX2; no pointers.
         let lanes = std::array::from_fn(|j| unsafe {
             std::arch::x86_64::_mm256_set_epi64x(
                 w[4 * j + 3] as i64,
@@ -256,7 +263,7 @@ impl Acc256 {
                 w[4 * j] as i64,
             )
         });
-        Some(Self(lanes, Avx2(())))
+        Self(lanes, avx2)
     }
 }
 
@@ -277,8 +284,8 @@ impl Lanes for Acc256 {
         let avx2 = self.1;
         for (j, acc) in self.0.iter_mut().enumerate() {
             let (data, k) = (lane256_at(avx2, stripe, 32 * j), lane256_at(avx2, key, 32 * j));
-            // SAFETY: a value of this type exists only where AVX2 was detected (`new`); no
-            // pointers. The shuffles work within 128-bit halves, as XXH3's pairs of lanes do.
+            // SAFETY: `avx2` proves the CPU runs AVX2; no pointers. The shuffles work within
+            // 128-bit halves, as XXH3's pairs of lanes do.
             unsafe {
                 let dk = _mm256_xor_si256(data, k);
                 let product = _mm256_mul_epu32(dk, _mm256_shuffle_epi32::<0x31>(dk));
@@ -297,8 +304,7 @@ impl Lanes for Acc256 {
         let avx2 = self.1;
         for (j, acc) in self.0.iter_mut().enumerate() {
             let k = lane256_at(avx2, key, 32 * j);
-            // SAFETY: a value of this type exists only where AVX2 was detected (`new`); no
-            // pointers.
+            // SAFETY: `avx2` proves the CPU runs AVX2; no pointers.
             unsafe {
                 let prime = _mm256_set1_epi64x(PRIME32_1 as i64);
                 let x = _mm256_xor_si256(*acc, _mm256_srli_epi64::<47>(*acc));
@@ -369,8 +375,8 @@ mod tests {
     fn hash(seed: u64, input: &[u8]) -> u64 {
         let h = hash_with(Acc::new(), seed, input);
         #[cfg(target_arch = "x86_64")]
-        if let Some(wide) = Acc256::new() {
-            assert_eq!(hash_with(wide, seed, input), h, "AVX2 and SSE2 lanes agree");
+        if let Some(avx2) = Avx2::detect() {
+            assert_eq!(hash_with(Acc256::new(avx2), seed, input), h, "AVX2 and SSE2 lanes agree");
         }
         h
     }

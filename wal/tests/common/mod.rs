@@ -57,46 +57,49 @@ pub fn open(path: &Path, persistence: PersistRequest) -> Result<Log> {
 }
 
 /// What holds `path`'s `flock`, for a failed open's report: the lines of `/proc/locks` for its
-/// inode, this process's descriptors and mappings of it, and whether the lock goes away by
-/// itself (a holder that was closing at the time) within a thousand yields.
+/// file (device and inode), this process's descriptors and mappings of it, and after how many
+/// yields, if within a thousand, that lock line is gone (a holder that was closing at the time).
+/// It only reads `/proc`: it takes no lock that could fail another opener. `/proc/locks` names
+/// the process that took a lock, which a child sharing the description would not change.
 pub fn lock_holders(path: &Path) -> String {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::metadata(path) else {
         return format!("{}: no metadata", path.display());
     };
-    let inode = format!(":{} ", meta.ino());
+    let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+    // `/proc/locks` writes `MAJ:MIN:INODE`, `/proc/self/maps` `MAJ:MIN INODE` (hexadecimal
+    // device numbers, two digits at least).
+    let lock_key = format!(" {major:02x}:{minor:02x}:{} ", meta.ino());
+    let map_key = format!(" {major:02x}:{minor:02x} {} ", meta.ino());
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let locks: Vec<String> =
-        read("/proc/locks").lines().filter(|l| l.contains(&inode)).map(String::from).collect();
+    let locks = || -> Vec<String> {
+        read("/proc/locks").lines().filter(|l| l.contains(&lock_key)).map(String::from).collect()
+    };
+    let held = locks();
     let fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| {
-            let to = std::fs::read_link(e.path()).ok()?;
-            (to == path).then(|| e.file_name().to_string_lossy().into_owned())
+            let m = std::fs::metadata(e.path()).ok()?;
+            (m.dev() == meta.dev() && m.ino() == meta.ino())
+                .then(|| e.file_name().to_string_lossy().into_owned())
         })
         .collect();
     let maps: Vec<String> = read("/proc/self/maps")
         .lines()
-        .filter(|l| l.ends_with(&*path.to_string_lossy()))
+        .filter(|l| l.contains(&map_key))
         .map(String::from)
         .collect();
-    let cleared = (0..1000).find(|_| {
+    let gone_after = (1..=1000).find(|_| {
         std::thread::yield_now();
-        std::fs::File::open(path).is_ok_and(|f| {
-            // SAFETY: flock only reads its integer arguments; `f` is open for the call.
-            unsafe {
-                libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX | libc::LOCK_NB) == 0
-            }
-        })
+        locks().is_empty()
     });
     format!(
-        "lock held on {} (pid {}, inode {}): /proc/locks {locks:?}; our descriptors {fds:?}; \
-         our mappings {maps:?}; free again after {cleared:?} yields",
+        "lock held on {} (pid {}): /proc/locks {held:?}; our descriptors {fds:?}; our mappings \
+         {maps:?}; the lock line gone after {gone_after:?} yields",
         path.display(),
         std::process::id(),
-        meta.ino()
     )
 }
 

@@ -10,7 +10,7 @@
 //!
 //! So when two equal-length inputs differ only in `[a, b)`, their CRCs differ by
 //! `R(A[a..b] ^ B[a..b]) · x^(8·(len − b))`: a CRC over the changed bytes and one multiplication
-//! in GF(2)[x] mod P, by a power of `x` from a table built at compile time.
+//! in `GF(2)[x] mod P`, by a power of `x` from a table built at compile time.
 //!
 //! Polynomials are in CRC32C's bit-reflected form throughout: bit 31 holds the coefficient of
 //! `x^0`, bit 0 that of `x^31`.

@@ -267,6 +267,11 @@ unsafe fn stream_store(dst: *mut std::arch::x86_64::__m128i, v: std::arch::x86_6
     };
 }
 
+/// Off x86_64 there is no flush instruction ([`FlushInstr::detect`] returns `None`), so nothing
+/// calls this.
+///
+/// # Safety
+/// As on x86_64: `dst..dst + src.len()` must be valid for writes and not overlap `src`.
 #[cfg(not(target_arch = "x86_64"))]
 pub unsafe fn copy_nontemporal(_instr: FlushInstr, _dst: *mut u8, _src: &[u8]) {
     unreachable!("FlushInstr::detect returns None off x86_64")

@@ -153,6 +153,18 @@ impl<'a> LineStreamer<'a> {
     }
 }
 
+/// Fences this thread's streaming stores when dropped, if armed: for a path that leaves
+/// [`RawFile::store_persist_lines_with`] before its persist's own fence (a panic, a failure).
+struct FenceOnDrop(bool);
+
+impl Drop for FenceOnDrop {
+    fn drop(&mut self) {
+        if self.0 {
+            cacheline::fence();
+        }
+    }
+}
+
 impl LineStreamer<'_> {
     /// [`Self::store`] for a caller compiled for AVX2 (`#[target_feature(enable = "avx2")]`):
     /// a streaming line is two 32-byte stores instead of four 16-byte ones.
@@ -660,8 +672,12 @@ impl RawFile {
         }
         let streaming = self.durability.flush.is_some();
         let mut out = LineStreamer { dst, lines, streaming, _range: std::marker::PhantomData };
+        // Streaming stores must be fenced before anything else touches their lines: if `fill`
+        // panics, or the persist fails before its fence, the guard fences on the way out.
+        let unfenced = FenceOnDrop(streaming);
         let r = fill(&mut out);
         self.persist_stored(offset, len)?;
+        std::mem::forget(unfenced);
         if let Some((at, n)) = stored {
             match self.durability.flush {
                 // Flushed before the lines were stored, so the same fence covered it.

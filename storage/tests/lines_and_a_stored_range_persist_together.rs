@@ -105,3 +105,39 @@ fn a_range_over_the_lines_or_past_the_end_is_refused() {
         assert!(r.is_err(), "{stored:?} should be refused");
     }
 }
+
+#[test]
+fn a_fill_that_panics_leaves_the_file_usable() {
+    // The lines stored before the panic are fenced on the way out (not observable here); what
+    // a caller sees is the panic, and a file that takes the next store and makes it durable.
+    let Some(m) = shm_with_flush() else { return };
+    let sim = Sim::attach(m.dir.path(), 9);
+    let path = m.dir.path().join("panics.f");
+    let opts = FileOptions {
+        mapped: true,
+        max_bytes: 1 << 20,
+        persistence: PersistRequest::CacheLine,
+        ..Default::default()
+    };
+    let f = RawFile::create(&path, &opts).unwrap();
+    f.grow_to(16 << 10).unwrap();
+    f.sync().unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the range lies below the file's length; this thread is its only user.
+        unsafe {
+            f.store_persist_lines(LINES_AT, 2, |out| {
+                out.store(0, &[0x11; 64]);
+                panic!("the caller's fill fails");
+            })
+        }
+    }));
+    assert!(r.is_err(), "the panic reaches the caller");
+    // SAFETY: as above.
+    unsafe {
+        f.store_persist_lines(LINES_AT, 2, |out| (0..2).for_each(|i| out.store(i, &[0x22; 64])))
+    }
+    .unwrap();
+    let image = sim.durable_image(&path).expect("followed");
+    let at = LINES_AT as usize;
+    assert!(image[at..at + 128].iter().all(|&b| b == 0x22), "the next store is durable");
+}

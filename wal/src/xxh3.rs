@@ -69,6 +69,10 @@ pub(crate) fn hash_long<A: Lanes>(
     // store buffers are empty, and the hash catches up while they are full.
     let lead = LEAD.min(body);
     (0..lead).for_each(&mut beside);
+    // The lanes' methods are called here, in this function's body, never from a closure of its
+    // own: a closure is compiled with the target features of the function it is written in,
+    // not of the one it is inlined into, so inside one the AVX2 intrinsics of `Acc256` would
+    // be calls (tried: a loop of 4 KiB appends ran at 0.12 M/s instead of 1.8).
     for s in 0..body {
         if s + lead < body {
             beside(s + lead);

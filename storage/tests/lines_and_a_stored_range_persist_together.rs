@@ -14,6 +14,15 @@ use nvpage_storage::{FileOptions, PersistRequest, RawFile};
 const LINES_AT: u64 = 4096;
 const WORD_AT: u64 = 128;
 
+/// A new mapped file of 16 KiB at `path`, its length durable.
+fn mapped_file(path: &std::path::Path, persistence: PersistRequest) -> RawFile {
+    let opts = FileOptions { mapped: true, max_bytes: 1 << 20, persistence, ..Default::default() };
+    let f = RawFile::create(path, &opts).unwrap();
+    f.grow_to(16 << 10).unwrap();
+    f.sync().unwrap();
+    f
+}
+
 /// Stores a word at `WORD_AT` through the mapping, then three lines at `LINES_AT` with the word
 /// beside them (with `store_avx2` if `wide`); returns the persists the call counted and the
 /// durable image after it.
@@ -24,10 +33,7 @@ fn store_both(
 ) -> (u64, Vec<u8>, RawFile) {
     let sim = Sim::attach(dir, 7);
     let path = dir.join(format!("{persistence:?}-{wide}.f"));
-    let opts = FileOptions { mapped: true, max_bytes: 1 << 20, persistence, ..Default::default() };
-    let f = RawFile::create(&path, &opts).unwrap();
-    f.grow_to(16 << 10).unwrap();
-    f.sync().unwrap();
+    let f = mapped_file(&path, persistence);
     let base = f.map_base().expect("mapped");
     // SAFETY: `WORD_AT + 8` lies below the file's length; this thread is the file's only user.
     unsafe { base.as_ptr().add(WORD_AT as usize).cast::<u64>().write(0x0123_4567_89AB_CDEF) };
@@ -113,15 +119,7 @@ fn a_fill_that_panics_leaves_the_file_usable() {
     let Some(m) = shm_with_flush() else { return };
     let sim = Sim::attach(m.dir.path(), 9);
     let path = m.dir.path().join("panics.f");
-    let opts = FileOptions {
-        mapped: true,
-        max_bytes: 1 << 20,
-        persistence: PersistRequest::CacheLine,
-        ..Default::default()
-    };
-    let f = RawFile::create(&path, &opts).unwrap();
-    f.grow_to(16 << 10).unwrap();
-    f.sync().unwrap();
+    let f = mapped_file(&path, PersistRequest::CacheLine);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: the range lies below the file's length; this thread is its only user.
         unsafe {

@@ -924,7 +924,14 @@ mod tests {
     #[test]
     fn every_line_loop_writes_the_gathered_record() {
         use nvpage_storage::LineStreamer;
-        for len in [0, 1, 47, 48, 49, 240, 241, 255, 1024, 1087, 4080, 4096, 4144, 65_536] {
+        // Miri interprets every byte of the hash and the line stores; its lengths stop at a page
+        // plus a line, past every boundary of the loop (short record, stripe, block).
+        let lens: &[usize] = if cfg!(miri) {
+            &[0, 1, 47, 49, 240, 241, 1087, 4144]
+        } else {
+            &[0, 1, 47, 48, 49, 240, 241, 255, 1024, 1087, 4080, 4096, 4144, 65_536]
+        };
+        for &len in lens {
             let payload: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
             let (offset, generation) = (64 * 1234, 7);
             let size = RecordCheck::SeededLines.record_size(len as u64) as usize;

@@ -1,0 +1,102 @@
+//! Goal: storing only the lines of a page that changed (`FileLayer::store_sealed`) leaves the page
+//! exactly as storing it whole would, on every layer, medium, persistence path (`pwrite`, `msync`,
+//! cache-line stores where the CPU has a flush) and page size, wherever the
+//! lines lie (none, one, beside each other, far apart, at both ends of the page, every line),
+//! and still after a reopen.
+
+#![forbid(unsafe_code)]
+
+mod common;
+
+use std::ops::Range;
+
+use common::{fill, media, opts, read, shm_with_flush};
+use nvpage_storage::page::{self, PAGE_HEADER_LEN};
+use nvpage_storage::{Layer, OpenOptions, PageId, PersistRequest};
+
+/// Bytes of a line: the granule `store_sealed`'s callers name changes in.
+const LINE: usize = 64;
+
+/// The payload lines to change (by index) in a page of `lines` lines, ascending. Line 0, holding the
+/// checksum, changes with every one of them when the page is sealed.
+fn patterns(lines: usize) -> Vec<Vec<usize>> {
+    let last = lines - 1;
+    let all = vec![
+        vec![],
+        vec![1],
+        vec![last],
+        vec![1, 2, 3],
+        vec![5, 20],
+        vec![31, 33, 62, 64, 65],
+        vec![lines / 2, last],
+        vec![2, lines / 4, lines / 2, 3 * lines / 4, last],
+        (1..lines).step_by(7).collect(),
+        (1..lines).collect(),
+    ];
+    // Lines past a small page's end are left out of its patterns.
+    all.into_iter().map(|p| p.into_iter().filter(|&i| i < lines).collect()).collect()
+}
+
+/// The lines in which `a` and `b` differ, as ascending, merged byte ranges.
+fn changed_ranges(a: &[u8], b: &[u8]) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for (i, (x, y)) in a.chunks(LINE).zip(b.chunks(LINE)).enumerate() {
+        if x != y {
+            let r = i * LINE..(i + 1) * LINE;
+            match out.last_mut() {
+                Some(last) if last.end == r.start => last.end = r.end,
+                _ => out.push(r),
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_changed_lines_alone_leave_the_page_as_a_whole_store_would() {
+    for ps in [4096, 8192, 65536] {
+        let on = media().into_iter().map(|m| (m, PersistRequest::Auto));
+        for (medium, persistence) in
+            on.chain(shm_with_flush().map(|m| (m, PersistRequest::CacheLine)))
+        {
+            for layer in Layer::ALL {
+                let path = medium.path(&format!("{layer}-{ps}.db"));
+                let l = OpenOptions { persistence, ..opts(layer, ps) }.create(&path).unwrap();
+                let written = fill(&*l, 3, ps as u64);
+                // What pages 1 and 2 should hold.
+                let mut pages = [written[1].clone(), written[2].clone()];
+                for (n, changed) in patterns(ps / LINE).into_iter().enumerate() {
+                    let ctx = format!(
+                        "{} {persistence:?} {layer} {ps} pattern {n} {changed:?}",
+                        medium.name
+                    );
+                    let at = n % 2;
+                    let id = PageId(1 + at as u64);
+                    let old = pages[at].clone();
+                    let mut new = old.clone();
+                    for &i in &changed {
+                        let start = (i * LINE).max(PAGE_HEADER_LEN);
+                        new[start..(i + 1) * LINE].iter_mut().for_each(|b| *b ^= 0xA5);
+                    }
+                    page::seal(&mut new, id);
+                    l.store_sealed(id, &new, &changed_ranges(&old, &new)).unwrap();
+                    pages[at] = new;
+                    for (i, page) in pages.iter().enumerate() {
+                        assert_eq!(&read(&*l, PageId(1 + i as u64)).unwrap(), page, "{ctx}");
+                    }
+                }
+                l.sync().unwrap();
+                drop(l);
+                let l = OpenOptions { persistence, ..OpenOptions::new(layer) }.open(&path).unwrap();
+                for (i, page) in pages.iter().enumerate() {
+                    let ctx = format!(
+                        "{} {persistence:?} {layer} {ps} reopened, page {}",
+                        medium.name,
+                        i + 1
+                    );
+                    assert_eq!(&read(&*l, PageId(1 + i as u64)).unwrap(), page, "{ctx}");
+                }
+            }
+        }
+    }
+}

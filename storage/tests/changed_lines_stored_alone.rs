@@ -1,8 +1,7 @@
 //! Goal: storing only the lines of a page that changed (`FileLayer::store_sealed`) leaves the page
 //! exactly as storing it whole would, on every layer, medium, persistence path (`pwrite`, `msync`,
-//! cache-line stores where the CPU has a flush) and page size, wherever the
-//! lines lie (none, one, beside each other, far apart, at both ends of the page, every line),
-//! and still after a reopen.
+//! cache-line stores where the CPU has a flush) and page size, wherever the lines lie (none, one,
+//! beside each other, far apart, at both ends of the page, every line), and still after a reopen.
 
 #![forbid(unsafe_code)]
 
@@ -17,8 +16,8 @@ use nvpage_storage::{Layer, OpenOptions, PageId, PersistRequest};
 /// Bytes of a line: the granule `store_sealed`'s callers name changes in.
 const LINE: usize = 64;
 
-/// The payload lines to change (by index) in a page of `lines` lines, ascending. Line 0, holding the
-/// checksum, changes with every one of them when the page is sealed.
+/// The payload lines to change (by index) in a page of `lines` lines, ascending. Line 0, holding
+/// the checksum, changes with every one of them when the page is sealed.
 fn patterns(lines: usize) -> Vec<Vec<usize>> {
     let last = lines - 1;
     let all = vec![

@@ -924,8 +924,8 @@ mod tests {
     #[test]
     fn every_line_loop_writes_the_gathered_record() {
         use nvpage_storage::LineStreamer;
-        // Miri interprets every byte of the hash and the line stores; its lengths stop at a page
-        // plus a line, past every boundary of the loop (short record, stripe, block).
+        // Miri interprets every byte of the hash and the line stores; its lengths stop just past
+        // a page, beyond every boundary of the loop (short record, stripe, block).
         let lens: &[usize] = if cfg!(miri) {
             &[0, 1, 47, 49, 240, 241, 1087, 4144]
         } else {

@@ -431,7 +431,7 @@ mod tests {
     proptest! {
         // Under Miri a handful of cases: each hashes up to 20 KB, with ours and with twox-hash.
         #![proptest_config(ProptestConfig {
-            cases: if cfg!(miri) { 4 } else { 256 },
+            cases: if cfg!(miri) { 4 } else { ProptestConfig::default().cases },
             ..ProptestConfig::default()
         })]
         #[test]

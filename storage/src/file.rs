@@ -130,22 +130,55 @@ impl<'a> LineStreamer<'a> {
         self.lines
     }
 
+    /// Where the range's line `i` starts.
+    ///
+    /// # Panics
+    /// If `i` is not below [`Self::lines`].
+    #[inline(always)]
+    fn line_dst(&self, i: usize) -> *mut u8 {
+        assert!(i < self.lines, "line {i} outside a range of {} lines", self.lines);
+        // SAFETY: line `i` lies inside the range (asserted), so the offset stays inside it.
+        unsafe { self.dst.as_ptr().add(i * cacheline::CACHE_LINE) }
+    }
+
     /// Stores `line` as the range's line `i`.
     ///
     /// # Panics
     /// If `i` is not below [`Self::lines`].
     #[inline(always)]
     pub fn store(&mut self, i: usize, line: &[u8; cacheline::CACHE_LINE]) {
-        assert!(i < self.lines, "line {i} outside a range of {} lines", self.lines);
-        // SAFETY: line `i` lies inside the range (asserted), which this streamer borrows
-        // exclusively: a buffer borrowed `&mut`, or a mapped range its file's caller keeps to
-        // itself (`store_persist_lines`). `line` is a shared borrow, so not that range.
+        let dst = self.line_dst(i);
+        // SAFETY: `dst` is line `i` of the range, which this streamer borrows exclusively: a
+        // buffer borrowed `&mut`, or a mapped range its file's caller keeps to itself
+        // (`store_persist_lines`). `line` is a shared borrow, so not that range.
         unsafe {
-            let dst = self.dst.as_ptr().add(i * cacheline::CACHE_LINE);
             if self.streaming {
                 // The mapping is page-aligned and `store_persist_lines` asserted a line-aligned
                 // offset: `dst` is 64-byte aligned.
                 cacheline::stream_line(dst, line);
+            } else {
+                std::ptr::copy_nonoverlapping(line.as_ptr(), dst, cacheline::CACHE_LINE);
+            }
+        }
+    }
+
+    /// [`Self::store`] for a caller compiled for AVX2 (`#[target_feature(enable = "avx2")]`):
+    /// a streaming line is two 32-byte stores instead of four 16-byte ones.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 (`is_x86_feature_detected!("avx2")`).
+    ///
+    /// # Panics
+    /// If `i` is not below [`Self::lines`].
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub unsafe fn store_avx2(&mut self, i: usize, line: &[u8; cacheline::CACHE_LINE]) {
+        let dst = self.line_dst(i);
+        // SAFETY: as in `store`; the mapping's lines are 64-byte aligned, so 32-byte aligned,
+        // and the caller vouches for AVX2.
+        unsafe {
+            if self.streaming {
+                cacheline::stream_line_avx2(dst, line);
             } else {
                 std::ptr::copy_nonoverlapping(line.as_ptr(), dst, cacheline::CACHE_LINE);
             }
@@ -161,32 +194,6 @@ impl Drop for FenceOnDrop {
     fn drop(&mut self) {
         if self.0 {
             cacheline::fence();
-        }
-    }
-}
-
-impl LineStreamer<'_> {
-    /// [`Self::store`] for a caller compiled for AVX2 (`#[target_feature(enable = "avx2")]`):
-    /// a streaming line is two 32-byte stores instead of four 16-byte ones.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 (`is_x86_feature_detected!("avx2")`).
-    ///
-    /// # Panics
-    /// If `i` is not below [`Self::lines`].
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    pub unsafe fn store_avx2(&mut self, i: usize, line: &[u8; cacheline::CACHE_LINE]) {
-        assert!(i < self.lines, "line {i} outside a range of {} lines", self.lines);
-        // SAFETY: as in `store`; the mapping's lines are 64-byte aligned, so 32-byte aligned,
-        // and the caller vouches for AVX2.
-        unsafe {
-            let dst = self.dst.as_ptr().add(i * cacheline::CACHE_LINE);
-            if self.streaming {
-                cacheline::stream_line_avx2(dst, line);
-            } else {
-                std::ptr::copy_nonoverlapping(line.as_ptr(), dst, cacheline::CACHE_LINE);
-            }
         }
     }
 }

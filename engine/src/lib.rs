@@ -124,9 +124,11 @@ mod check;
 mod db;
 mod error;
 mod failpoint;
+mod gather;
 mod heap;
 mod index;
 mod le;
+mod partition;
 mod row;
 mod scan;
 mod schema;
@@ -137,6 +139,7 @@ mod undo;
 pub use check::{CheckReport, IndexReport, TableReport};
 pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, Stats};
 pub use error::{Error, Result};
+pub use gather::{Fixed, PageBatch, RowPlaces};
 pub use index::{Index, IndexIds, IndexScan};
 // The types the API names, and no more: every safe function reachable from `nvpage` is part of
 // its soundness argument (the storage and buffer crates are for tools and tests to depend on).
@@ -148,6 +151,7 @@ pub use nvpage_wal::{Prefill, WalError};
 pub use row::{
     Col, Date, Decimal, Kind, OwnedValue, PageCol, PageRow, RowRef, Value, format_scaled, kind,
 };
+pub use partition::Partition;
 pub use scan::{PageRows, Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
 pub use table::{RowId, Table};

@@ -454,7 +454,58 @@ pub trait ReadOps: sealed::Reads {
 
     /// The pages of `table`, in order; each lends its rows (see [`ScanPage`](crate::ScanPage)).
     fn scan(&self, table: &Table) -> Result<crate::Scan<'_>> {
-        crate::scan::Scan::new(self.ctx(), table)
+        crate::scan::Scan::new(self.ctx(), table, crate::Partition::WHOLE)
+    }
+
+    /// The pages of partition `part` of `table`, in order (see [`Partition`](crate::Partition)):
+    /// the same rows every time in this transaction, and with the other partitions of its
+    /// count, every row of the table once. A scan stops when it is dropped, and holds only the
+    /// page it last returned: a consumer that drops each page before it waits (on a channel, a
+    /// task) holds nothing a commit waits for.
+    ///
+    /// ```
+    /// # use nvpage::{Column, ColumnType, Database, Partition, ReadOps, RowPlaces, Schema, Value, kind};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path().join("db"))?;
+    /// let mut w = db.begin_write()?;
+    /// let t = w.create_table("t", Schema::new(vec![Column::new("n", ColumnType::I64)])?)?;
+    /// for n in 1..=1000 {
+    ///     w.insert(&t, &[Value::I64(n)])?;
+    /// }
+    /// w.commit()?;
+    /// let r = db.begin_read()?;
+    /// let n = t.col::<kind::I64>("n")?;
+    /// let (mut values, mut places) = (Vec::new(), RowPlaces::new());
+    /// for part in Partition::all(3)? {
+    ///     for page in r.scan_partition(&t, part)? {
+    ///         page?.with_rows(|rows| {
+    ///             let mut batch = rows.locate(&mut places)?;
+    ///             batch.retain(|row| Ok(row.get(rows.col(n)?)? % 2 == 0))?;
+    ///             batch.gather(rows.col(n)?, &mut values, None)
+    ///         })?;
+    ///     }
+    /// }
+    /// assert_eq!(values.len(), 500);
+    /// assert_eq!(values.iter().sum::<i64>(), 250_500);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn scan_partition(&self, table: &Table, part: crate::Partition) -> Result<crate::Scan<'_>> {
+        crate::scan::Scan::new(self.ctx(), table, part)
+    }
+
+    /// Folds partition `part` of `table` a page at a time on the calling thread, as
+    /// [`ReadOps::par_fold_pages`] folds each page, until `fold` returns
+    /// [`ControlFlow::Break`](std::ops::ControlFlow::Break) (a `LIMIT` met, a consumer gone:
+    /// no error) or the pages run out; returns the last value `fold` gave. Each page is held
+    /// only while `fold` runs on it.
+    fn fold_partition<A>(
+        &self,
+        table: &Table,
+        part: crate::Partition,
+        init: A,
+        fold: impl for<'p> FnMut(A, crate::PageRows<'p>) -> Result<std::ops::ControlFlow<A, A>>,
+    ) -> Result<A> {
+        crate::scan::fold_partition(self.ctx(), table, part, init, fold)
     }
 
     /// Calls `f` on every row of `table`, in page order, until it returns an error. Each row

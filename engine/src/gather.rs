@@ -168,9 +168,9 @@ impl<'p> PageBatch<'p, '_> {
             }
             (true, None) => {
                 if let Some(&p) = self.places.iter().find(|&&p| is_null(self.bytes_of(p), index)) {
-                    return Err(Error::Null(self.row_of(p).row().schema().columns()[index]
-                        .name
-                        .clone()));
+                    return Err(Error::Null(
+                        self.row_of(p).row().schema().columns()[index].name.clone(),
+                    ));
                 }
                 values.extend(self.places.iter().map(|&p| K::read(self.bytes_of(p), at)));
             }

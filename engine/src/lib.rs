@@ -148,10 +148,10 @@ pub use nvpage_storage::{
     Durability, Layer, Medium, PageId, PersistMode, PersistRequest, StorageError,
 };
 pub use nvpage_wal::{Prefill, WalError};
+pub use partition::Partition;
 pub use row::{
     Col, Date, Decimal, Kind, OwnedValue, PageCol, PageRow, RowRef, Value, format_scaled, kind,
 };
-pub use partition::Partition;
 pub use scan::{PageRows, Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
 pub use table::{RowId, Table};

@@ -95,8 +95,7 @@ mod tests {
             let mut seen = Vec::new();
             let mut sizes = Vec::new();
             for p in Partition::all(count).unwrap() {
-                let mine: Vec<u64> =
-                    p.runs_of(&runs).iter().flat_map(|&(s, n)| s..s + n).collect();
+                let mine: Vec<u64> = p.runs_of(&runs).iter().flat_map(|&(s, n)| s..s + n).collect();
                 sizes.push(mine.len());
                 seen.extend(mine);
             }

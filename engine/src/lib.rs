@@ -132,6 +132,7 @@ mod partition;
 mod row;
 mod scan;
 mod schema;
+mod snapshot;
 mod table;
 mod txn;
 mod undo;
@@ -154,6 +155,7 @@ pub use row::{
 };
 pub use scan::{PageRows, Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
+pub use snapshot::Snapshot;
 pub use table::{RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
 

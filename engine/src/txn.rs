@@ -68,6 +68,12 @@ pub(crate) fn thread_state_alive() -> bool {
         && nvpage_buffer::thread_state_alive()
 }
 
+/// Whether the calling thread holds `db`'s write transaction (or works for it: a parallel scan's
+/// worker).
+pub(crate) fn writing(db: &Database) -> bool {
+    holds(&WRITING, db.id)
+}
+
 fn holds(list: &'static Held, db: usize) -> bool {
     list.with(|l| l.borrow().contains(&db))
 }
@@ -351,11 +357,18 @@ mod sealed {
     /// The transactions' private half of [`ReadOps`](super::ReadOps): only this crate's
     /// transactions implement it.
     pub trait Reads {
+        /// What the transaction reads with.
         fn ctx(&self) -> Ctx<'_>;
+
+        /// [`Reads::ctx`] for a read that takes page guards: an error where a guard could make
+        /// the calling thread wait for itself.
+        fn pages(&self) -> Result<Ctx<'_>> {
+            Ok(self.ctx())
+        }
     }
 }
 
-pub(crate) use sealed::Ctx;
+pub(crate) use sealed::{Ctx, Reads};
 
 /// What both kinds of transaction can read: tables, rows, scans (see `scan.rs`), each as the
 /// transaction sees them (a read transaction its snapshot, the write transaction its own
@@ -392,7 +405,7 @@ pub trait ReadOps: sealed::Reads {
 
     /// The row `id` of `table`, read in place (see [`RowGuard`]).
     fn get(&self, table: &Table, id: RowId) -> Result<RowGuard<'_>> {
-        get_row(&self.ctx(), table, id)
+        get_row(&self.pages()?, table, id)
     }
 
     /// The index named `name`.
@@ -429,13 +442,13 @@ pub trait ReadOps: sealed::Reads {
     /// lookup: at most one row in a unique index, NULLs aside) or for its first few (a prefix
     /// scan) — in key order, then row id order. See [`IndexScan`].
     fn lookup(&self, index: &Index, key: &[Value<'_>]) -> Result<IndexScan<'_>> {
-        IndexScan::new(self.ctx(), index, Bound::Included(key), Bound::Included(key))
+        IndexScan::new(self.pages()?, index, Bound::Included(key), Bound::Included(key))
     }
 
     /// The first row whose key starts with `key` (see [`ReadOps::lookup`]), read in place; for a
     /// unique index and a whole key, the row with that key.
     fn get_by(&self, index: &Index, key: &[Value<'_>]) -> Result<Option<RowGuard<'_>>> {
-        crate::index::get_by(self.ctx(), index, key)
+        crate::index::get_by(self.pages()?, index, key)
     }
 
     /// The rows whose keys lie between `lo` and `hi`, in key order (`.rev()` for the reverse).
@@ -449,12 +462,12 @@ pub trait ReadOps: sealed::Reads {
         lo: Bound<&[Value<'_>]>,
         hi: Bound<&[Value<'_>]>,
     ) -> Result<IndexScan<'_>> {
-        IndexScan::new(self.ctx(), index, lo, hi)
+        IndexScan::new(self.pages()?, index, lo, hi)
     }
 
     /// The pages of `table`, in order; each lends its rows (see [`ScanPage`](crate::ScanPage)).
     fn scan(&self, table: &Table) -> Result<crate::Scan<'_>> {
-        crate::scan::Scan::new(self.ctx(), table, crate::Partition::WHOLE)
+        crate::scan::Scan::new(self.pages()?, table, crate::Partition::WHOLE)
     }
 
     /// The pages of partition `part` of `table`, in order (see [`Partition`](crate::Partition)):
@@ -490,7 +503,7 @@ pub trait ReadOps: sealed::Reads {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn scan_partition(&self, table: &Table, part: crate::Partition) -> Result<crate::Scan<'_>> {
-        crate::scan::Scan::new(self.ctx(), table, part)
+        crate::scan::Scan::new(self.pages()?, table, part)
     }
 
     /// Folds partition `part` of `table` a page at a time on the calling thread, as
@@ -505,7 +518,7 @@ pub trait ReadOps: sealed::Reads {
         init: A,
         fold: impl for<'p> FnMut(A, crate::PageRows<'p>) -> Result<std::ops::ControlFlow<A, A>>,
     ) -> Result<A> {
-        crate::scan::fold_partition(self.ctx(), table, part, init, fold)
+        crate::scan::fold_partition(self.pages()?, table, part, init, fold)
     }
 
     /// Calls `f` on every row of `table`, in page order, until it returns an error. Each row
@@ -542,7 +555,7 @@ pub trait ReadOps: sealed::Reads {
         F: Fn(A, crate::RowRef<'_>) -> Result<A> + Sync,
         C: Fn(A, A) -> A,
     {
-        crate::scan::par_fold(self.ctx(), table, threads, init, fold, combine)
+        crate::scan::par_fold(self.pages()?, table, threads, init, fold, combine)
     }
 
     /// [`ReadOps::par_fold`] a page at a time: `fold` gets each heap page of `table` as
@@ -592,7 +605,7 @@ pub trait ReadOps: sealed::Reads {
         F: for<'p> Fn(A, crate::PageRows<'p>) -> Result<A> + Sync,
         C: Fn(A, A) -> A,
     {
-        crate::scan::par_fold_pages(self.ctx(), table, threads, init, fold, combine)
+        crate::scan::par_fold_pages(self.pages()?, table, threads, init, fold, combine)
     }
 }
 

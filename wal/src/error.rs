@@ -94,7 +94,8 @@ pub enum WalError {
         /// The UUID in the log's header.
         found: Uuid,
     },
-    /// The append does not fit. Nothing was written; the log is as it was.
+    /// The append does not fit, or the log is full: a full log refuses every append, even one
+    /// of no bytes (as libpmemlog does). Nothing was written; the log is as it was.
     #[error("log full: the append needs {needed} bytes, {available} are free")]
     LogFull {
         /// Bytes the append needs (its record's framing included).

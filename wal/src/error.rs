@@ -121,6 +121,23 @@ pub enum WalError {
         /// The largest file.
         max_bytes: u64,
     },
+    /// A create with size 0 was asked to build a log in a file whose first page, where the
+    /// header goes, is not all zeros: it may hold something else (a log, say), which the
+    /// create would destroy. libpmemlog refuses such a file too (`EEXIST`).
+    #[error(
+        "{path} is not blank: its first {} bytes, where a log's header goes, are not all zeros",
+        crate::layout::DATA_OFFSET
+    )]
+    NotBlank {
+        /// The file.
+        path: PathBuf,
+    },
+    /// `create` was given permission bits outside `0o7777`.
+    #[error("file mode {mode:#o} has bits outside the permission bits 0o7777")]
+    InvalidMode {
+        /// The mode asked for.
+        mode: u32,
+    },
     /// A record payload longer than a record's 32-bit length field.
     #[error("a record payload of {len} bytes passes the limit of {max}")]
     RecordTooLarge {
@@ -143,10 +160,12 @@ impl WalError {
             | Self::Truncated { path, .. }
             | Self::CorruptState { path, .. }
             | Self::CorruptRecord { path, .. }
-            | Self::ForeignLog { path, .. } => Some(path),
+            | Self::ForeignLog { path, .. }
+            | Self::NotBlank { path } => Some(path),
             Self::LogFull { .. }
             | Self::WrongFraming { .. }
             | Self::SizeOutOfRange { .. }
+            | Self::InvalidMode { .. }
             | Self::RecordTooLarge { .. } => None,
         }
     }

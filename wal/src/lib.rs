@@ -58,7 +58,7 @@
 //!
 //! | libpmemlog | here | differences, and why |
 //! |---|---|---|
-//! | `pmemlog_create(path, poolsize, mode)` | [`Log::create`] | takes the database UUID, framing and [`Prefill`] ([`CreateOptions`]); refuses an existing file, as libpmemlog does; reserves the whole file as libpmemlog does (`fallocate`), or also writes it with zeros ([`Prefill::Zeros`]: on a disk, durable appends then overwrite written blocks) |
+//! | `pmemlog_create(path, poolsize, mode)` | [`Log::create`] | takes the database UUID, framing and [`Prefill`] ([`CreateOptions`]); refuses an existing file, as libpmemlog does; reserves the whole file as libpmemlog does (`fallocate`), or also writes it with zeros ([`Prefill::Zeros`]: on a disk, durable appends then overwrite written blocks); with size 0 builds the log in an existing file whose first page is zeros, as libpmemlog does, and writes zeros over the rest of it ([`WalError::NotBlank`] otherwise) |
 //! | `pmemlog_open(path)` | [`Log::open`], [`Log::open_for`] | checks every record below the tail or watermark, finds the records past it, starts a new generation; `open_for` rejects another database's log ([`WalError::ForeignLog`]) |
 //! | `pmemlog_append(plp, buf, count)` | [`Log::append`] | returns the append's position; takes `&self` and runs in parallel with other appends |
 //! | `pmemlog_appendv(plp, iov, n)` | [`Log::append_vectored`] | the same, with [`std::io::IoSlice`] |

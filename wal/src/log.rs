@@ -475,7 +475,7 @@ impl Log {
     /// its watermark that is not of the current generation. The one rewind in 2^20 that would
     /// wrap a record log's generation stores (tail 0, generation 0) instead, zeroes the data
     /// area, and starts again at generation 1 (an open finishes an interrupted zeroing).
-    /// libpmemlog: `pmemlog_rewind` (a pmemobj transaction there).
+    /// libpmemlog: `pmemlog_rewind`, a persisted store of its write offset.
     ///
     /// Takes `&mut self`: no append, walk or record borrow may be in progress, because the
     /// appends after a rewind overwrite the bytes those borrow.

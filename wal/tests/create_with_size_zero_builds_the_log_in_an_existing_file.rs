@@ -9,8 +9,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
 use common::{media, open};
@@ -78,9 +77,8 @@ fn create_with_size_zero_builds_the_log_in_an_existing_file() {
             {
                 let p = m.path(&format!("byte-at-{at}-{framing}"));
                 holey_file(&p, FILE_BYTES);
-                let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
-                std::os::unix::fs::FileExt::write_all_at(&mut f, &[0x5A], at).unwrap();
-                f.flush().unwrap();
+                let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+                f.write_all_at(&[0x5A], at).unwrap();
                 drop(f);
                 let r = Log::create(&p, 0, &opts);
                 if refused {
@@ -98,7 +96,7 @@ fn create_with_size_zero_builds_the_log_in_an_existing_file() {
             old.append(b"stale").unwrap();
             drop(old);
             let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
-            std::os::unix::fs::FileExt::write_all_at(&f, &[0; DATA_OFFSET], 0).unwrap();
+            f.write_all_at(&[0; DATA_OFFSET], 0).unwrap();
             drop(f);
             drop(Log::create(&p, 0, &opts).unwrap());
             let log = open(&p, m.persistence).unwrap();

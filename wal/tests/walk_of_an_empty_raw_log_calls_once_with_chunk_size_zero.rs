@@ -25,9 +25,8 @@ fn chunks(log: &Log, chunk_size: usize) -> Vec<Vec<u8>> {
 #[test]
 fn walk_of_an_empty_raw_log_calls_once_with_chunk_size_zero() {
     for m in media() {
-        let raw =
+        let mut raw =
             create(&m.path("raw.log"), DATA_OFFSET as u64 + 4096, Framing::Raw, m.persistence);
-        let mut raw = raw;
         for when in ["new", "rewound"] {
             let ctx = format!("{} raw log, {when}", m.name);
             assert_eq!(chunks(&raw, 0), vec![Vec::<u8>::new()], "{ctx}: chunk size 0");

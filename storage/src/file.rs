@@ -199,10 +199,18 @@ impl Drop for FenceOnDrop {
 }
 
 impl RawFile {
-    /// Creates a new file (refusing an existing one), locks it, and syncs its directory.
+    /// Creates a new file (refusing an existing one), locks it, and syncs its directory. Its
+    /// permission bits are creat(2)'s default, `0o666` less the process's umask.
     pub fn create(path: &Path, opts: &FileOptions) -> Result<Self> {
+        Self::create_with_mode(path, opts, 0o666)
+    }
+
+    /// [`Self::create`] with permission bits `mode` (`0o7777` at most), less the process's
+    /// umask, as creat(2) applies them: the file has its final bits from the moment it exists.
+    pub fn create_with_mode(path: &Path, opts: &FileOptions, mode: u32) -> Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
         let mut oo = OpenOptions::new();
-        oo.read(true).write(true).create_new(true);
+        oo.read(true).write(true).create_new(true).mode(mode);
         let file = open_noatime(&mut oo, path).map_err(|e| match e.kind() {
             io::ErrorKind::AlreadyExists => StorageError::AlreadyExists { path: path.into() },
             _ => StorageError::io("create", path, e),

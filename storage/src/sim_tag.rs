@@ -20,8 +20,9 @@ pub enum SimOp {
 #[cfg(any(feature = "sim", feature = "pread", feature = "se1", feature = "se2"))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PausePoint {
-    /// A read of a page not yet verified has its bytes (copied out, or SE2's in place, where the
-    /// page's stripe latch is held shared here) and has not checked them yet.
+    /// A read that checks the page (not verified, or a store into it began since the read did)
+    /// has its bytes — copied out, or SE2's in place, whose stripe latch is held shared here —
+    /// and has not checked them yet.
     BeforeCheck,
     /// A store into a page (a sealed write, `store_sealed`, `restore_parts`) has its bytes in
     /// the file and has not yet recorded whether the page is verified.

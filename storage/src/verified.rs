@@ -144,9 +144,10 @@ impl VerifiedPages {
         Stamp(next(update(w, next)))
     }
 
-    /// The store that began with `begun` ended (after its last byte): `sealed` if it stored a
-    /// sealed page whole, whose checksum is its bytes'. V is set only then, and only if nothing
-    /// else touched the word since the store began.
+    /// The store that began with `begun` ended (after its last byte): `sealed` if it succeeded
+    /// in storing a page sealed for its id (whole, or the lines in which it differs from the
+    /// file's), whose checksum is then its bytes'. V is set only then, and only if nothing else
+    /// touched the word since the store began.
     pub(crate) fn end_store(&self, page: u64, begun: Stamp, sealed: bool) {
         let Some(w) = self.word_or_alloc(page) else { return };
         let ended = |x: u64| {

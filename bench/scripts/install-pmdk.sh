@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs Debian's PMDK libpmemlog (and libpmem) for the libpmemlog rows of
-# `nvpage-bench log`, which are built only with the `pmdk` Cargo feature:
+# `nvpage-bench log` and for the log's test against libpmemlog, which are built only with the
+# `pmdk` Cargo feature:
 #   bench/scripts/install-pmdk.sh
 #   cargo run --release -p nvpage-bench --features pmdk -- log
+#   cargo test -p nvpage-wal --features pmdk --test raw_logs_match_libpmemlog
 set -eu
 if [ "$(id -u)" -ne 0 ]; then
     echo "run as root (or with sudo): it calls apt-get" >&2

@@ -21,7 +21,9 @@ pub enum BufferError {
         #[source]
         source: HookError,
     },
-    /// Every frame is pinned (or busy) and another page is needed.
+    /// Every frame is pinned (or busy) and another page is needed: on a thread that does not
+    /// run the write transaction (a reader then reads a private copy instead), or on the
+    /// writer's thread where its own guards pin every frame (it waits for other threads' pins).
     #[error("all {frames} frames are pinned or busy: no frame for page {page}")]
     PoolExhausted {
         /// The page that needed a frame.

@@ -562,6 +562,9 @@ fn create(dir: &Path, log_dir: &Path, b: &Builder, page_size: PageSize) -> Resul
     let log_opts = CreateOptions {
         persistence: b.log_request(),
         prefill: b.log_prefill,
+        // The bits the data file gets (creat(2)'s 0o666 less the umask): who may read the
+        // database may read its log.
+        mode: 0o666,
         ..CreateOptions::new(uuid)
     };
     drop(Log::create(&log_dir.join(LOG_FILE), b.log_bytes, &log_opts)?);

@@ -23,13 +23,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use crate::bits::Bits;
 use crate::error::{Result, StorageError};
 use crate::mapping::{Advice, Mapping};
 use crate::persist::{
     self, Durability, FlushInstr, Medium, PersistMode, PersistRequest, cacheline,
 };
+#[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
+use crate::sim_tag::PausePoint;
 use crate::sim_tag::{SimOp, SimTag};
-use crate::verified::VerifiedPages;
 
 /// The default maximum size of a file: the address space reserved for its mapping.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 << 30;
@@ -83,7 +85,7 @@ pub struct RawFile {
     grow_lock: Mutex<()>,
     poisoned: AtomicBool,
     /// 2 MiB windows of the mapping already populated (memory media only).
-    populated: VerifiedPages,
+    populated: Bits,
     /// Open file descriptions of this file's own, for [`Self::sync_own`] (set once, by
     /// [`Self::open_sync_handles`]).
     sync_handles: OnceLock<Box<[Mutex<File>]>>,
@@ -199,10 +201,18 @@ impl Drop for FenceOnDrop {
 }
 
 impl RawFile {
-    /// Creates a new file (refusing an existing one), locks it, and syncs its directory.
+    /// Creates a new file (refusing an existing one), locks it, and syncs its directory. Its
+    /// permission bits are creat(2)'s default, `0o666` less the process's umask.
     pub fn create(path: &Path, opts: &FileOptions) -> Result<Self> {
+        Self::create_with_mode(path, opts, 0o666)
+    }
+
+    /// [`Self::create`] with permission bits `mode` (`0o7777` at most), less the process's
+    /// umask, as creat(2) applies them: the file has its final bits from the moment it exists.
+    pub fn create_with_mode(path: &Path, opts: &FileOptions, mode: u32) -> Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
         let mut oo = OpenOptions::new();
-        oo.read(true).write(true).create_new(true);
+        oo.read(true).write(true).create_new(true).mode(mode);
         let file = open_noatime(&mut oo, path).map_err(|e| match e.kind() {
             io::ErrorKind::AlreadyExists => StorageError::AlreadyExists { path: path.into() },
             _ => StorageError::io("create", path, e),
@@ -312,7 +322,7 @@ impl RawFile {
             len_bytes: AtomicU64::new(len_bytes),
             grow_lock: Mutex::new(()),
             poisoned: AtomicBool::new(false),
-            populated: VerifiedPages::new(max_bytes.div_ceil(POPULATE_WINDOW)),
+            populated: Bits::new(max_bytes.div_ceil(POPULATE_WINDOW)),
             sync_handles: OnceLock::new(),
             unsynced: AtomicBool::new(true),
             sync_lock: Mutex::new(()),
@@ -323,6 +333,14 @@ impl RawFile {
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Holds the calling thread at `at` for page `page` if the simulator has a pause armed there
+    /// (`sim::Sim::pause`); nothing without the `sim` feature.
+    #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
+    #[inline(always)]
+    pub(crate) fn sim_pause(&self, at: PausePoint, page: u64) {
+        self.sim.pause(at, page);
     }
 
     /// The file's current length in bytes (what growth has made usable).

@@ -26,7 +26,9 @@
 //!   once; no pointer is formed at or past the file's length.
 //! - The page count in the header page is the only truth about how many pages exist; the file may
 //!   be longer, never shorter.
-//! - Every page read is verified (checksum and id) the first time after open.
+//! - Every page read is verified (checksum and id) the first time after open, and a page is
+//!   marked verified only for the bytes the file holds now: a store into the page that overlaps
+//!   a check keeps the check from marking it (`verified.rs`).
 //! - A failed persist poisons the file until it is reopened; nothing pretends data is safe.
 
 #[cfg(not(unix))]
@@ -34,6 +36,7 @@ compile_error!("nvpage-storage supports Unix (Linux on x86_64 is the target)");
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("nvpage-storage's mapped layers need a 64-bit address space");
 
+mod bits;
 mod crc;
 pub mod error;
 pub mod file;

@@ -11,6 +11,8 @@ use crate::file::{FileOptions, RawFile};
 use crate::header::FileHeader;
 use crate::page::{self, MIN_PAGE_SIZE, PageId, PageSize};
 use crate::persist::Durability;
+#[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
+use crate::sim_tag::PausePoint;
 use crate::verified::VerifiedPages;
 
 /// Growth allocates at least this many bytes ahead, so that a file growing page by page does not
@@ -52,7 +54,7 @@ impl PageFile {
             return Err(e);
         }
         let f = Self::assemble(raw, header);
-        f.verified.insert(0);
+        f.header_checked();
         Ok(f)
     }
 
@@ -89,8 +91,15 @@ impl PageFile {
             },
         })?;
         let f = Self::assemble(raw, header);
-        f.verified.insert(0);
+        f.header_checked();
         Ok(f)
+    }
+
+    /// Records the header page verified: it was just written sealed, or read and checked, and
+    /// nothing else has the file yet.
+    fn header_checked(&self) {
+        let before = self.verified.stamp(PageId::HEADER.0);
+        self.verified.insert_if_unchanged(PageId::HEADER.0, before);
     }
 
     fn assemble(raw: RawFile, header: FileHeader) -> Self {
@@ -170,38 +179,69 @@ impl PageFile {
         id.offset(self.page_size)
     }
 
-    /// Checks a page's bytes the first time it is read after open.
+    /// Reads page `id` with `read` and, unless the page is verified, checks the bytes it read;
+    /// returns them. The page is recorded verified only if no store into it began or ended
+    /// from before `read` ran until the check is recorded (`verified.rs`): the mark vouches for
+    /// the bytes the file holds, not for a copy of bytes a store has since replaced. A page
+    /// verified when `read` began is checked anyway if a store into it began meanwhile.
     #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
-    pub(crate) fn verify_once(&self, id: PageId, bytes: &[u8]) -> Result<()> {
-        if self.verified.contains(id.0) {
-            return Ok(());
+    pub(crate) fn read_checked<'b>(
+        &self,
+        id: PageId,
+        read: impl FnOnce() -> Result<&'b [u8]>,
+    ) -> Result<&'b [u8]> {
+        let before = self.verified.stamp(id.0);
+        let bytes = read()?;
+        if before.is_verified() && self.verified.stamp(id.0) == before {
+            return Ok(bytes);
         }
+        self.raw.sim_pause(PausePoint::BeforeCheck, id.0);
         page::verify(bytes, id, self.raw.path())?;
-        self.verified.insert(id.0);
-        Ok(())
+        self.verified.insert_if_unchanged(id.0, before);
+        Ok(bytes)
     }
 
-    /// Whether page `id` has been verified since it was last replaced outside the layer, or
-    /// written sealed through it: its checksum is its bytes' (or it is all zeros, which verifies
-    /// without one), unless something outside this handle changed the file.
+    /// Whether page `id`'s bytes in the file have been checked since open, or stored sealed
+    /// through the layer, with no store into the page since (`verified.rs`): its checksum is its
+    /// bytes' (or it is all zeros, which verifies without one), unless something outside this
+    /// handle changed the file.
+    #[inline]
     pub fn is_verified(&self, id: PageId) -> bool {
         self.verified.contains(id.0)
     }
 
-    /// Records how this handle's store of page `id` (sealed) ended, and returns `r`: stored, the
-    /// page needs no check when read; failed, part of it may be stored, so its checksum no
-    /// longer vouches for its bytes and it is forgotten.
+    /// Runs `put`, which stores a page sealed for `id` (whole, or lines of it whose other bytes
+    /// equal the file's), and records the outcome: the page is verified afterwards only if `put`
+    /// succeeded and no other store into the page overlapped it (a failed store may leave part
+    /// of the page stored, whose checksum then no longer vouches for its bytes).
     #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
-    pub(crate) fn stored(&self, id: PageId, r: Result<()>) -> Result<()> {
-        match &r {
-            Ok(()) => self.verified.insert(id.0),
-            Err(_) => self.forget_verified(id),
-        }
+    pub(crate) fn store_sealed_with(
+        &self,
+        id: PageId,
+        put: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        self.store_with(id, true, put)
+    }
+
+    /// Runs `put`, which stores bytes into page `id` exactly as given (undo's before-image, not
+    /// resealed): the page is unverified from before the first byte is stored, and stays so.
+    #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
+    pub(crate) fn restore_with(&self, id: PageId, put: impl FnOnce() -> Result<()>) -> Result<()> {
+        self.store_with(id, false, put)
+    }
+
+    #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
+    fn store_with(&self, id: PageId, sealed: bool, put: impl FnOnce() -> Result<()>) -> Result<()> {
+        let begun = self.verified.begin_store(id.0);
+        let r = put();
+        self.raw.sim_pause(PausePoint::BeforeRecord, id.0);
+        self.verified.end_store(id.0, begun, sealed && r.is_ok());
         r
     }
 
     /// Forgets that page `id` was verified: its bytes were replaced outside the layer (by abort
-    /// or recovery) and are checked again when next read.
+    /// or recovery) and are checked again when next read. A read that copied the page before
+    /// this call does not mark it verified after it.
     pub fn forget_verified(&self, id: PageId) {
         self.verified.remove(id.0);
     }

@@ -14,6 +14,21 @@ pub enum SimOp {
     Persist,
 }
 
+/// The points inside a page file where the simulator can hold a thread (`sim::Sim::pause`), so
+/// that a test runs another thread's operation in the window between two steps: a race's losing
+/// order, made deterministic.
+#[cfg(any(feature = "sim", feature = "pread", feature = "se1", feature = "se2"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PausePoint {
+    /// A read that checks the page (not verified, or a store into it began since the read did)
+    /// has its bytes — copied out, or SE2's in place, whose stripe latch is held shared here —
+    /// and has not checked them yet.
+    BeforeCheck,
+    /// A store into a page (a sealed write, `store_sealed`, `restore_parts`) has its bytes in
+    /// the file and has not yet recorded whether the page is verified.
+    BeforeRecord,
+}
+
 #[cfg(feature = "sim")]
 pub(crate) use crate::sim::SimTag;
 
@@ -42,4 +57,8 @@ impl SimTag {
 
     #[inline(always)]
     pub(crate) fn synced(&self) {}
+
+    #[cfg(any(feature = "pread", feature = "se1", feature = "se2"))]
+    #[inline(always)]
+    pub(crate) fn pause(&self, _at: PausePoint, _page: u64) {}
 }

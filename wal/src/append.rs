@@ -7,7 +7,8 @@
 //! ```
 //!
 //! - **reserve**: a compare-and-swap on `reserved` claims `[start, end)`; a claim that would pass
-//!   the capacity is refused before anything changes ([`WalError::LogFull`]), so it harms no one.
+//!   the capacity, or any claim once the log is full (an empty one too, as libpmemlog refuses),
+//!   is refused before anything changes ([`WalError::LogFull`]), so it harms no one.
 //! - **copy**: each appender writes its own range, unlocked. In the cache-line modes it uses
 //!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
 //!   stores); a record of the current format from one buffer is stored line by line, its check
@@ -105,7 +106,8 @@ impl Log {
     /// persistence mode ([`Log::durability`]). In a record log `buf` becomes one record; in a raw
     /// log its bytes are added to the stream. libpmemlog: `pmemlog_append`, which returns 0 or -1
     /// and errno; ours returns the append's position, and [`WalError::LogFull`] when it does not
-    /// fit. Safe from many threads at once.
+    /// fit or the log is full (an empty append into a full log too, as libpmemlog refuses it).
+    /// Safe from many threads at once.
     pub fn append(&self, buf: &[u8]) -> Result<RecordPos> {
         self.append_vectored(&[IoSlice::new(buf)])
     }
@@ -200,13 +202,16 @@ impl Log {
         Ok((RecordPos(start), end, marked))
     }
 
-    /// Claims `size` bytes, or refuses without changing anything.
+    /// Claims `size` bytes, or refuses without changing anything. A full log refuses every
+    /// append, even one of no bytes, as libpmemlog does (`ENOSPC` whenever its write offset has
+    /// reached the end, whatever the count): a caller learns that the log is full from the
+    /// first append that finds it so, not from the first that brings bytes.
     fn reserve(&self, size: u64) -> Result<u64> {
         let capacity = self.header.capacity;
         let mut cur = self.reserved.load(Ordering::Relaxed);
         loop {
             let available = capacity - cur;
-            if size > available {
+            if size > available || available == 0 {
                 return Err(WalError::LogFull { needed: size, available });
             }
             match self.reserved.compare_exchange_weak(

@@ -94,7 +94,8 @@ pub enum WalError {
         /// The UUID in the log's header.
         found: Uuid,
     },
-    /// The append does not fit. Nothing was written; the log is as it was.
+    /// The append does not fit, or the log is full: a full log refuses every append, even one
+    /// of no bytes (as libpmemlog does). Nothing was written; the log is as it was.
     #[error("log full: the append needs {needed} bytes, {available} are free")]
     LogFull {
         /// Bytes the append needs (its record's framing included).
@@ -120,6 +121,23 @@ pub enum WalError {
         /// The largest file.
         max_bytes: u64,
     },
+    /// A create with size 0 was asked to build a log in a file whose first page, where the
+    /// header goes, is not all zeros: it may hold something else (a log, say), which the
+    /// create would destroy. libpmemlog refuses such a file too (`EEXIST`).
+    #[error(
+        "{path} is not blank: its first {} bytes, where a log's header goes, are not all zeros",
+        crate::layout::DATA_OFFSET
+    )]
+    NotBlank {
+        /// The file.
+        path: PathBuf,
+    },
+    /// `create` was given permission bits outside `0o7777`.
+    #[error("file mode {mode:#o} has bits outside the permission bits 0o7777")]
+    InvalidMode {
+        /// The mode asked for.
+        mode: u32,
+    },
     /// A record payload longer than a record's 32-bit length field.
     #[error("a record payload of {len} bytes passes the limit of {max}")]
     RecordTooLarge {
@@ -142,10 +160,12 @@ impl WalError {
             | Self::Truncated { path, .. }
             | Self::CorruptState { path, .. }
             | Self::CorruptRecord { path, .. }
-            | Self::ForeignLog { path, .. } => Some(path),
+            | Self::ForeignLog { path, .. }
+            | Self::NotBlank { path } => Some(path),
             Self::LogFull { .. }
             | Self::WrongFraming { .. }
             | Self::SizeOutOfRange { .. }
+            | Self::InvalidMode { .. }
             | Self::RecordTooLarge { .. } => None,
         }
     }

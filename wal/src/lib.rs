@@ -56,20 +56,30 @@
 //!
 //! ## libpmemlog, side by side
 //!
+//! A raw log does what libpmemlog 1.12 does, call for call: the same outcomes (each
+//! [`WalError`] stands for the `errno` libpmemlog sets), bytes walked in the same chunks, the
+//! same `tell`, the same contents after reopen. `tests/raw_logs_match_libpmemlog.rs` (Cargo
+//! feature `pmdk`) runs random sequences and PMDK's own log tests against both. The differences
+//! are deliberate, and these are all of them:
+//!
 //! | libpmemlog | here | differences, and why |
 //! |---|---|---|
-//! | `pmemlog_create(path, poolsize, mode)` | [`Log::create`] | takes the database UUID, framing and [`Prefill`] ([`CreateOptions`]); refuses an existing file, as libpmemlog does; reserves the whole file as libpmemlog does (`fallocate`), or also writes it with zeros ([`Prefill::Zeros`]: on a disk, durable appends then overwrite written blocks) |
-//! | `pmemlog_open(path)` | [`Log::open`], [`Log::open_for`] | checks every record below the tail or watermark, finds the records past it, starts a new generation; `open_for` rejects another database's log ([`WalError::ForeignLog`]) |
-//! | `pmemlog_append(plp, buf, count)` | [`Log::append`] | returns the append's position; takes `&self` and runs in parallel with other appends |
-//! | `pmemlog_appendv(plp, iov, n)` | [`Log::append_vectored`] | the same, with [`std::io::IoSlice`] |
+//! | `pmemlog_create(path, poolsize, mode)` | [`Log::create`] | takes the database UUID, the [`Framing`], the persistence and a [`Prefill`] too ([`CreateOptions`]); the default framing is [`Framing::Records`] (below); a file from [`MIN_FILE_BYTES`](layout::MIN_FILE_BYTES) (4,160 bytes) on, where libpmemlog refuses a pool below 2 MiB (`EINVAL`): the format needs only its header page and a line; `mode` is applied less the umask, as creat(2) applies it, where libpmemlog `chmod`s the file to exactly `mode` (the umask is the administrator's say, and a log holds the database's before-images); with size 0 (built in an existing file) the bytes past the header page are overwritten with zeros, which libpmemlog leaves: a sparse file's holes are filled, so no store through the mapping meets a full disk, and nothing the file held reads as a record; [`Prefill::Zeros`] also writes a new file with zeros (on a disk, durable appends then overwrite written blocks) |
+//! | `pmemlog_open(path)` | [`Log::open`], [`Log::open_for`], [`Log::open_with`] | a record log's open checks every record below its watermark, reads on past it, and starts a new generation; `open_for` rejects another database's log ([`WalError::ForeignLog`]); `open_with` can open read-only |
+//! | pool sets and replicas (a `PMEMPOOLSET` file as the path) | — | not offered: a log is one file |
+//! | `pmemlog_append(plp, buf, count)` | [`Log::append`] | returns the append's position; runs in parallel with other appends (`&self`; libpmemlog takes a write lock); in a record log it is one record of [`record_size`](layout::record_size)`(count)` bytes (16 bytes of header, padded to 64), refused whole if it does not fit |
+//! | `pmemlog_appendv(plp, iov, n)` | [`Log::append_vectored`] | as `append`, with [`std::io::IoSlice`] (a negative count cannot be said) |
 //! | — | [`Log::append_record`], [`Log::records`], [`Log::records_newest_first`] | framed records |
 //! | — | [`Log::append_buffered`] + [`Log::sync`] | batching: not durable until `sync` |
 //! | — | [`Log::prefault`] | maps the whole log writable now; appends otherwise do it 2 MiB at a time |
-//! | `pmemlog_walk(plp, chunksize, cb, arg)` | [`Log::walk`] | a closure returning `bool` (continue); honours the chunk size; holds no lock, so appending from the callback cannot deadlock |
-//! | `pmemlog_rewind(plp)` | [`Log::rewind`] | one 8-byte store; takes `&mut self` so no borrow of old bytes survives it |
-//! | `pmemlog_nbyte(plp)` | [`Log::nbyte`] | usable bytes of the data area |
-//! | `pmemlog_tell(plp)` | [`Log::tell`] | bytes used, framing included; [`Log::durable_tell`] for the durable part |
+//! | `pmemlog_walk(plp, chunksize, cb, arg)` | [`Log::walk`] | a closure returning `bool` (continue); holds no lock and walks a snapshot, so appending from the callback cannot deadlock (libpmemlog's read lock makes it); a record log's chunks are its payloads, each chunked alone, and one with no records gets no call |
+//! | `pmemlog_rewind(plp)` | [`Log::rewind`] | takes `&mut self`, so no borrow of old bytes survives it; starts a new generation |
+//! | `pmemlog_nbyte(plp)` | [`Log::nbyte`] | the file less one 4 KiB header page; libpmemlog keeps two and rounds the pool down to whole pages, so the same file holds 4 KiB less there, and nothing past its last whole page |
+//! | `pmemlog_tell(plp)` | [`Log::tell`] | a record log counts its framing; [`Log::durable_tell`] for the durable part |
 //! | `pmemlog_close(plp)` | `Drop` | a buffered append not yet synced may be lost, as the docs of [`Log::append_buffered`] say |
+//! | `pmemlog_check(path)` | [`Log::open_with`] read-only (`nvpage log check`) | checks a record log's every record too |
+//! | `-1` or `NULL` and `errno`; `pmemlog_errormsg()` | [`Result`] | typed errors ([`WalError`]) naming the file and the cause |
+//! | `pmemlog_check_version`, `pmemlog_set_funcs`, `pmemlog_ctl_*` | — | not offered: Cargo checks versions, Rust's allocator is the process's |
 //!
 //! ## Invariants
 //!

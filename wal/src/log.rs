@@ -26,6 +26,12 @@ pub struct CreateOptions {
     pub persistence: PersistRequest,
     /// How the file's space is set aside (default [`Prefill::Allocate`]).
     pub prefill: Prefill,
+    /// The permission bits of the file a create makes (default `0o600`: the owner reads and
+    /// writes), at most `0o7777`, less the process's umask as creat(2) applies them: the file
+    /// has them from the moment it exists. A create with size 0, which builds the log in an
+    /// existing file, leaves that file's bits as they are. libpmemlog: `pmemlog_create`'s
+    /// `mode`.
+    pub mode: u32,
 }
 
 impl CreateOptions {
@@ -37,6 +43,7 @@ impl CreateOptions {
             framing: Framing::Records,
             persistence: PersistRequest::Auto,
             prefill: Prefill::Allocate,
+            mode: 0o600,
         }
     }
 }
@@ -144,21 +151,34 @@ unsafe impl Sync for Log {}
 
 impl Log {
     /// Creates a log file of `size_bytes` bytes (header page included), refusing an existing
-    /// file. libpmemlog: `pmemlog_create(path, poolsize, mode)`; ours takes the database UUID
-    /// and the framing instead of a file mode (the file gets the process's umask), and a crash
-    /// during create leaves a file that `open` rejects (delete it and create again) or an empty
-    /// log.
+    /// file ([`StorageError::AlreadyExists`]), with permission bits [`CreateOptions::mode`].
+    ///
+    /// With `size_bytes` 0 it builds the log inside the existing file `path` instead, taking
+    /// the file's size, as `pmemlog_create(path, 0, mode)` does: the file must exist
+    /// ([`WalError::Missing`]), be of a size a log may have ([`WalError::SizeOutOfRange`]) and
+    /// hold only zeros in its first [`DATA_OFFSET`] bytes, where the header goes
+    /// ([`WalError::NotBlank`]; libpmemlog likewise refuses a file whose pool header is not
+    /// zeros). What the rest of the file held is overwritten with zeros, whatever the
+    /// [`Prefill`]: the file may be sparse (a `truncate`d one is), and no byte it held may later
+    /// read as a record. Its permission bits are left as they are.
+    ///
+    /// libpmemlog: `pmemlog_create(path, poolsize, mode)`; ours takes the database UUID, the
+    /// framing and the persistence too. A crash during create leaves a file that `open` rejects
+    /// (a new file: delete it and create again; an existing one: zero its first page) or an
+    /// empty log.
     pub fn create(path: &Path, size_bytes: u64, opts: &CreateOptions) -> Result<Self> {
-        let max_bytes = DATA_OFFSET as u64 + MAX_CAPACITY;
-        if !(MIN_FILE_BYTES..=max_bytes).contains(&size_bytes) {
-            return Err(WalError::SizeOutOfRange {
-                size_bytes,
-                min_bytes: MIN_FILE_BYTES,
-                max_bytes,
-            });
+        if opts.mode & !0o7777 != 0 {
+            return Err(WalError::InvalidMode { mode: opts.mode });
         }
-        let fopts = file_options(false, opts.persistence, size_bytes);
-        let file = RawFile::create(path, &fopts)?;
+        let in_place = size_bytes == 0;
+        let file = if in_place {
+            claim_blank_file(path, opts.persistence)?
+        } else {
+            check_file_size(size_bytes)?;
+            let fopts = file_options(false, opts.persistence, size_bytes);
+            RawFile::create_with_mode(path, &fopts, opts.mode)?
+        };
+        let size_bytes = if in_place { file.len_bytes() } else { size_bytes };
         let header = LogHeader {
             version: layout::FORMAT_VERSION,
             framing: opts.framing,
@@ -167,15 +187,17 @@ impl Log {
         };
         let made = (|| {
             file.grow_to(size_bytes)?;
-            if opts.prefill == Prefill::Zeros {
+            if in_place || opts.prefill == Prefill::Zeros {
                 // Before the state word and header, all synced together below: the blocks were
-                // allocated and read as zeros, so a crash anywhere leaves what a crash in a
-                // create without this would (only the prefill's benefit may be partial).
-                // SAFETY: the file was created just now; no log hands out references into it.
+                // allocated and read as zeros (or, in place, the header page was blank), so a
+                // crash anywhere leaves what a crash in a create without this would (only the
+                // prefill's benefit may be partial). In place, the zeros also fill the file's
+                // holes, so that no store through the mapping can meet a full disk.
+                // SAFETY: the log that will hand out references into the file's mapping does
+                // not exist yet, and the file is locked against every other opener.
                 unsafe { write_zeros(&file, 0, header.capacity)? };
             }
-            // SAFETY: the file was created just now, and the log that will hand out references
-            // into its mapping does not exist yet.
+            // SAFETY: as above.
             unsafe {
                 file.write_at_mapped(&FRESH.encode().to_le_bytes(), STATE_OFFSET as u64)?;
                 file.write_at_mapped(&header.encode(), 0)?;
@@ -184,7 +206,9 @@ impl Log {
         })();
         if let Err(e) = made {
             drop(file);
-            let _ = std::fs::remove_file(path);
+            if !in_place {
+                let _ = std::fs::remove_file(path);
+            }
             return Err(e.into());
         }
         Self::assemble(file, header, FRESH)
@@ -451,7 +475,7 @@ impl Log {
     /// its watermark that is not of the current generation. The one rewind in 2^20 that would
     /// wrap a record log's generation stores (tail 0, generation 0) instead, zeroes the data
     /// area, and starts again at generation 1 (an open finishes an interrupted zeroing).
-    /// libpmemlog: `pmemlog_rewind` (a pmemobj transaction there).
+    /// libpmemlog: `pmemlog_rewind`, a persisted store of its write offset.
     ///
     /// Takes `&mut self`: no append, walk or record borrow may be in progress, because the
     /// appends after a rewind overwrite the bytes those borrow.
@@ -549,6 +573,37 @@ unsafe fn write_zeros(file: &RawFile, from: u64, len: u64) -> nvpage_storage::Re
         at += n;
     }
     Ok(())
+}
+
+/// Refuses a log file size outside what the format holds.
+fn check_file_size(size_bytes: u64) -> Result<()> {
+    let max_bytes = DATA_OFFSET as u64 + MAX_CAPACITY;
+    if !(MIN_FILE_BYTES..=max_bytes).contains(&size_bytes) {
+        return Err(WalError::SizeOutOfRange { size_bytes, min_bytes: MIN_FILE_BYTES, max_bytes });
+    }
+    Ok(())
+}
+
+/// Opens and locks the existing file `path` for a create with size 0 (see [`Log::create`]): it
+/// must exist, be of a size a log may have, and hold only zeros where the header page goes.
+fn claim_blank_file(path: &Path, persistence: PersistRequest) -> Result<RawFile> {
+    let len = match std::fs::metadata(path) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(WalError::Missing { path: path.into() });
+        }
+        Err(e) => return Err(StorageError::io("stat", path, e).into()),
+    };
+    check_file_size(len)?;
+    let file = RawFile::open(path, &file_options(false, persistence, len))?;
+    // Judged by what the file holds now that it is locked: it may have changed since the `stat`.
+    check_file_size(file.len_bytes())?;
+    let mut head = vec![0u8; DATA_OFFSET];
+    file.read_at(&mut head, 0)?;
+    if head.iter().any(|&b| b != 0) {
+        return Err(WalError::NotBlank { path: path.into() });
+    }
+    Ok(file)
 }
 
 fn file_options(read_only: bool, persistence: PersistRequest, max_bytes: u64) -> FileOptions {

@@ -64,29 +64,30 @@ impl Log {
         Ok(all)
     }
 
-    /// Calls `f` with the log's contents in chunks of at most `chunk_size` bytes (0: as large as
-    /// possible), oldest first, until it returns `false`. In a raw log the chunks are the byte
-    /// stream; in a record log they are the payloads, a chunk never spanning two records (an
-    /// empty record is one empty chunk). libpmemlog: `pmemlog_walk`, which ignored its chunk size
-    /// and held a read lock, so an append from the callback deadlocked; ours holds no lock and
-    /// walks a snapshot (appends made from the callback are not visited).
+    /// Calls `f` with the log's contents in chunks of at most `chunk_size` bytes, oldest first,
+    /// until it returns `false`. libpmemlog: `pmemlog_walk`, whose chunking ours follows.
+    ///
+    /// - A raw log is walked as libpmemlog walks its byte stream: with `chunk_size` 0, one call
+    ///   with the whole stream, even an empty one (`f`'s answer then does not matter); otherwise
+    ///   consecutive chunks of `chunk_size` bytes, the last one shorter, and none at all when
+    ///   the log is empty.
+    /// - A record log is walked record by record, its payloads chunked the same way (`chunk_size`
+    ///   0: each payload whole), a chunk never spanning two records: an empty record is one
+    ///   empty chunk, so a log with no records gets no call at all.
+    ///
+    /// `pmemlog_walk` holds its pool's read lock, so an append from the callback deadlocks; ours
+    /// holds no lock and walks a snapshot (appends made from the callback are not visited).
     pub fn walk(&self, chunk_size: usize, mut f: impl FnMut(&[u8]) -> bool) -> Result<()> {
-        let chunks = |bytes: &[u8], f: &mut dyn FnMut(&[u8]) -> bool| -> bool {
-            if bytes.is_empty() || chunk_size == 0 {
-                return f(bytes);
-            }
-            bytes.chunks(chunk_size).all(f)
-        };
         match self.header.framing {
             Framing::Raw => {
-                let data = self.data(self.copied.load(Ordering::Acquire));
-                if !data.is_empty() {
-                    chunks(data, &mut f);
-                }
+                walk_chunks(self.data(self.copied.load(Ordering::Acquire)), chunk_size, &mut f);
             }
             Framing::Records => {
                 for r in self.records()? {
-                    if !chunks(r?.payload, &mut f) {
+                    let payload = r?.payload;
+                    // An empty record is one empty chunk, whatever the chunk size.
+                    let size = if payload.is_empty() { 0 } else { chunk_size };
+                    if !walk_chunks(payload, size, &mut f) {
                         break;
                     }
                 }
@@ -94,4 +95,14 @@ impl Log {
         }
         Ok(())
     }
+}
+
+/// Hands `bytes` to `f` as `pmemlog_walk` does: whole (even empty) if `chunk_size` is 0, else in
+/// consecutive chunks of `chunk_size` bytes (none if `bytes` is empty) while `f` returns `true`.
+/// Returns whether `f` asked for more.
+fn walk_chunks(bytes: &[u8], chunk_size: usize, f: &mut impl FnMut(&[u8]) -> bool) -> bool {
+    if chunk_size == 0 {
+        return f(bytes);
+    }
+    bytes.chunks(chunk_size).all(f)
 }

@@ -62,9 +62,9 @@ impl BufferPool {
 
     /// A frame for `id` from the clock. Other threads give up with
     /// [`BufferError::PoolExhausted`] (a reader then reads a private copy); the running
-    /// writer's thread instead waits for readers to let a frame go — a commit must never fail
-    /// because readers hold guards (R8) — unless its own guards hold the frames it lacks, which
-    /// would be a wait on itself.
+    /// writer's thread instead waits for readers to let a frame go — a reader is never the cause
+    /// of a writer's error (R10) — unless its own guards hold every frame, where the wait would
+    /// be on itself.
     fn clock_victim(&self, id: PageId) -> Result<usize> {
         if let Some(f) = self.take_recycled() {
             return Ok(f);
@@ -111,10 +111,17 @@ impl BufferPool {
         }
     }
 
-    /// The writer found no frame: readers hold them all (guards on frames, or in SE2 guards on
-    /// the pages of its dirty frames, which eviction skips). Writes back one of its dirty
-    /// frames, waiting for the readers of its page, or else waits until another thread unpins a
-    /// frame. `Ok(false)` if this thread's own guards hold frames (waiting would be on itself).
+    /// The writer found no frame: every frame is pinned (by readers' guards, or its own), or in
+    /// SE2 readers hold the pages of its dirty frames in place (eviction skips those). Writes
+    /// back one of its dirty frames, waiting for the readers of its page, or else waits until
+    /// another thread unpins a frame (R10).
+    ///
+    /// The wait ends: the writer's thread is in a transaction, so every other thread pinning a
+    /// frame is a reader, or a parallel-scan worker, and neither waits for the writer; and while
+    /// this thread's guards pin fewer frames than the pool has, some frame is pinned by others
+    /// only. `Ok(false)` where they pin as many — each guard counted, so two on one frame count
+    /// twice: erring towards the error, never towards a wait nobody else can end — and the
+    /// caller reports [`BufferError::PoolExhausted`].
     fn wait_for_a_frame(&self) -> Result<bool> {
         let dirty = self.metas.iter().position(|m| {
             m.owner() == Owner::Writer
@@ -130,7 +137,7 @@ impl BufferPool {
                 return Ok(true);
             }
         }
-        if super::guard::pins_held_here() > 0 {
+        if super::guard::pins_held_here() >= self.metas.len() {
             return Ok(false);
         }
         self.counters.add(Counter::WriteBackWait, 1);

@@ -296,11 +296,34 @@ impl BufferPool {
         }
     }
 
-    /// Runs `f` on page `id` as the file holds it now (in place for SE2, under the layer's own
-    /// latch; a copy otherwise), verified on its first read: for tools and tests that check
-    /// what reached the file.
+    /// Runs `f` on page `id` as the file holds it now, verified on its first read: for tools
+    /// and tests that check what reached the file.
+    ///
+    /// SE2 runs `f` on the page in place, under the page's latch held shared, as a redirected
+    /// read guard does (and never under the layer's own stripe latch, which stores of 1/256 of
+    /// all pages take): from `f`, storing the page itself (a flush, a write-back) is
+    /// [`BufferError::LatchHeld`], and storing any other page works. The other layers run `f`
+    /// on a copy, holding nothing.
     pub fn with_file_page(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()> {
-        Ok(self.layer.with_page(id, f)?)
+        if self.kind != Layer::Se2 {
+            return Ok(self.layer.with_page(id, f)?);
+        }
+        self.layer.file().check_id(id)?;
+        let st = self.page_state(id)?;
+        self.lock_page_shared(st, id)?;
+        let ptr = match self.layer.mapped_page(id) {
+            Ok(Some(ptr)) => ptr,
+            Ok(None) => unreachable!("the SE2 layer always maps"),
+            Err(e) => {
+                self.unlock_page_shared(st, id);
+                return Err(e.into());
+            }
+        };
+        // The guard holds the page latch (taken above) and releases it on drop, `f`'s panic
+        // included.
+        let page = PageRef::mapped(self, st, id, ptr);
+        f(&page);
+        Ok(())
     }
 
     /// Writes the header page (page 0) with the page count in memory, in place under its page

@@ -53,8 +53,11 @@ impl MappedPages {
 
     /// Copies page `id` into `frame` and verifies it on its first read.
     pub(super) fn copy_out(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
-        self.copy_raw(id, frame)?;
-        self.file.verify_once(id, frame)
+        self.file.read_checked(id, || {
+            self.copy_raw(id, frame)?;
+            Ok(frame)
+        })?;
+        Ok(())
     }
 
     /// Copies page `id` into `buf` as the mapping holds it, unverified.
@@ -76,7 +79,7 @@ impl MappedPages {
     pub(super) fn store(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
         self.check_store(id, frame.len())?;
         page::seal(frame, id);
-        self.file.stored(id, self.put(id, &[(0, frame)]))
+        self.file.store_sealed_with(id, || self.put(id, &[(0, frame)]))
     }
 
     /// Stores the `lines` of `frame`, a page sealed for `id` already, as page `id`
@@ -95,22 +98,16 @@ impl MappedPages {
         } else {
             super::span_part(frame, lines)?.into_iter().collect()
         };
-        self.file.stored(id, self.put(id, &parts))
+        self.file.store_sealed_with(id, || self.put(id, &parts))
     }
 
     /// Stores `parts` (offsets into page `id` and bytes) exactly as given (undo's before-image,
-    /// not resealed) and forgets that the page was verified; persists at once in the cache-line
-    /// modes.
+    /// not resealed), leaving the page unverified; persists at once in the cache-line modes.
     pub(super) fn restore(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()> {
         self.file.check_id(id)?;
         self.file.check_parts(parts)?;
         self.file.raw().check_writable()?;
-        // Forgotten before (a store that fails part-way leaves bytes the checksum is not for)
-        // and after (a read in between may have verified the bytes being replaced).
-        self.file.forget_verified(id);
-        let r = self.put(id, parts);
-        self.file.forget_verified(id);
-        r
+        self.file.restore_with(id, || self.put(id, parts))
     }
 
     fn check_store(&self, id: PageId, len: usize) -> Result<()> {
@@ -176,13 +173,13 @@ impl MappedPages {
     pub(super) fn in_place(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()> {
         self.file.check_id(id)?;
         let _shared = self.stripe(id).read();
+        let len = self.file.page_size().bytes();
         // SAFETY: the page lies inside the mapped, allocated file; the shared stripe latch keeps
-        // `store` of this page out for the slice's lifetime, which ends with this block. Writers
-        // outside this type (the buffer manager's SE2 write-back) also go through `store`.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(self.ptr(id).as_ptr(), self.file.page_size().bytes())
-        };
-        self.file.verify_once(id, bytes)?;
+        // `put` of this page out for the slice's lifetime, which ends with this function.
+        // Writers outside this type (the buffer manager's SE2 write-back) also go through `put`.
+        let page = unsafe { std::slice::from_raw_parts(self.ptr(id).as_ptr(), len) };
+        // Read in place: the check reads the bytes after the page's stamp is taken.
+        let bytes = self.file.read_checked(id, || Ok(page))?;
         f(bytes);
         Ok(())
     }

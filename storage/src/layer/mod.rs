@@ -183,6 +183,11 @@ pub trait FileLayer: Send + Sync + fmt::Debug {
     /// Runs `f` on page `id`'s bytes in place where the layer can (SE2), holding the layer's own
     /// shared latch for the page so no write-back of it overlaps; copies into a scratch page for
     /// the other layers. Verifies the page on its first read.
+    ///
+    /// On SE2 that latch is one of 256 stripes (by page id modulo 256), which every store into a
+    /// page of the stripe takes exclusively: `f` must not store, through this layer, the page or
+    /// any page `id ± 256·k` — the store would wait for `f` for ever. (The buffer pool's
+    /// `with_file_page` reads in place under its own page latch instead.)
     fn with_page(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()>;
 
     /// Makes every page written so far durable (`fdatasync`, or `msync` of the file; a fence in

@@ -32,8 +32,12 @@ impl FileLayer for PreadLayer {
     fn read_page(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
         self.file.check_id(id)?;
         self.file.check_buf(frame.len())?;
-        self.file.raw().read_at(frame, self.file.offset(id))?;
-        self.file.verify_once(id, frame)
+        let at = self.file.offset(id);
+        self.file.read_checked(id, || {
+            self.file.raw().read_at(frame, at)?;
+            Ok(frame)
+        })?;
+        Ok(())
     }
 
     fn read_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
@@ -47,33 +51,32 @@ impl FileLayer for PreadLayer {
         self.file.check_buf(frame.len())?;
         self.file.raw().check_writable()?;
         page::seal(frame, id);
-        self.file.stored(id, self.file.raw().write_at(frame, self.file.offset(id)))
+        let at = self.file.offset(id);
+        self.file.store_sealed_with(id, || self.file.raw().write_at(frame, at))
     }
 
     fn store_sealed(&self, id: PageId, frame: &[u8], lines: &[Range<usize>]) -> Result<()> {
         self.file.check_id(id)?;
         self.file.check_buf(frame.len())?;
         self.file.raw().check_writable()?;
-        let r = match super::span_part(frame, lines)? {
-            Some((off, bytes)) => {
-                self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)
-            }
+        let span = super::span_part(frame, lines)?;
+        let base = self.file.offset(id);
+        // No lines: the file holds the sealed page already (the caller vouches for every byte).
+        self.file.store_sealed_with(id, || match span {
+            Some((off, bytes)) => self.file.raw().write_at(bytes, base + off as u64),
             None => Ok(()),
-        };
-        self.file.stored(id, r)
+        })
     }
 
     fn restore_parts(&self, id: PageId, parts: &[(usize, &[u8])]) -> Result<()> {
         self.file.check_id(id)?;
         self.file.check_parts(parts)?;
-        // Forgotten before (a write that fails part-way leaves bytes the checksum is not for)
-        // and after (a read in between may have verified the bytes being replaced).
-        self.file.forget_verified(id);
-        let r = parts.iter().try_for_each(|&(off, bytes)| {
-            self.file.raw().write_at(bytes, self.file.offset(id) + off as u64)
-        });
-        self.file.forget_verified(id);
-        r
+        let base = self.file.offset(id);
+        self.file.restore_with(id, || {
+            parts
+                .iter()
+                .try_for_each(|&(off, bytes)| self.file.raw().write_at(bytes, base + off as u64))
+        })
     }
 
     fn mapped_page(&self, id: PageId) -> Result<Option<NonNull<u8>>> {

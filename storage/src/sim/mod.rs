@@ -16,6 +16,10 @@
 //! [`Sim::fail`] fails the N-th call of a kind (`pread`, `pwrite`, growth, persist) once or for
 //! good, with any errno: `ENOSPC` on growth is a full disk. Everything is deterministic from the
 //! seed; tests print it when they fail.
+//!
+//! [`Sim::pause`] holds the next thread that reaches a [`PausePoint`] for a page of a file under
+//! the simulator until the test lets it go: a race between two threads is run in the order that
+//! loses, every time, with no sleep.
 
 mod crash;
 
@@ -24,12 +28,14 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Weak, mpsc};
 
 use parking_lot::Mutex;
 
+use crate::page::PageId;
 use crate::sim_tag::SimOp;
 
+pub use crate::sim_tag::PausePoint;
 pub use crash::{CrashReport, Tear};
 
 /// Whether an injected fault fires once or for every matching call from then on.
@@ -88,11 +94,22 @@ pub struct OpCounts {
     pub injected_failures: u64,
 }
 
+/// A pause waiting for a thread to reach its point: the thread tells `reached`, then waits for
+/// `resume` (a message, or the [`Pause`]'s end).
+#[derive(Debug)]
+struct ArmedPause {
+    at: PausePoint,
+    page: u64,
+    reached: mpsc::Sender<()>,
+    resume: mpsc::Receiver<()>,
+}
+
 #[derive(Debug)]
 struct WorldState {
     files: HashMap<PathBuf, Arc<Tracked>>,
     counts: OpCounts,
     faults: Vec<ArmedFault>,
+    pauses: Vec<ArmedPause>,
     crashes: u64,
 }
 
@@ -138,6 +155,7 @@ impl Sim {
                 files: HashMap::new(),
                 counts: OpCounts::default(),
                 faults: Vec::new(),
+                pauses: Vec::new(),
                 crashes: 0,
             }),
         });
@@ -160,6 +178,21 @@ impl Sim {
     /// Disarms every fault.
     pub fn clear_faults(&self) {
         self.world.state.lock().faults.clear();
+    }
+
+    /// Arms a pause: the next thread to reach `at` for page `page` of a file under the simulator
+    /// is held there until the returned [`Pause`] lets it go (or is dropped). One thread, once;
+    /// several pauses may be armed at once.
+    pub fn pause(&self, at: PausePoint, page: PageId) -> Pause {
+        let (reached_tx, reached) = mpsc::channel();
+        let (resume, resume_rx) = mpsc::channel();
+        self.world.state.lock().pauses.push(ArmedPause {
+            at,
+            page: page.0,
+            reached: reached_tx,
+            resume: resume_rx,
+        });
+        Pause { at, page, reached, resume }
     }
 
     /// Calls counted so far.
@@ -202,7 +235,51 @@ impl Sim {
     }
 }
 
+/// A thread held, or about to be held, at a [`PausePoint`] ([`Sim::pause`]).
+#[derive(Debug)]
+pub struct Pause {
+    at: PausePoint,
+    page: PageId,
+    reached: mpsc::Receiver<()>,
+    resume: mpsc::Sender<()>,
+}
+
+impl Pause {
+    /// Blocks until a thread is held at the pause's point.
+    ///
+    /// # Panics
+    /// If the simulator was dropped first (no thread can reach the pause then).
+    pub fn wait_reached(&self) {
+        self.reached.recv().unwrap_or_else(|_| {
+            panic!(
+                "the simulator ended before a thread reached {:?} of page {}",
+                self.at, self.page
+            )
+        });
+    }
+
+    /// Lets the held thread go on (dropping the pause does too).
+    pub fn resume(self) {
+        let _ = self.resume.send(());
+    }
+}
+
 impl World {
+    /// Holds the calling thread at `at` for `page` if a pause is armed there: tells the test,
+    /// then waits for it to resume the pause, outside the world's lock.
+    fn pause(&self, at: PausePoint, page: u64) {
+        let armed = {
+            let mut st = self.state.lock();
+            let i = st.pauses.iter().position(|p| p.at == at && p.page == page);
+            i.map(|i| st.pauses.swap_remove(i))
+        };
+        if let Some(p) = armed {
+            let _ = p.reached.send(());
+            // A message or a dropped `Pause`: either way, go on.
+            let _ = p.resume.recv();
+        }
+    }
+
     fn check(&self, op: SimOp) -> io::Result<()> {
         let mut st = self.state.lock();
         match op {
@@ -332,6 +409,14 @@ impl SimTag {
     pub(crate) fn synced(&self) {
         if let Some(t) = &self.0 {
             t.synced();
+        }
+    }
+
+    // Only the layers' page files pause; a build with none (the log's) never calls this.
+    #[cfg_attr(not(any(feature = "pread", feature = "se1", feature = "se2")), allow(dead_code))]
+    pub(crate) fn pause(&self, at: PausePoint, page: u64) {
+        if let Some(w) = self.0.as_ref().and_then(|t| t.world.upgrade()) {
+            w.pause(at, page);
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use nvpage_storage::page::{self, PAGE_HEADER_LEN};
-use nvpage_storage::{FileLayer, Layer, OpenOptions, PageId, PageSize, Result};
+use nvpage_storage::{FileLayer, Layer, OpenOptions, PageId, PageSize, Result, StorageError};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use tempfile::TempDir;
@@ -120,4 +120,25 @@ pub fn fill(layer: &dyn FileLayer, count: u64, seed: u64) -> Vec<Vec<u8>> {
     layer.write_header().expect("write_header");
     layer.sync().expect("sync");
     pages
+}
+
+/// Reads page `id` every way `l` offers (`read_page`, `with_page`, and SE2's `mapped_page`),
+/// expecting each to refuse it with `ChecksumMismatch` naming it; returns what went otherwise.
+pub fn reads_not_refused(l: &dyn FileLayer, id: PageId) -> Vec<String> {
+    let mut reads = vec![("read_page", read(l, id)), ("with_page", read_in_place(l, id))];
+    if l.layer() == Layer::Se2 {
+        // A pointer: no bytes to show.
+        reads.push(("mapped_page", l.mapped_page(id).map(|_| Vec::new())));
+    }
+    reads
+        .into_iter()
+        .filter_map(|(how, r)| match r {
+            Err(StorageError::ChecksumMismatch { page, .. }) if page == id => None,
+            Err(e) => Some(format!("{how} of page {id}: {e}")),
+            Ok(b) => Some(format!(
+                "{how} handed out page {id} unchecked (payload starts {:02x?})",
+                b.get(PAGE_HEADER_LEN..PAGE_HEADER_LEN + 4).unwrap_or_default()
+            )),
+        })
+        .collect()
 }

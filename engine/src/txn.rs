@@ -94,11 +94,15 @@ fn leave(list: &'static Held, db: usize) {
 /// Refuses what would make the calling thread wait for itself on the writer's lock: holding
 /// `db`'s write transaction ([`Error::WriteTxnHeld`]), or a read transaction whose guards could
 /// hold up the commit it would wait for ([`Error::ReadTxnHeld`]).
+///
+/// A guard read through a [`Snapshot`](crate::Snapshot) that holds a page's latch (SE2 reads
+/// in place) counts as a read transaction held: the snapshot moves between threads, its guards
+/// do not, so what this thread holds is what its guards hold.
 pub(crate) fn refuse_if_holding(db: &Database) -> Result<()> {
     if holds(&WRITING, db.id) {
         return Err(Error::WriteTxnHeld);
     }
-    if holds(&READING, db.id) {
+    if holds(&READING, db.id) || db.pool.latched_here() {
         return Err(Error::ReadTxnHeld);
     }
     Ok(())

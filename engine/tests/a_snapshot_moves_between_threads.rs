@@ -126,6 +126,48 @@ fn the_writers_thread_reads_no_page_through_a_snapshot() {
 }
 
 #[test]
+fn a_guard_read_in_place_through_a_snapshot_keeps_its_thread_from_writing() {
+    for layer in Layer::compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path(), layer);
+        let ids = commit_table(&db, 10, |_| Row { qty: 1, note: None });
+        // Reopened, so that no frame holds the table's page: SE2 then reads it in place.
+        drop(db);
+        let db = open(dir.path(), layer);
+        let snap = db.snapshot().unwrap();
+        let t = snap.table("t").unwrap();
+        let page = snap.scan(&t).unwrap().next().unwrap().unwrap();
+        assert_eq!(page.is_redirected(), layer == Layer::Se2);
+        let guard = snap.get(&t, ids[3]).unwrap();
+        match layer {
+            // SE2 reads the page in place, holding its latch: this thread's commit would store
+            // into that page and wait for the guard, on this very thread.
+            Layer::Se2 => {
+                assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld)), "{layer:?}");
+                drop(page);
+                assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld)), "{layer:?}");
+                drop(guard);
+            }
+            // Elsewhere the guard holds a copy: a commit never waits for it, and writing here
+            // with the guard alive is allowed and commits.
+            _ => {
+                let mut w = db.begin_write().unwrap();
+                let t = w.table("t").unwrap();
+                let key = t.col::<kind::I64>("key").unwrap();
+                w.update(&t, ids[3], &common::values(3, &Row { qty: 9, note: None })).unwrap();
+                w.commit().unwrap();
+                assert_eq!(guard.row().unwrap().get(key).unwrap(), 3, "{layer:?}");
+                let qty = t.col::<kind::I32>("qty").unwrap();
+                assert_eq!(guard.row().unwrap().get(qty).unwrap(), 1, "the snapshot's bytes");
+                drop((guard, page));
+            }
+        }
+        let w = db.begin_write().unwrap();
+        w.commit().unwrap();
+    }
+}
+
+#[test]
 fn a_snapshot_keeps_the_database_open_until_its_last_clone_is_gone() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), Layer::best_compiled());

@@ -109,7 +109,15 @@
 //! it lost, never reading newer bytes. [`Database`] is `Send + Sync`; a [`ReadTxn`] stays on
 //! its thread (neither `Send` nor `Sync`: other threads read through it only as
 //! [`ReadOps::par_fold`]'s workers, which act for it), and so does a [`WriteTxn`] (its parallel
-//! scans aside).
+//! scans aside). A [`Snapshot`] (from [`Database::snapshot`]) is the read that moves: owned,
+//! `Send + Sync`, cheap to clone, every clone reading one commit; what is read through it stays
+//! on the thread that read it.
+//!
+//! For columnar consumers (a SQL engine's scans): [`ReadOps::scan_partition`] reads
+//! [`Partition`] `i` of `n` of a table (the same rows every time in one snapshot),
+//! [`ReadOps::fold_partition`] folds one until the fold breaks, and [`PageRows::locate`] finds a
+//! page's rows once so that filters ([`PageBatch::retain`]) and column gathers
+//! ([`PageBatch::gather`], [`PageBatch::gather_bytes`]) work on them a column at a time.
 
 #![forbid(unsafe_code)]
 

@@ -19,7 +19,8 @@
 //! What it is not: a test suite. Nothing here asserts on a time.
 
 // `deny`, not `forbid`, for two calls, each allowed where it is, with its proof: heed's
-// `EnvOpenOptions::open` (LMDB, for the kv benchmark's comparison) in `kv/engines/lmdb_store.rs`,
+// `EnvOpenOptions::open` (LMDB, for the kv benchmark's comparison, feature `lmdb`) in
+// `kv/engines/lmdb_store.rs`,
 // and `RawFile::store_persist` in the log benchmark's floor row (`log.rs`, `small_floor`). No
 // other code of the crate has `unsafe`.
 #![deny(unsafe_code)]
@@ -28,6 +29,7 @@ pub mod chart;
 pub mod cputime;
 pub mod dirs;
 pub mod engine;
+pub mod features;
 pub mod kv;
 pub mod log;
 pub mod machine;

@@ -11,6 +11,8 @@
 //! - [`storage`]: the file layers against each other and against the machine (issue 2).
 //! - [`tpch`]: the TPC-H query-time comparison across layers, media, pool sizes, cold and warm
 //!   (issue 6).
+//! - [`features`]: the engines nvpage is compared with (SQLite, LMDB, redb), each compiled in
+//!   only with its Cargo feature (`sqlite`, `lmdb`, `redb`; `compare` for all three).
 //! - [`chart`], [`cputime`], [`dirs`], [`machine`], [`memlimit`], [`memory`], [`report`],
 //!   [`stats`]: what every benchmark shares — SVG bar charts, CPU time, the disk and tmpfs
 //!   directories, machine facts, the memory limit in force, memory baselines, tables and JSON,

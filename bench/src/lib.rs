@@ -22,9 +22,8 @@
 
 // `deny`, not `forbid`, for two calls, each allowed where it is, with its proof: heed's
 // `EnvOpenOptions::open` (LMDB, for the kv benchmark's comparison, feature `lmdb`) in
-// `kv/engines/lmdb_store.rs`,
-// and `RawFile::store_persist` in the log benchmark's floor row (`log.rs`, `small_floor`). No
-// other code of the crate has `unsafe`.
+// `kv/engines/lmdb_store.rs`, and `RawFile::store_persist` in the log benchmark's floor row
+// (`log.rs`, `small_floor`). No other code of the crate has `unsafe`.
 #![deny(unsafe_code)]
 
 pub mod chart;

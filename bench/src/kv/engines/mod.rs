@@ -7,7 +7,6 @@
 //! | LMDB (`heed`) | a B+tree entry, key the 8 big-endian bytes | its read-only mapping: the OS page cache | durable at return (`fdatasync`; LMDB's defaults) |
 //! | redb | a B+tree entry, key a `u64` | its own cache (1 GiB by default) over `pread` and the OS page cache | durable at return (`Durability::Immediate`, the default) |
 //! | SQLite (`rusqlite`, bundled) | a row of a `WITHOUT ROWID` table, `k BLOB PRIMARY KEY` | its page cache (2 MiB by default) over `pread` and the OS page cache | durable at return (`journal_mode=WAL`, `synchronous=FULL`: the WAL is synced at every commit) |
-
 //!
 //! LMDB, redb and SQLite are compiled in only with the bench's features `lmdb`, `redb` and
 //! `sqlite` ([`crate::features`]); opening one this build left out is an error naming its feature.

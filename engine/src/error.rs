@@ -108,8 +108,14 @@ pub enum Error {
     /// [`Error::TransactionTooLarge`].)
     #[error("an earlier statement of this transaction failed ({0}); it can only be rolled back")]
     TransactionFailed(String),
-    /// No table has this name.
-    #[error("no table named {0:?}")]
+    /// No table has this name in the transaction's view; or, given a handle, the table the
+    /// handle was made for does not exist there — dropped, its create rolled back or not yet
+    /// committed in a reader's snapshot, or the handle is of another database or an earlier open
+    /// of this one — whichever table has its name now (see [`Table`](crate::Table)).
+    #[error(
+        "no table {0:?} in this transaction's view (a handle names only the table it was made \
+         for, in the open that made it)"
+    )]
     UnknownTable(String),
     /// A table with this name exists.
     #[error("a table named {0:?} exists")]
@@ -117,8 +123,13 @@ pub enum Error {
     /// The table has no column of this name.
     #[error("no column named {0:?}")]
     UnknownColumn(String),
-    /// No index has this name.
-    #[error("no index named {0:?}")]
+    /// No index has this name in the transaction's view; or, given a handle, the index the
+    /// handle was made for does not exist there, whichever index has its name now (see
+    /// [`Index`](crate::Index)).
+    #[error(
+        "no index {0:?} in this transaction's view (a handle names only the index it was made \
+         for, in the open that made it)"
+    )]
     UnknownIndex(String),
     /// An index with this name exists.
     #[error("an index named {0:?} exists")]

@@ -164,7 +164,7 @@ pub use row::{
 pub use scan::{PageRows, Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
 pub use snapshot::Snapshot;
-pub use table::{RowId, Table};
+pub use table::{DropTarget, RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
 
 /// Failpoints for tests (feature `failpoints`): arm one by name, and the engine panics there.

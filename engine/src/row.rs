@@ -210,9 +210,9 @@ pub struct RowRef<'r> {
 impl<'r> RowRef<'r> {
     /// Checks that `bytes` can be read as a row of `schema`: long enough for its null bitmap and
     /// fixed area, so that every fixed-width getter reads inside it. A string's slot is checked
-    /// when the string is read (one pointing outside the row is then [`Error::CorruptRow`]), so
-    /// a scan that reads no string pays nothing for them; [`RowRef::check_strings`] checks every
-    /// one at once. `id` is where the row lives.
+    /// when the string is read (one pointing into the fixed area or past the row's end is then
+    /// [`Error::CorruptRow`]), so a scan that reads no string pays nothing for them;
+    /// [`RowRef::check_strings`] checks every one at once. `id` is where the row lives.
     #[inline]
     pub fn new(schema: &'r Schema, bytes: &'r [u8], id: RowId) -> Result<Self> {
         if bytes.len() < schema.fixed_end() {
@@ -232,16 +232,17 @@ impl<'r> RowRef<'r> {
         Self { schema, bytes, id }
     }
 
-    /// Checks that every non-NULL variable-length value lies inside the row (what reading each
-    /// would check), as `check` does for every row.
+    /// Checks that every non-NULL variable-length value lies among the row's values, after its
+    /// fixed area and inside the row (what reading each would check), as `check` does for every
+    /// row.
     pub fn check_strings(&self) -> Result<()> {
         for &i in self.schema.var_cols() {
             if !self.is_null(i) {
-                let (off, len) = var_slot(self.bytes, self.schema.offset(i));
-                if off < self.schema.fixed_end() || off + len > self.bytes.len() {
+                let at = self.schema.offset(i);
+                if var_bytes(self.bytes, at, self.schema.fixed_end()).is_none() {
                     let name = &self.schema.columns()[i].name;
                     return Err(Error::CorruptRow(format!(
-                        "column {name:?} points outside the row"
+                        "column {name:?} points outside the row's values"
                     )));
                 }
             }
@@ -303,7 +304,7 @@ impl<'r> RowRef<'r> {
         if c.nullable && self.is_null(c.index) {
             return Ok(None);
         }
-        K::decode(self.bytes, c.offset, c.ty).map(Some)
+        K::decode(self.bytes, c.offset, c.ty, c.fixed_end).map(Some)
     }
 
     /// Column `i` as an owned [`OwnedValue`], whatever its type (slower than typed getters).
@@ -322,7 +323,8 @@ impl<'r> RowRef<'r> {
                 OwnedValue::Decimal(Decimal::new(read_i64(self.bytes, at), scale))
             }
             ColumnType::Char { .. } | ColumnType::VarChar { .. } => {
-                OwnedValue::Str(kind::Str::decode(self.bytes, at, col.ty)?.to_string())
+                let fixed_end = self.schema.fixed_end();
+                OwnedValue::Str(kind::Str::decode(self.bytes, at, col.ty, fixed_end)?.to_string())
             }
         })
     }
@@ -381,6 +383,15 @@ fn var_slot(b: &[u8], at: usize) -> (usize, usize) {
         usize::from(u16::from_le_bytes([b[at], b[at + 1]])),
         usize::from(u16::from_le_bytes([b[at + 2], b[at + 3]])),
     )
+}
+
+/// The value of the `VarChar` whose slot is at `at` in `row`, if it lies where values are
+/// stored: between the fixed area's end (`fixed_end`) and the row's. One rule for `check` and
+/// every getter, so that no reader takes bytes of the fixed area for a string.
+#[inline(always)]
+fn var_bytes(row: &[u8], at: usize, fixed_end: usize) -> Option<&[u8]> {
+    let (off, len) = var_slot(row, at);
+    if off < fixed_end { None } else { row.get(off..off + len) }
 }
 
 /// A column handle checked once against its schema: `Col<kind::I64>` reads an `I64` column.
@@ -595,8 +606,9 @@ pub trait Kind: Copy {
     const NAME: &'static str;
     /// Whether columns of `ty` can be read this way.
     fn matches(ty: ColumnType) -> bool;
-    /// Reads the slot at `at` of a validated row.
-    fn decode(row: &[u8], at: usize, ty: ColumnType) -> Result<Self::Out<'_>>;
+    /// Reads the slot at `at` of a validated row whose fixed area ends at `fixed_end` (where a
+    /// variable-length value may begin).
+    fn decode(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<Self::Out<'_>>;
 }
 
 /// Column kinds for [`Col`].
@@ -629,7 +641,7 @@ pub mod kind {
             ty == ColumnType::I32
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<i32> {
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<i32> {
             Ok(read_i32(row, at))
         }
     }
@@ -641,7 +653,7 @@ pub mod kind {
             ty == ColumnType::I64
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<i64> {
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<i64> {
             Ok(read_i64(row, at))
         }
     }
@@ -653,7 +665,7 @@ pub mod kind {
             matches!(ty, ColumnType::Decimal { .. })
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<i64> {
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<i64> {
             Ok(read_i64(row, at))
         }
     }
@@ -665,7 +677,7 @@ pub mod kind {
             ty == ColumnType::Date
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<Date> {
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<Date> {
             Ok(Date(read_i32(row, at)))
         }
     }
@@ -677,8 +689,8 @@ pub mod kind {
             matches!(ty, ColumnType::Char { .. } | ColumnType::VarChar { .. })
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, ty: ColumnType) -> Result<&[u8]> {
-            string_bytes(row, at, ty)
+        fn decode(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<&[u8]> {
+            string_bytes(row, at, ty, fixed_end)
         }
     }
 
@@ -689,29 +701,31 @@ pub mod kind {
             Bytes::matches(ty)
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, ty: ColumnType) -> Result<&str> {
-            std::str::from_utf8(string_bytes(row, at, ty)?)
+        fn decode(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<&str> {
+            std::str::from_utf8(string_bytes(row, at, ty, fixed_end)?)
                 .map_err(|_| Error::CorruptRow("a string is not UTF-8".into()))
         }
     }
 
     /// A `Char`'s bytes without trailing blanks, or a `VarChar`'s bytes. The fixed slot at `at`
     /// lies inside the row (`get` checked the handle against the row's fixed area); a
-    /// `VarChar`'s value is checked here, so no read is out of bounds.
+    /// `VarChar`'s value outside the row's values (`var_bytes`) is [`Error::CorruptRow`], as
+    /// [`RowRef::check_strings`] reports it, never the bytes of other columns read as a string.
     #[inline(always)]
-    fn string_bytes(row: &[u8], at: usize, ty: ColumnType) -> Result<&[u8]> {
+    fn string_bytes(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<&[u8]> {
         let b = match ty {
             ColumnType::Char { len } => {
                 let b = row.get(at..at + usize::from(len)).unwrap_or_default();
                 let end = b.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
                 &b[..end]
             }
-            _ => {
+            _ => var_bytes(row, at, fixed_end).ok_or_else(|| {
                 let (off, len) = var_slot(row, at);
-                row.get(off..off + len).ok_or_else(|| {
-                    Error::CorruptRow(format!("a string at {off}, {len} bytes, past the row"))
-                })?
-            }
+                Error::CorruptRow(format!(
+                    "a string at {off}, {len} bytes, outside the row's values ({fixed_end} to {})",
+                    row.len()
+                ))
+            })?,
         };
         Ok(b)
     }

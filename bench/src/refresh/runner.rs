@@ -52,7 +52,7 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
         let loaded = base.path().join("loaded");
         let pb = bar(
             cfg.quiet,
-            crate::tpch::load::estimated_rows(cfg.sf),
+            crate::tpch::load::row_count(cfg.sf),
             "load {prefix:>14} {msg:9} [{bar:30}] {human_pos}/{human_len} rows {per_sec} {eta}",
         );
         pb.set_prefix(format!("{}/{}", cfg.layers[0], medium.name()));

@@ -73,8 +73,9 @@ pub struct TpchArgs {
     /// Draw the query times as an SVG chart to PATH
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
-    /// Write the detailed tables (every query in every configuration) to PATH instead of
-    /// printing them after the summary
+    /// Write the detail (every query in every configuration, system CPU shares, the durability
+    /// of every file, notes) to PATH; `-` prints it after the summary [default: tpch-detail.txt
+    /// beside --json's file, else beside --svg's, else in the working directory]
     #[arg(long, value_name = "PATH")]
     pub detail: Option<PathBuf>,
     /// Also print the summary as a Markdown table (the README's)

@@ -432,7 +432,7 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
                 &format!("an nvpage database at SF {}", cfg.sf),
                 &format!("--dir-{}", medium.name()),
             )?;
-            let pb = ctx.progress.load_bar(load::estimated_rows(cfg.sf), &what);
+            let pb = ctx.progress.load_bar(load::row_count(cfg.sf), &what);
             let (rec, _) = load_database(&dir, layer, medium, cfg.sf, &pb)?;
             ctx.progress.clear_bar();
             ctx.progress.load_done(

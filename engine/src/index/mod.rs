@@ -21,16 +21,24 @@ use std::sync::Arc;
 pub(crate) use scan::get_by;
 pub use scan::{IndexIds, IndexScan};
 
-use crate::catalog::{IndexMeta, TableMeta};
+use crate::catalog::{IndexMeta, Stamp, TableMeta};
 use crate::error::Result;
 use crate::row::RowRef;
 use crate::schema::Schema;
+use crate::table::DropTarget;
 
-/// A handle on an index, from [`ReadOps::index`](crate::ReadOps::index). Cheap to clone; valid
-/// across transactions for as long as the index exists.
+/// A handle on an index, from [`ReadOps::index`](crate::ReadOps::index) or
+/// [`WriteTxn::create_index`](crate::WriteTxn::create_index). Cheap to clone.
+///
+/// A handle names one index for its whole life, as a [`Table`](crate::Table) does (see there):
+/// wherever the index it was made for does not exist in the transaction's view — its create not
+/// committed in the reader's snapshot or rolled back, the index or its table dropped (even where
+/// another took its name or id since), another database, an earlier open of this one — every
+/// operation given the handle is [`Error::UnknownIndex`](crate::Error::UnknownIndex), never a
+/// lookup in another index.
 #[derive(Clone, Debug)]
 pub struct Index {
-    pub(crate) id: u32,
+    pub(crate) stamp: Stamp,
     name: Arc<str>,
     table: Arc<str>,
     columns: Arc<[String]>,
@@ -41,7 +49,7 @@ impl Index {
     pub(crate) fn from_meta(x: &IndexMeta, t: &TableMeta) -> Self {
         let names = x.columns.iter().map(|&c| t.schema.columns()[usize::from(c)].name.clone());
         Self {
-            id: x.id,
+            stamp: x.stamp,
             name: x.name.as_str().into(),
             table: t.name.as_str().into(),
             columns: names.collect(),
@@ -67,6 +75,12 @@ impl Index {
     /// Whether a key appears at most once (keys with a NULL excepted).
     pub fn is_unique(&self) -> bool {
         self.unique
+    }
+}
+
+impl<'a> From<&'a Index> for DropTarget<'a, Index> {
+    fn from(handle: &'a Index) -> Self {
+        DropTarget::Handle(handle)
     }
 }
 

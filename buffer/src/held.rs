@@ -106,6 +106,11 @@ pub(crate) fn holds_shared(key: LatchKey) -> bool {
     any(|&(k, excl)| k == key && !excl)
 }
 
+/// Whether the current thread (or the thread it works for) holds any latch of pool `pool`.
+pub(crate) fn holds_any_of(pool: usize) -> bool {
+    any(|&(k, _)| k.pool == pool)
+}
+
 /// Records that the current thread took `key`.
 #[inline]
 pub(crate) fn push(key: LatchKey, exclusive: bool) {

@@ -9,7 +9,10 @@
 //! commit — and end. Invariants: the state a reader gets with its snapshot is the commit it
 //! names; every page reads exactly as it was at that commit (so no version a live reader needs
 //! is ever freed, and none it reads is a later one); when everyone is done, every version is
-//! freed. Run with `cargo test -p nvpage-buffer --features shuttle --test snapshot_shuttle`.
+//! freed. Owned snapshots (`owned_scenario`) are registered once and shared by clones on several
+//! threads, the last clone's drop ending the registration, as the engine's `Snapshot` does
+//! (`engine/src/snapshot.rs`: one registration in an `Arc`, ended in its `Drop`); every clone
+//! reads the commit the registration names, beside the commit step. Run with `cargo test -p nvpage-buffer --features shuttle --test snapshot_shuttle`.
 
 #![cfg(feature = "shuttle")]
 
@@ -106,6 +109,93 @@ fn scenario(readers: usize, commits: u64, pages: usize, reads_each: usize) {
     handles.into_iter().for_each(|h| h.join().unwrap());
     assert_eq!(w.snapshots.stats().readers, 0);
     assert_eq!(w.versions.stats().versions, 0, "with no reader left, every version is freed");
+}
+
+/// The engine's owned snapshot, reduced to what the registry sees: one registration, shared.
+struct Registration {
+    world: Arc<World>,
+    seq: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.world.snapshots.end(self.seq, &self.world.versions);
+    }
+}
+
+/// Every page as `view(P, s)` reads it, checked against the model.
+fn read_all(w: &World, s: u64, pages: usize) {
+    for (p, latch) in w.pages.iter().enumerate() {
+        let page = latch.lock().unwrap();
+        let seen = if page.stamp <= s {
+            page.value
+        } else {
+            let v = w.versions.find(p as u64, s);
+            value_of(&v.unwrap_or_else(|e| panic!("snapshot {s} lost page {p}'s version: {e:?}")))
+        };
+        drop(page);
+        assert_eq!(seen, expected(p, s, pages), "page {p} at snapshot {s}");
+    }
+}
+
+/// A writer runs `commits` commits while one owned snapshot, taken first, is read by `clones`
+/// threads that each hold a clone and drop it when done, in whatever order they finish; a
+/// second owned snapshot is taken mid-way and read the same way.
+fn owned_scenario(clones: usize, commits: u64, pages: usize) {
+    let w = Arc::new(World {
+        pages: (0..pages).map(|_| Mutex::new(Page::default())).collect(),
+        snapshots: Snapshots::new(0),
+        versions: Versions::default(),
+    });
+    let take = |w: &Arc<World>| {
+        let (seq, state) = w.snapshots.begin();
+        assert_eq!(*state, seq);
+        Arc::new(Registration { world: w.clone(), seq })
+    };
+    let first = take(&w);
+    let writer = {
+        let w = w.clone();
+        thread::spawn(move || {
+            for c in 1..=commits {
+                for p in changes(c, pages) {
+                    let mut page = w.pages[p].lock().unwrap();
+                    w.versions.insert(p as u64, c, image(page.value));
+                    page.stamp = c;
+                    page.value = c;
+                }
+                w.snapshots.commit(c, &w.versions);
+            }
+        })
+    };
+    let second = take(&w);
+    let readers: Vec<_> = [first, second]
+        .into_iter()
+        .flat_map(|reg| {
+            let handles: Vec<_> = (0..clones)
+                .map(|_| {
+                    let reg = reg.clone();
+                    thread::spawn(move || read_all(&reg.world, reg.seq, pages))
+                })
+                .collect();
+            // The taker's own clone goes first: the registration lives on in the readers'.
+            drop(reg);
+            handles
+        })
+        .collect();
+    writer.join().unwrap();
+    readers.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(w.snapshots.stats().readers, 0, "the last clone ended each registration");
+    assert_eq!(w.versions.stats().versions, 0, "with no reader left, every version is freed");
+}
+
+#[test]
+fn random_schedules_of_owned_snapshots_read_by_clones() {
+    shuttle::check_random(|| owned_scenario(2, 3, 2), 2_000);
+}
+
+#[test]
+fn pct_schedules_of_owned_snapshots_read_by_clones() {
+    shuttle::check_pct(|| owned_scenario(2, 3, 3), 2_000, 3);
 }
 
 #[test]

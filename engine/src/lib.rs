@@ -109,7 +109,15 @@
 //! it lost, never reading newer bytes. [`Database`] is `Send + Sync`; a [`ReadTxn`] stays on
 //! its thread (neither `Send` nor `Sync`: other threads read through it only as
 //! [`ReadOps::par_fold`]'s workers, which act for it), and so does a [`WriteTxn`] (its parallel
-//! scans aside).
+//! scans aside). A [`Snapshot`] (from [`Database::snapshot`]) is the read that moves: owned,
+//! `Send + Sync`, cheap to clone, every clone reading one commit; what is read through it stays
+//! on the thread that read it.
+//!
+//! For columnar consumers (a SQL engine's scans): [`ReadOps::scan_partition`] reads
+//! [`Partition`] `i` of `n` of a table (the same rows every time in one snapshot),
+//! [`ReadOps::fold_partition`] folds one until the fold breaks, and [`PageRows::locate`] finds a
+//! page's rows once so that filters ([`PageBatch::retain`]) and column gathers
+//! ([`PageBatch::gather`], [`PageBatch::gather_bytes`]) work on them a column at a time.
 
 #![forbid(unsafe_code)]
 
@@ -124,12 +132,15 @@ mod check;
 mod db;
 mod error;
 mod failpoint;
+mod gather;
 mod heap;
 mod index;
 mod le;
+mod partition;
 mod row;
 mod scan;
 mod schema;
+mod snapshot;
 mod table;
 mod txn;
 mod undo;
@@ -137,6 +148,7 @@ mod undo;
 pub use check::{CheckReport, IndexReport, TableReport};
 pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, Stats};
 pub use error::{Error, Result};
+pub use gather::{Fixed, PageBatch, RowPlaces};
 pub use index::{Index, IndexIds, IndexScan};
 // The types the API names, and no more: every safe function reachable from `nvpage` is part of
 // its soundness argument (the storage and buffer crates are for tools and tests to depend on).
@@ -145,11 +157,13 @@ pub use nvpage_storage::{
     Durability, Layer, Medium, PageId, PersistMode, PersistRequest, StorageError,
 };
 pub use nvpage_wal::{Prefill, WalError};
+pub use partition::Partition;
 pub use row::{
     Col, Date, Decimal, Kind, OwnedValue, PageCol, PageRow, RowRef, Value, format_scaled, kind,
 };
 pub use scan::{PageRows, Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
+pub use snapshot::Snapshot;
 pub use table::{DropTarget, RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
 

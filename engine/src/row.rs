@@ -225,6 +225,13 @@ impl<'r> RowRef<'r> {
         Ok(Self { schema, bytes, id })
     }
 
+    /// A row already checked to be as long as `schema`'s fixed area (as [`RowRef::new`] checks).
+    #[inline(always)]
+    pub(crate) fn from_checked(schema: &'r Schema, bytes: &'r [u8], id: RowId) -> Self {
+        debug_assert!(bytes.len() >= schema.fixed_end());
+        Self { schema, bytes, id }
+    }
+
     /// Checks that every non-NULL variable-length value lies among the row's values, after its
     /// fixed area and inside the row (what reading each would check), as `check` does for every
     /// row.
@@ -533,6 +540,26 @@ impl<'p, K> PageCol<'p, K> {
             return Err(Error::ColumnMismatch);
         }
         Ok(Self { col, _page: PhantomData })
+    }
+
+    /// The column's index in its schema.
+    pub(crate) fn index(&self) -> usize {
+        self.col.index
+    }
+
+    /// Where its slot lies in a row.
+    pub(crate) fn offset(&self) -> usize {
+        self.col.offset
+    }
+
+    /// Its type.
+    pub(crate) fn ty(&self) -> ColumnType {
+        self.col.ty
+    }
+
+    /// Whether it may hold NULL.
+    pub(crate) fn nullable(&self) -> bool {
+        self.col.nullable
     }
 }
 

@@ -8,6 +8,7 @@
 //! read ahead a window of pages at a time on a disk (`BufferPool::will_need`; nothing on memory).
 
 use std::marker::PhantomData;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use nvpage_buffer::{PageRef, ScanRing, View};
@@ -16,6 +17,7 @@ use nvpage_storage::PageId;
 use crate::db::Database;
 use crate::error::Result;
 use crate::heap::{self, HeapPage};
+use crate::partition::Partition;
 use crate::row::{Brand, Col, Kind, PageCol, PageRow, RowRef};
 use crate::schema::Schema;
 use crate::table::{RowId, Table};
@@ -60,8 +62,9 @@ pub struct Scan<'t> {
 }
 
 impl<'t> Scan<'t> {
-    pub(crate) fn new(ctx: Ctx<'t>, table: &Table) -> Result<Self> {
-        let pages = ctx.meta(table)?.runs();
+    /// Partition `part` of `table`'s pages, as `ctx` sees them.
+    pub(crate) fn new(ctx: Ctx<'t>, table: &Table, part: Partition) -> Result<Self> {
+        let pages = part.runs_of(&ctx.meta(table)?.runs());
         let next = pages.first().map_or(0, |r| r.0);
         let ring = scan_ring(ctx.db, &pages);
         let (db, view) = (ctx.db, ctx.view);
@@ -122,6 +125,20 @@ impl<'t> ScanPage<'t> {
         self.page.is_redirected()
     }
 
+    /// Calls `f` with the page as [`PageRows`]: the page-at-a-time API of
+    /// [`ReadOps::par_fold_pages`](crate::ReadOps::par_fold_pages) (column handles checked once
+    /// for the page, folds, and [column gathers](PageRows::locate)), for a scan that pulls its
+    /// pages one at a time.
+    pub fn with_rows<R>(&self, f: impl for<'p> FnOnce(PageRows<'p>) -> R) -> R {
+        f(PageRows {
+            schema: &self.schema,
+            bytes: &self.page,
+            table_id: self.table_id,
+            id: self.id,
+            _page: PhantomData,
+        })
+    }
+
     /// The live rows of the page, in slot order; each knows its id ([`RowRef::id`]).
     pub fn rows(&self) -> impl Iterator<Item = Result<RowRef<'_>>> + '_ {
         let h = HeapPage::new(&self.page, self.table_id, self.id).expect("checked when read");
@@ -173,6 +190,19 @@ impl<'p> PageRows<'p> {
         self.id
     }
 
+    /// The table's schema.
+    pub fn schema(&self) -> &'p Schema {
+        self.schema
+    }
+
+    pub(crate) fn bytes(&self) -> &'p [u8] {
+        self.bytes
+    }
+
+    pub(crate) fn table_id(&self) -> u32 {
+        self.table_id
+    }
+
     /// `col`, checked against the page's schema: [`Error::ColumnMismatch`] unless the page's
     /// schema has a column of the handle's type and nullability at the handle's index and
     /// place (a handle of this table, or of one laid out the same up to that column).
@@ -198,6 +228,25 @@ impl<'p> PageRows<'p> {
             f(acc, PageRow::new(RowRef::new(schema, bytes, rid)?))
         })
     }
+}
+
+/// Folds partition `part` of `table` a page at a time on the calling thread, until `fold`
+/// breaks or the pages run out: see [`ReadOps::fold_partition`](crate::ReadOps::fold_partition).
+pub(crate) fn fold_partition<A>(
+    ctx: Ctx<'_>,
+    table: &Table,
+    part: Partition,
+    init: A,
+    mut fold: impl for<'p> FnMut(A, PageRows<'p>) -> Result<ControlFlow<A, A>>,
+) -> Result<A> {
+    let mut acc = init;
+    for page in Scan::new(ctx, table, part)? {
+        match page?.with_rows(|rows| fold(acc, rows))? {
+            ControlFlow::Continue(a) => acc = a,
+            ControlFlow::Break(a) => return Ok(a),
+        }
+    }
+    Ok(acc)
 }
 
 /// Folds every page of `table` on `threads` workers (at least one): each starts from `init()`

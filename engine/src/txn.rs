@@ -68,6 +68,12 @@ pub(crate) fn thread_state_alive() -> bool {
         && nvpage_buffer::thread_state_alive()
 }
 
+/// Whether the calling thread holds `db`'s write transaction (or works for it: a parallel scan's
+/// worker).
+pub(crate) fn writing(db: &Database) -> bool {
+    holds(&WRITING, db.id)
+}
+
 fn holds(list: &'static Held, db: usize) -> bool {
     list.with(|l| l.borrow().contains(&db))
 }
@@ -88,11 +94,15 @@ fn leave(list: &'static Held, db: usize) {
 /// Refuses what would make the calling thread wait for itself on the writer's lock: holding
 /// `db`'s write transaction ([`Error::WriteTxnHeld`]), or a read transaction whose guards could
 /// hold up the commit it would wait for ([`Error::ReadTxnHeld`]).
+///
+/// A guard read through a [`Snapshot`](crate::Snapshot) that holds a page's latch (SE2 reads
+/// in place) counts as a read transaction held: the snapshot moves between threads, its guards
+/// do not, so what this thread holds is what its guards hold.
 pub(crate) fn refuse_if_holding(db: &Database) -> Result<()> {
     if holds(&WRITING, db.id) {
         return Err(Error::WriteTxnHeld);
     }
-    if holds(&READING, db.id) {
+    if holds(&READING, db.id) || db.pool.latched_here() {
         return Err(Error::ReadTxnHeld);
     }
     Ok(())
@@ -378,11 +388,18 @@ mod sealed {
     /// The transactions' private half of [`ReadOps`](super::ReadOps): only this crate's
     /// transactions implement it.
     pub trait Reads {
+        /// What the transaction reads with.
         fn ctx(&self) -> Ctx<'_>;
+
+        /// [`Reads::ctx`] for a read that takes page guards: an error where a guard could make
+        /// the calling thread wait for itself.
+        fn pages(&self) -> Result<Ctx<'_>> {
+            Ok(self.ctx())
+        }
     }
 }
 
-pub(crate) use sealed::Ctx;
+pub(crate) use sealed::{Ctx, Reads};
 
 /// What both kinds of transaction can read: tables, rows, scans (see `scan.rs`), each as the
 /// transaction sees them (a read transaction its snapshot, the write transaction its own
@@ -419,7 +436,7 @@ pub trait ReadOps: sealed::Reads {
 
     /// The row `id` of `table`, read in place (see [`RowGuard`]).
     fn get(&self, table: &Table, id: RowId) -> Result<RowGuard<'_>> {
-        get_row(&self.ctx(), table, id)
+        get_row(&self.pages()?, table, id)
     }
 
     /// The index named `name`.
@@ -454,13 +471,13 @@ pub trait ReadOps: sealed::Reads {
     /// lookup: at most one row in a unique index, NULLs aside) or for its first few (a prefix
     /// scan) — in key order, then row id order. See [`IndexScan`].
     fn lookup(&self, index: &Index, key: &[Value<'_>]) -> Result<IndexScan<'_>> {
-        IndexScan::new(self.ctx(), index, Bound::Included(key), Bound::Included(key))
+        IndexScan::new(self.pages()?, index, Bound::Included(key), Bound::Included(key))
     }
 
     /// The first row whose key starts with `key` (see [`ReadOps::lookup`]), read in place; for a
     /// unique index and a whole key, the row with that key.
     fn get_by(&self, index: &Index, key: &[Value<'_>]) -> Result<Option<RowGuard<'_>>> {
-        crate::index::get_by(self.ctx(), index, key)
+        crate::index::get_by(self.pages()?, index, key)
     }
 
     /// The rows whose keys lie between `lo` and `hi`, in key order (`.rev()` for the reverse).
@@ -474,12 +491,63 @@ pub trait ReadOps: sealed::Reads {
         lo: Bound<&[Value<'_>]>,
         hi: Bound<&[Value<'_>]>,
     ) -> Result<IndexScan<'_>> {
-        IndexScan::new(self.ctx(), index, lo, hi)
+        IndexScan::new(self.pages()?, index, lo, hi)
     }
 
     /// The pages of `table`, in order; each lends its rows (see [`ScanPage`](crate::ScanPage)).
     fn scan(&self, table: &Table) -> Result<crate::Scan<'_>> {
-        crate::scan::Scan::new(self.ctx(), table)
+        crate::scan::Scan::new(self.pages()?, table, crate::Partition::WHOLE)
+    }
+
+    /// The pages of partition `part` of `table`, in order (see [`Partition`](crate::Partition)):
+    /// the same rows every time in this transaction, and with the other partitions of its
+    /// count, every row of the table once. A scan stops when it is dropped, and holds only the
+    /// page it last returned: a consumer that drops each page before it waits (on a channel, a
+    /// task) holds nothing a commit waits for.
+    ///
+    /// ```
+    /// # use nvpage::{Column, ColumnType, Database, Partition, ReadOps, RowPlaces, Schema, Value, kind};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path().join("db"))?;
+    /// let mut w = db.begin_write()?;
+    /// let t = w.create_table("t", Schema::new(vec![Column::new("n", ColumnType::I64)])?)?;
+    /// for n in 1..=1000 {
+    ///     w.insert(&t, &[Value::I64(n)])?;
+    /// }
+    /// w.commit()?;
+    /// let r = db.begin_read()?;
+    /// let n = t.col::<kind::I64>("n")?;
+    /// let (mut values, mut places) = (Vec::new(), RowPlaces::new());
+    /// for part in Partition::all(3)? {
+    ///     for page in r.scan_partition(&t, part)? {
+    ///         page?.with_rows(|rows| {
+    ///             let mut batch = rows.locate(&mut places)?;
+    ///             batch.retain(|row| Ok(row.get(rows.col(n)?)? % 2 == 0))?;
+    ///             batch.gather(rows.col(n)?, &mut values, None)
+    ///         })?;
+    ///     }
+    /// }
+    /// assert_eq!(values.len(), 500);
+    /// assert_eq!(values.iter().sum::<i64>(), 250_500);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn scan_partition(&self, table: &Table, part: crate::Partition) -> Result<crate::Scan<'_>> {
+        crate::scan::Scan::new(self.pages()?, table, part)
+    }
+
+    /// Folds partition `part` of `table` a page at a time on the calling thread, as
+    /// [`ReadOps::par_fold_pages`] folds each page, until `fold` returns
+    /// [`ControlFlow::Break`](std::ops::ControlFlow::Break) (a `LIMIT` met, a consumer gone:
+    /// no error) or the pages run out; returns the last value `fold` gave. Each page is held
+    /// only while `fold` runs on it.
+    fn fold_partition<A>(
+        &self,
+        table: &Table,
+        part: crate::Partition,
+        init: A,
+        fold: impl for<'p> FnMut(A, crate::PageRows<'p>) -> Result<std::ops::ControlFlow<A, A>>,
+    ) -> Result<A> {
+        crate::scan::fold_partition(self.pages()?, table, part, init, fold)
     }
 
     /// Calls `f` on every row of `table`, in page order, until it returns an error. Each row
@@ -516,7 +584,7 @@ pub trait ReadOps: sealed::Reads {
         F: Fn(A, crate::RowRef<'_>) -> Result<A> + Sync,
         C: Fn(A, A) -> A,
     {
-        crate::scan::par_fold(self.ctx(), table, threads, init, fold, combine)
+        crate::scan::par_fold(self.pages()?, table, threads, init, fold, combine)
     }
 
     /// [`ReadOps::par_fold`] a page at a time: `fold` gets each heap page of `table` as
@@ -566,7 +634,7 @@ pub trait ReadOps: sealed::Reads {
         F: for<'p> Fn(A, crate::PageRows<'p>) -> Result<A> + Sync,
         C: Fn(A, A) -> A,
     {
-        crate::scan::par_fold_pages(self.ctx(), table, threads, init, fold, combine)
+        crate::scan::par_fold_pages(self.pages()?, table, threads, init, fold, combine)
     }
 }
 

@@ -139,6 +139,14 @@ fn read_ops(r: &impl ReadOps, st: &Table, sx: &Index, row: RowId, wrong: &mut Wr
     wrong.expect(&what("par_fold_pages"), Want::Table, || {
         r.par_fold_pages(st, 2, || 0u64, |n, page| page.fold(n, |n, _| Ok(n + 1)), |a, b| a + b)
     });
+    wrong.expect(&what("scan_partition"), Want::Table, || {
+        r.scan_partition(st, nvpage::Partition::WHOLE).map(|s| s.count())
+    });
+    wrong.expect(&what("fold_partition"), Want::Table, || {
+        r.fold_partition(st, nvpage::Partition::WHOLE, 0u64, |n, _| {
+            Ok(std::ops::ControlFlow::Continue(n + 1))
+        })
+    });
     wrong.expect(&what("indexes"), Want::Table, || r.indexes(st).map(|x| x.len()));
     wrong.expect(&what("index_len"), Want::Index, || r.index_len(sx));
     wrong.expect(&what("get_by"), Want::Index, || r.get_by(sx, &key).map(|g| g.is_some()));

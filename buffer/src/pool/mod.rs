@@ -268,6 +268,13 @@ impl BufferPool {
         self.counters.snapshot()
     }
 
+    /// Whether the calling thread (or the thread it works for) holds a latch of this pool: a
+    /// guard read in place (SE2), or the writer's frame. Such a thread must not begin a
+    /// transaction whose commit could wait for that latch.
+    pub fn latched_here(&self) -> bool {
+        crate::held::holds_any_of(self.id)
+    }
+
     /// The old versions readers' snapshots may need.
     pub fn versions(&self) -> &Versions {
         &self.versions

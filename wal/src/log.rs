@@ -149,14 +149,7 @@ impl Log {
     /// during create leaves a file that `open` rejects (delete it and create again) or an empty
     /// log.
     pub fn create(path: &Path, size_bytes: u64, opts: &CreateOptions) -> Result<Self> {
-        let max_bytes = DATA_OFFSET as u64 + MAX_CAPACITY;
-        if !(MIN_FILE_BYTES..=max_bytes).contains(&size_bytes) {
-            return Err(WalError::SizeOutOfRange {
-                size_bytes,
-                min_bytes: MIN_FILE_BYTES,
-                max_bytes,
-            });
-        }
+        Self::check_size(size_bytes)?;
         let fopts = file_options(false, opts.persistence, size_bytes);
         let file = RawFile::create(path, &fopts)?;
         let header = LogHeader {
@@ -190,6 +183,21 @@ impl Log {
         Self::assemble(file, header, FRESH)
     }
 
+    /// Whether [`Log::create`] takes a file of `size_bytes` (header page included): a size the
+    /// format cannot hold is [`WalError::SizeOutOfRange`]. For callers that check their options
+    /// before creating anything.
+    pub fn check_size(size_bytes: u64) -> Result<()> {
+        let max_bytes = DATA_OFFSET as u64 + MAX_CAPACITY;
+        if !(MIN_FILE_BYTES..=max_bytes).contains(&size_bytes) {
+            return Err(WalError::SizeOutOfRange {
+                size_bytes,
+                min_bytes: MIN_FILE_BYTES,
+                max_bytes,
+            });
+        }
+        Ok(())
+    }
+
     /// Opens a log, checking its header, its state word and every record below the tail (or
     /// watermark); in a record log it then reads on past the watermark while the records are
     /// whole and of the current generation, and — unless read-only — starts a new generation
@@ -207,6 +215,10 @@ impl Log {
     /// Opens a log with options.
     pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Self> {
         let len = match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => {
+                let found = nvpage_storage::file::file_kind(&m);
+                return Err(StorageError::NotAFile { path: path.into(), found }.into());
+            }
             Ok(m) => m.len(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(WalError::Missing { path: path.into() });

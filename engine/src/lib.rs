@@ -127,6 +127,7 @@ mod failpoint;
 mod heap;
 mod index;
 mod le;
+mod recovery;
 mod row;
 mod scan;
 mod schema;
@@ -138,6 +139,7 @@ pub use check::{CheckReport, IndexReport, TableReport};
 pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, Stats};
 pub use error::{Error, Result};
 pub use index::{Index, IndexIds, IndexScan};
+pub use recovery::RecoveryReport;
 // The types the API names, and no more: every safe function reachable from `nvpage` is part of
 // its soundness argument (the storage and buffer crates are for tools and tests to depend on).
 pub use nvpage_buffer::{BufferError, Counters};

@@ -149,7 +149,7 @@ impl Log {
     /// during create leaves a file that `open` rejects (delete it and create again) or an empty
     /// log.
     pub fn create(path: &Path, size_bytes: u64, opts: &CreateOptions) -> Result<Self> {
-        Self::check_size(size_bytes)?;
+        check_file_size(size_bytes)?;
         let fopts = file_options(false, opts.persistence, size_bytes);
         let file = RawFile::create(path, &fopts)?;
         let header = LogHeader {
@@ -187,15 +187,7 @@ impl Log {
     /// format cannot hold is [`WalError::SizeOutOfRange`]. For callers that check their options
     /// before creating anything.
     pub fn check_size(size_bytes: u64) -> Result<()> {
-        let max_bytes = DATA_OFFSET as u64 + MAX_CAPACITY;
-        if !(MIN_FILE_BYTES..=max_bytes).contains(&size_bytes) {
-            return Err(WalError::SizeOutOfRange {
-                size_bytes,
-                min_bytes: MIN_FILE_BYTES,
-                max_bytes,
-            });
-        }
-        Ok(())
+        check_file_size(size_bytes)
     }
 
     /// Opens a log, checking its header, its state word and every record below the tail (or
@@ -559,6 +551,15 @@ unsafe fn write_zeros(file: &RawFile, from: u64, len: u64) -> nvpage_storage::Re
         // SAFETY: forwarded from the caller.
         unsafe { file.write_at_mapped(&zeros[..n as usize], DATA_OFFSET as u64 + at)? };
         at += n;
+    }
+    Ok(())
+}
+
+/// Refuses a log file size outside what the format holds.
+fn check_file_size(size_bytes: u64) -> Result<()> {
+    let max_bytes = DATA_OFFSET as u64 + MAX_CAPACITY;
+    if !(MIN_FILE_BYTES..=max_bytes).contains(&size_bytes) {
+        return Err(WalError::SizeOutOfRange { size_bytes, min_bytes: MIN_FILE_BYTES, max_bytes });
     }
     Ok(())
 }

@@ -90,5 +90,6 @@ fn log_commands_on_good_corrupt_and_missing_logs() {
 
     let out = nvpage(&["log", "check"], &dir.path().join("missing.log"));
     assert_fails_cleanly(&out, "missing");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no such log file"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("missing.log: no such database directory or log file"), "{stderr}");
 }

@@ -69,9 +69,19 @@ pub enum Error {
     /// The database was opened read-only.
     #[error("the database is open read-only")]
     ReadOnly,
-    /// A read-only open found a transaction to roll back: open it writable once.
-    #[error("the log holds an unfinished transaction; open the database writable to recover it")]
-    RecoveryNeeded,
+    /// A read-only open found a transaction to roll back, and changed nothing: open the
+    /// database writable once (the `nvpage recover` command does), then read-only again.
+    #[error(
+        "{path}: its log {log} holds an unfinished transaction (a crash or a killed process left \
+         it), which a read-only open cannot roll back; nothing was changed: open the database \
+         writable once to recover it (`nvpage recover` does)"
+    )]
+    RecoveryNeeded {
+        /// The database directory.
+        path: PathBuf,
+        /// Its log file.
+        log: PathBuf,
+    },
     /// `begin_write` on a thread that holds a read transaction of the same database (it would
     /// wait for itself).
     #[error("this thread holds a read transaction: begin_write would wait for itself")]
@@ -236,11 +246,11 @@ impl Error {
             | Error::NotFound { path }
             | Error::NotADirectory { path }
             | Error::NoParentDirectory { path, .. }
-            | Error::Inaccessible { path, .. } => Some(path),
+            | Error::Inaccessible { path, .. }
+            | Error::RecoveryNeeded { path, .. } => Some(path),
             Error::Buffer(_)
             | Error::Poisoned
             | Error::ReadOnly
-            | Error::RecoveryNeeded
             | Error::ReadTxnHeld
             | Error::WriteTxnHeld
             | Error::SnapshotTooOld { .. }

@@ -137,6 +137,7 @@ mod heap;
 mod index;
 mod le;
 mod partition;
+mod recovery;
 mod row;
 mod scan;
 mod schema;
@@ -150,6 +151,7 @@ pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, 
 pub use error::{Error, Result};
 pub use gather::{Fixed, PageBatch, RowPlaces};
 pub use index::{Index, IndexIds, IndexScan};
+pub use recovery::RecoveryReport;
 // The types the API names, and no more: every safe function reachable from `nvpage` is part of
 // its soundness argument (the storage and buffer crates are for tools and tests to depend on).
 pub use nvpage_buffer::{BufferError, Counters};

@@ -214,6 +214,13 @@ impl Log {
         Self::assemble(file, header, FRESH)
     }
 
+    /// Whether [`Log::create`] takes a file of `size_bytes` (header page included): a size the
+    /// format cannot hold is [`WalError::SizeOutOfRange`]. For callers that check their options
+    /// before creating anything.
+    pub fn check_size(size_bytes: u64) -> Result<()> {
+        check_file_size(size_bytes)
+    }
+
     /// Opens a log, checking its header, its state word and every record below the tail (or
     /// watermark); in a record log it then reads on past the watermark while the records are
     /// whole and of the current generation, and — unless read-only — starts a new generation
@@ -231,6 +238,10 @@ impl Log {
     /// Opens a log with options.
     pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Self> {
         let len = match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => {
+                let found = nvpage_storage::file::file_kind(&m);
+                return Err(StorageError::NotAFile { path: path.into(), found }.into());
+            }
             Ok(m) => m.len(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(WalError::Missing { path: path.into() });

@@ -41,6 +41,7 @@ pub struct Builder {
     page_size: u64,
     pool_bytes: u64,
     log_bytes: u64,
+    max_log_bytes: u64,
     log_prefill: Prefill,
     log_dir: Option<PathBuf>,
     log_persistence: Option<PersistRequest>,
@@ -57,7 +58,8 @@ impl Default for Builder {
             layer: Layer::best_compiled(),
             page_size: nvpage_storage::page::DEFAULT_PAGE_SIZE as u64,
             pool_bytes: 64 << 20,
-            log_bytes: 64 << 20,
+            log_bytes: DEFAULT_LOG_BYTES,
+            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             log_prefill: Prefill::Allocate,
             log_dir: None,
             log_persistence: None,
@@ -90,18 +92,32 @@ impl Builder {
         self
     }
 
-    /// The log's size for a new database (default 64 MiB): a transaction whose before-images do
-    /// not fit is [`Error::TransactionTooLarge`].
+    /// The log file's size when a new database is created, header page included (default
+    /// 1 MiB, [`DEFAULT_LOG_BYTES`]). The log holds the before-images of the running write
+    /// transaction only (each commit empties it), so it starts small and grows when a
+    /// transaction needs more, to twice its size at a time, up to [`Builder::max_log_bytes`];
+    /// it never shrinks. An existing database keeps the log it has.
     pub fn log_bytes(mut self, bytes: u64) -> Self {
         self.log_bytes = bytes;
         self
     }
 
-    /// How a new database's log file is set aside (default [`Prefill::Allocate`]).
-    /// [`Prefill::Zeros`] writes it once at create (64 MiB by default), after which its durable
-    /// appends on a disk file system overwrite written blocks instead of committing the file
-    /// system's journal for each block they first reach: worth it on a disk for a database that
-    /// commits often; on tmpfs or DAX it gains nothing.
+    /// The largest the log file may grow to, header page included (default 1 GiB,
+    /// [`DEFAULT_MAX_LOG_BYTES`]; at least [`Builder::log_bytes`]): a transaction whose
+    /// before-images would need more is [`Error::TransactionTooLarge`], rolled back with the
+    /// database as it was. Address space for it is reserved at open (the log's mapping never
+    /// moves); disk or memory only as the log grows. Applies at every open; a log that is
+    /// larger already keeps its size.
+    pub fn max_log_bytes(mut self, bytes: u64) -> Self {
+        self.max_log_bytes = bytes;
+        self
+    }
+
+    /// How a new database's log file is set aside, and the space it grows by (default
+    /// [`Prefill::Allocate`]). [`Prefill::Zeros`] writes the space once, at create and at each
+    /// growth, after which its durable appends on a disk file system overwrite written blocks
+    /// instead of committing the file system's journal for each block they first reach: worth
+    /// it on a disk for a database that commits often; on tmpfs or DAX it gains nothing.
     pub fn log_prefill(mut self, prefill: Prefill) -> Self {
         self.log_prefill = prefill;
         self
@@ -150,7 +166,7 @@ impl Builder {
     /// change (default 256 MiB). Past it, versions are freed oldest commit first, and a read
     /// transaction that then needs one it lost fails with [`Error::SnapshotTooOld`]; the writer
     /// never waits for readers. The running write transaction's own versions are not counted
-    /// (the log's size bounds them).
+    /// (the log's limit, [`Builder::max_log_bytes`], bounds them).
     pub fn max_version_bytes(mut self, bytes: u64) -> Self {
         self.max_version_bytes = bytes;
         self
@@ -179,6 +195,17 @@ impl Builder {
 
 /// The default bound on old versions' memory ([`Builder::max_version_bytes`]).
 pub const DEFAULT_MAX_VERSION_BYTES: u64 = 256 << 20;
+
+/// The log file's default size at create ([`Builder::log_bytes`]): 1 MiB, header page
+/// included. A database's log holds one transaction's before-images, and the changed lines of
+/// a page are logged, not whole pages: a transaction of a few rows logs a few KiB, and a load
+/// of 10,000 rows into a table with two indexes logged 1.8 MB (docs/design.md, "Sizing the
+/// log"). Larger transactions grow the log.
+pub const DEFAULT_LOG_BYTES: u64 = 1 << 20;
+
+/// The default limit of the log's growth ([`Builder::max_log_bytes`]): 1 GiB, header page
+/// included.
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 1 << 30;
 
 static NEXT_DB_ID: AtomicUsize = AtomicUsize::new(1);
 
@@ -244,6 +271,12 @@ impl Database {
 
     fn open_with(dir: &Path, b: Builder) -> Result<Database> {
         let page_size = PageSize::new(b.page_size)?;
+        if b.log_bytes > b.max_log_bytes {
+            return Err(Error::InvalidOption(format!(
+                "log_bytes ({}) passes max_log_bytes ({}): a log starts no larger than its limit",
+                b.log_bytes, b.max_log_bytes
+            )));
+        }
         if !b.layer.is_compiled() {
             return Err(nvpage_storage::StorageError::LayerNotCompiled(b.layer.name()).into());
         }
@@ -541,7 +574,8 @@ fn crashed_create(log_path: &Path) -> Result<bool> {
             WalError::Truncated { .. }
             | WalError::NotALog { .. }
             | WalError::CorruptHeader { .. }
-            | WalError::CorruptState { .. },
+            | WalError::CorruptState { .. }
+            | WalError::CorruptCapacity { .. },
         ) => true,
         Err(e) => return Err(e.into()),
     };
@@ -564,7 +598,13 @@ fn create(dir: &Path, log_dir: &Path, b: &Builder, page_size: PageSize) -> Resul
         prefill: b.log_prefill,
         ..CreateOptions::new(uuid)
     };
-    drop(Log::create(&log_dir.join(LOG_FILE), b.log_bytes, &log_opts)?);
+    let log_path = log_dir.join(LOG_FILE);
+    drop(Log::create(&log_path, b.log_bytes, &log_opts).map_err(|e| match e {
+        nvpage_wal::WalError::NoSpace { path, bytes } => {
+            Error::LogNoSpace { path, bytes, option: "log_bytes" }
+        }
+        e => e.into(),
+    })?);
     let creating = dir.join(DATA_FILE_CREATING);
     match std::fs::remove_file(&creating) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -601,6 +641,8 @@ fn recover(data_path: &Path, log_path: &Path, b: &Builder) -> Result<Log> {
         read_only: b.read_only,
         persistence: b.log_request(),
         expect_uuid: None,
+        max_bytes: Some(b.max_log_bytes),
+        prefill: b.log_prefill,
     };
     let mut log = Log::open_with(log_path, &wal_opts)?;
     let fopts = FileOptions { mapped: false, read_only: b.read_only, ..FileOptions::default() };

@@ -94,13 +94,40 @@ pub enum Error {
         /// Versions of commits at or below this are gone.
         horizon: u64,
     },
-    /// The transaction's before-images do not fit the log; it was rolled back.
-    #[error("the transaction is too large for the log ({needed} bytes needed, {available} free)")]
+    /// The transaction's before-images do not fit the log, even grown to its limit
+    /// ([`Builder::max_log_bytes`](crate::Builder::max_log_bytes)); it was rolled back, and the
+    /// database is as it was before it.
+    #[error(
+        "{path}: the transaction is too large for the log: its next before-images need {needed} \
+         bytes and {available} are left of the {max_bytes} bytes Builder::max_log_bytes lets the \
+         log grow to; raise max_log_bytes or split the transaction"
+    )]
     TransactionTooLarge {
-        /// Bytes the next before-image needed.
+        /// The log file.
+        path: PathBuf,
+        /// Bytes the next before-images needed (their record's framing included).
         needed: u64,
-        /// Bytes left in the log.
+        /// Bytes left in the log, counting those it may still grow by.
         available: u64,
+        /// The largest the log file may be, header page included.
+        max_bytes: u64,
+    },
+    /// The log's file system has no room for it: at create, for its
+    /// [`Builder::log_bytes`](crate::Builder::log_bytes), or to grow for a transaction's
+    /// before-images. Nothing was written: a transaction it refuses is rolled back, with the
+    /// database as it was before it, and the database takes the next one.
+    #[error(
+        "{path}: no space left on the device for the log to reach {bytes} bytes; {}",
+        no_space_advice(option)
+    )]
+    LogNoSpace {
+        /// The log file.
+        path: PathBuf,
+        /// The size the log file needed, header page included.
+        bytes: u64,
+        /// The option that sets that size: `log_bytes` at create, `max_log_bytes` (the limit
+        /// of its growth) for a transaction.
+        option: &'static str,
     },
     /// An earlier statement of this write transaction failed part-way (an I/O error, damage),
     /// so the transaction may hold half of that statement: it takes no more changes, and its
@@ -225,7 +252,9 @@ impl Error {
             | Error::NotFound { path }
             | Error::NotADirectory { path }
             | Error::NoParentDirectory { path, .. }
-            | Error::Inaccessible { path, .. } => Some(path),
+            | Error::Inaccessible { path, .. }
+            | Error::TransactionTooLarge { path, .. }
+            | Error::LogNoSpace { path, .. } => Some(path),
             Error::Buffer(_)
             | Error::Poisoned
             | Error::ReadOnly
@@ -233,7 +262,6 @@ impl Error {
             | Error::ReadTxnHeld
             | Error::WriteTxnHeld
             | Error::SnapshotTooOld { .. }
-            | Error::TransactionTooLarge { .. }
             | Error::TransactionFailed(_)
             | Error::UnknownTable(_)
             | Error::TableExists(_)
@@ -264,8 +292,12 @@ impl From<WalError> for Error {
     fn from(e: WalError) -> Self {
         match e {
             WalError::Storage(s) => Error::Storage(s),
-            WalError::LogFull { needed, available } => {
-                Error::TransactionTooLarge { needed, available }
+            WalError::LogFull { path, needed, available, max_bytes } => {
+                Error::TransactionTooLarge { path, needed, available, max_bytes }
+            }
+            // Met only while the log grows for a transaction: create names `log_bytes` itself.
+            WalError::NoSpace { path, bytes } => {
+                Error::LogNoSpace { path, bytes, option: "max_log_bytes" }
             }
             e => Error::Wal(e),
         }
@@ -288,6 +320,19 @@ impl From<BufferError> for Error {
             },
             e => Error::Buffer(e),
         }
+    }
+}
+
+/// What to do about a log that met a full file system, by the option that sized it.
+fn no_space_advice(option: &str) -> String {
+    match option {
+        "log_bytes" => {
+            "free space, or create the database with a smaller Builder::log_bytes".into()
+        }
+        _ => format!(
+            "free space, or split the transaction (the log grows to hold a transaction's \
+             before-images, up to Builder::{option})"
+        ),
     }
 }
 

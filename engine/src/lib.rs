@@ -135,7 +135,10 @@ mod txn;
 mod undo;
 
 pub use check::{CheckReport, IndexReport, TableReport};
-pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, Stats};
+pub use db::{
+    Builder, DATA_FILE, DEFAULT_LOG_BYTES, DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_VERSION_BYTES,
+    Database, LOG_FILE, Stats,
+};
 pub use error::{Error, Result};
 pub use index::{Index, IndexIds, IndexScan};
 // The types the API names, and no more: every safe function reachable from `nvpage` is part of

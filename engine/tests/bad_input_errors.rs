@@ -278,7 +278,8 @@ fn a_transaction_too_large_for_the_log_changes_nothing() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("db");
             let open = |p: &Path| {
-                Database::builder().layer(layer).pool_bytes(pool).log_bytes(1 << 20).open(p)
+                let b = Database::builder().layer(layer).pool_bytes(pool);
+                b.log_bytes(1 << 20).max_log_bytes(1 << 20).open(p)
             };
             let db = open(&path).unwrap();
             fill(&db);
@@ -301,12 +302,20 @@ fn a_transaction_too_large_for_the_log_changes_nothing() {
                 }
                 None => tx.commit(),
             };
-            match r {
-                Err(Error::TransactionTooLarge { needed, available }) => {
-                    assert!(needed > available, "{layer}")
-                }
-                other => panic!("{layer}: expected TransactionTooLarge, got {other:?}"),
+            let e = r.expect_err("the transaction does not fit the log");
+            let Error::TransactionTooLarge { needed, available, max_bytes, .. } = e else {
+                panic!("{layer}: expected TransactionTooLarge, got {e:?}");
+            };
+            assert!(needed > available, "{layer}");
+            assert_eq!(max_bytes, 1 << 20, "{layer}");
+            // The message names the file, the bytes needed and the option to raise.
+            let text = e.to_string();
+            let log = path.join(nvpage::LOG_FILE);
+            let needs = format!("need {needed} bytes");
+            for part in [&*log.to_string_lossy(), &needs, "max_log_bytes"] {
+                assert!(text.contains(part), "{layer}: {text:?} does not name {part:?}");
             }
+            assert_eq!(e.path(), Some(log.as_path()), "{layer}");
             assert_eq!(from_commit, pool > 1 << 20, "{layer}: where the log filled up");
             assert!(!db.is_poisoned(), "{layer}: too large is not a failure");
             compare(&db, &before).unwrap_or_else(|e| panic!("{layer}: in memory: {e}"));

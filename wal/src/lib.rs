@@ -7,14 +7,16 @@
 //! appended durably before pages are overwritten in place, and a rewind is the commit point.
 //!
 //! What it is not: not a redo log, not a ring (a full log is [`WalError::LogFull`]; the owner
-//! rewinds), not a multi-file segment store, and it never interprets payloads.
+//! rewinds), not a multi-file segment store, and it never interprets payloads. It may grow,
+//! up to a limit its owner sets, but never shrinks.
 //!
 //! ## Design (details in `docs/design.md`, "The log")
 //!
-//! The file is a header page (magic, version, framing, database UUID, capacity, CRC32C: written
-//! once at create), an 8-byte **state word** alone in the next cache line (tail, generation and
-//! a CRC-8 check byte, outside the header checksum), then the data area. See [`layout`] for the
-//! bytes.
+//! The file is a header page (magic, version, framing, database UUID, capacity at create,
+//! CRC32C: written once at create), an 8-byte **state word** alone in the next cache line (tail,
+//! generation and a CRC-8 check byte, outside the header checksum), an 8-byte **capacity word**
+//! alone in the line after it (the data area's size now, with the same check byte), then the
+//! data area. See [`layout`] for the bytes.
 //!
 //! - **Record logs: one fence per append.** A record is self-validating (length, generation,
 //!   an XXH3-64 check of its payload seeded with its offset and generation: not a CRC, which a
@@ -47,6 +49,13 @@
 //!   into the file's pages without mapping them, nor zeroing the fresh ones it fills whole (not
 //!   on DAX, where such a write's extent change would wait for an `fdatasync`). On a disk the
 //!   appender always writes with `pwrite`, for the same reason.
+//! - **Growth while open.** Opened with a limit ([`OpenOptions::max_bytes`]), a log whose next
+//!   append does not fit grows first, to twice its size or what the append needs (never past the
+//!   limit): the file is grown (`fallocate`, then `fsync`: storage's `RawFile::grow_to`), then
+//!   the capacity word is stored and persisted, and only then may appends reserve past the old
+//!   end. So an open after a crash at any step finds a capacity the file holds, and every record
+//!   below it. The mapping reserved address space for the limit at open, so it never moves; an
+//!   append that fits pays one atomic load for this. Only past the limit is the log full.
 //! - **Corruption is never the end.** Damage below the tail or watermark, or to the state word,
 //!   is a typed error naming what is wrong, at open and when read. The open decodes the mapped
 //!   file with one pure function of its bytes, [`layout::decode_log`], which the fuzz targets
@@ -58,7 +67,7 @@
 //!
 //! | libpmemlog | here | differences, and why |
 //! |---|---|---|
-//! | `pmemlog_create(path, poolsize, mode)` | [`Log::create`] | takes the database UUID, framing and [`Prefill`] ([`CreateOptions`]); refuses an existing file, as libpmemlog does; reserves the whole file as libpmemlog does (`fallocate`), or also writes it with zeros ([`Prefill::Zeros`]: on a disk, durable appends then overwrite written blocks) |
+//! | `pmemlog_create(path, poolsize, mode)` | [`Log::create`] | takes the database UUID, framing and [`Prefill`] ([`CreateOptions`]); refuses an existing file, as libpmemlog does; reserves the whole file as libpmemlog does (`fallocate`), or also writes it with zeros ([`Prefill::Zeros`]: on a disk, durable appends then overwrite written blocks); `poolsize` is the size to start from where the log may grow ([`CreateOptions::max_bytes`]) |
 //! | `pmemlog_open(path)` | [`Log::open`], [`Log::open_for`] | checks every record below the tail or watermark, finds the records past it, starts a new generation; `open_for` rejects another database's log ([`WalError::ForeignLog`]) |
 //! | `pmemlog_append(plp, buf, count)` | [`Log::append`] | returns the append's position; takes `&self` and runs in parallel with other appends |
 //! | `pmemlog_appendv(plp, iov, n)` | [`Log::append_vectored`] | the same, with [`std::io::IoSlice`] |
@@ -67,27 +76,31 @@
 //! | — | [`Log::prefault`] | maps the whole log writable now; appends otherwise do it 2 MiB at a time |
 //! | `pmemlog_walk(plp, chunksize, cb, arg)` | [`Log::walk`] | a closure returning `bool` (continue); honours the chunk size; holds no lock, so appending from the callback cannot deadlock |
 //! | `pmemlog_rewind(plp)` | [`Log::rewind`] | one 8-byte store; takes `&mut self` so no borrow of old bytes survives it |
-//! | `pmemlog_nbyte(plp)` | [`Log::nbyte`] | usable bytes of the data area |
+//! | `pmemlog_nbyte(plp)` | [`Log::nbyte`] | usable bytes of the data area now; [`Log::max_bytes`] for the most the file may grow to |
 //! | `pmemlog_tell(plp)` | [`Log::tell`] | bytes used, framing included; [`Log::durable_tell`] for the durable part |
 //! | `pmemlog_close(plp)` | `Drop` | a buffered append not yet synced may be lost, as the docs of [`Log::append_buffered`] say |
 //!
 //! ## Invariants
 //!
-//! - `mark <= durable <= copied <= reserved <= capacity` (bytes of the data area); the state
-//!   word on the medium holds `mark`, stored only after every byte below it is persisted.
+//! - `mark <= durable <= copied <= reserved <= capacity <= max capacity` (bytes of the data
+//!   area); the state word on the medium holds `mark`, stored only after every byte below it is
+//!   persisted; the capacity word holds `capacity`, stored only after the file holds it durably,
+//!   and persisted before any append reserves past the capacity before it.
+//! - The capacity never decreases, and the file never shrinks.
 //! - Bytes below `copied` are never written until a rewind (`&mut self`).
 //! - In a record log, every record at or past the stored watermark that an open accepts has the
 //!   state word's generation, and no generation is reused while a record of it may remain.
 //! - Any persist failure poisons the log until reopen; it never pretends data is safe.
 //!
-//! `unsafe` is confined to `log.rs` (the state word, reading the mapping), `append.rs` (copying
-//! into reserved ranges), `xxh3.rs` (SSE2 intrinsics that take no pointers: x86_64's baseline;
+//! `unsafe` is confined to `log.rs` (the state word, reading the mapping), `grow.rs` (the
+//! capacity word), `append.rs` (copying into reserved ranges), `xxh3.rs` (SSE2 intrinsics that take no pointers: x86_64's baseline;
 //! AVX2 ones behind a proof that only a run-time check creates), `layout.rs` (entering the AVX2
 //! build of the loop that stores and hashes a record, and its 32-byte line stores, with that
 //! proof) and the optional `pmdk` FFI shim.
 
 mod append;
 mod error;
+mod grow;
 pub mod layout;
 mod log;
 #[cfg(feature = "pmdk")]

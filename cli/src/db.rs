@@ -55,7 +55,7 @@ fn describe(path: &Path, e: &Error) -> Failure {
             nvpage::DATA_FILE,
             nvpage::LOG_FILE
         ),
-        Error::RecoveryNeeded => format!(
+        Error::RecoveryNeeded { .. } => format!(
             "{}: the log holds an unfinished transaction (a crash or kill left it); open the \
              database writable once to roll it back, then check again",
             path.display()

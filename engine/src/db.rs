@@ -450,7 +450,11 @@ impl Database {
         {
             return Ok(());
         }
-        let tx = if wait { Some(self.begin_write()?) } else { self.try_begin_write()? };
+        let tx = if wait {
+            Some(self.begin_write_for("close")?)
+        } else {
+            self.try_begin_write_for("close")?
+        };
         tx.map_or(Ok(()), |tx| tx.commit_exact_counts())
     }
 
@@ -668,7 +672,8 @@ fn recover(data_path: &Path, log_path: &Path, b: &Builder) -> Result<Log> {
     };
     if log.tell() > 0 {
         if b.read_only {
-            return Err(Error::RecoveryNeeded);
+            let dir = data_path.parent().unwrap_or(data_path);
+            return Err(Error::RecoveryNeeded { path: dir.into() });
         }
         let file_bytes = raw.len_bytes();
         let store = |page: PageId, parts: &[(usize, &[u8])]| -> Result<()> {

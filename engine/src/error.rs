@@ -70,16 +70,41 @@ pub enum Error {
     #[error("the database is open read-only")]
     ReadOnly,
     /// A read-only open found a transaction to roll back: open it writable once.
-    #[error("the log holds an unfinished transaction; open the database writable to recover it")]
-    RecoveryNeeded,
-    /// `begin_write` on a thread that holds a read transaction of the same database (it would
-    /// wait for itself).
-    #[error("this thread holds a read transaction: begin_write would wait for itself")]
-    ReadTxnHeld,
-    /// `begin_read` (or `check`) on a thread that holds this database's write transaction (it
-    /// would wait for itself): read through the write transaction instead.
-    #[error("this thread holds the write transaction: begin_read would wait for itself")]
-    WriteTxnHeld,
+    #[error(
+        "{path}: the log holds an unfinished transaction; open the database writable once to \
+         recover it"
+    )]
+    RecoveryNeeded {
+        /// The database directory.
+        path: PathBuf,
+    },
+    /// `begin_write` or `check` on a thread that holds a read transaction of the same database:
+    /// the call would wait for a commit that waits for that read transaction's guards. End the
+    /// read transaction first.
+    #[error(
+        "this thread holds a read transaction of this database: {call} would wait for itself; \
+         end the read transaction first"
+    )]
+    ReadTxnHeld {
+        /// The call refused: `begin_write` or `check`.
+        call: &'static str,
+    },
+    /// `begin_read`, `begin_write` or `check` on a thread that holds this database's write
+    /// transaction: the call would wait for that transaction. Read through the write transaction
+    /// instead, or end it first.
+    #[error(
+        "this thread holds the write transaction of this database: {call} would wait for \
+         itself; {}",
+        if *call == "begin_read" {
+            "read through the write transaction instead"
+        } else {
+            "commit or abort it first"
+        }
+    )]
+    WriteTxnHeld {
+        /// The call refused: `begin_read`, `begin_write` or `check`.
+        call: &'static str,
+    },
     /// A read transaction needs an old version of `page` (the page changed after its snapshot)
     /// that [`Builder::max_version_bytes`](crate::Builder::max_version_bytes) made the database
     /// free: begin a new read transaction. Never a read of newer bytes instead.
@@ -136,24 +161,24 @@ pub enum Error {
     #[error("an earlier statement of this transaction failed ({0}); it can only be rolled back")]
     TransactionFailed(String),
     /// No table has this name.
-    #[error("no table named {0:?}")]
+    #[error("no table named {0}")]
     UnknownTable(String),
     /// A table with this name exists.
-    #[error("a table named {0:?} exists")]
+    #[error("a table named {0} exists")]
     TableExists(String),
     /// The table has no column of this name.
-    #[error("no column named {0:?}")]
+    #[error("no column named {0}")]
     UnknownColumn(String),
     /// No index has this name.
-    #[error("no index named {0:?}")]
+    #[error("no index named {0}")]
     UnknownIndex(String),
     /// An index with this name exists.
-    #[error("an index named {0:?} exists")]
+    #[error("an index named {0} exists")]
     IndexExists(String),
     /// An insert or update would give a unique index a key it holds already (or an index being
     /// created on a table finds two rows with one key). Found before the statement changes
     /// anything: the transaction goes on as it was.
-    #[error("unique index {index:?} already holds the key {key}")]
+    #[error("unique index {index} already holds the key {key}")]
     UniqueViolation {
         /// The index.
         index: String,
@@ -162,8 +187,17 @@ pub enum Error {
     },
     /// An index whose keys can be longer than an index page allows (a quarter of a page, so
     /// that every node holds four entries): choose fewer or shorter columns, or larger pages.
-    #[error("index keys of up to {bytes} bytes; a page of this database takes keys of {max}")]
+    #[error(
+        "index {index} on ({}): its keys take up to {bytes} bytes, and a page of this database \
+         takes keys of at most {max}; index fewer or shorter columns, or create the database \
+         with a larger page size",
+        columns.join(", ")
+    )]
     KeyTooLarge {
+        /// The index.
+        index: String,
+        /// Its columns, in key order.
+        columns: Vec<String>,
         /// The longest key the columns encode to.
         bytes: usize,
         /// The longest key a page takes.
@@ -172,8 +206,9 @@ pub enum Error {
     /// A schema that cannot be created.
     #[error("invalid schema: {0}")]
     InvalidSchema(String),
-    /// An insert or update with the wrong number of values.
-    #[error("{found} values for {expected} columns")]
+    /// An insert or update with the wrong number of values (or a key with more values than its
+    /// index has columns).
+    #[error("{} for {}", count(*found, "value"), count(*expected, "column"))]
     WrongArity {
         /// Columns in the schema.
         expected: usize,
@@ -181,11 +216,12 @@ pub enum Error {
         found: usize,
     },
     /// A value that does not fit its column's type.
-    #[error("value for column {column:?} does not fit: {reason}")]
+    #[error("value does not fit: {reason}")]
     ValueDoesNotFit {
         /// The column.
         column: String,
-        /// Why.
+        /// The value as a user writes it, its kind, the column and its type, and what does not
+        /// fit: `'one' (a string) for column qty (i64)`.
         reason: String,
     },
     /// A row larger than a page can hold.
@@ -203,7 +239,7 @@ pub enum Error {
     #[error("a column handle was used on another table's rows")]
     ColumnMismatch,
     /// A column handle of the wrong type.
-    #[error("column {column:?} is {actual}, not {wanted}")]
+    #[error("column {column} is {actual}, not {wanted}")]
     ColumnType {
         /// The column.
         column: String,
@@ -213,7 +249,7 @@ pub enum Error {
         wanted: &'static str,
     },
     /// A NULL where a value was required ([`crate::RowRef::get`]; use `get_opt`).
-    #[error("column {0:?} is NULL")]
+    #[error("column {0} is NULL")]
     Null(String),
     /// A row's bytes are inconsistent with its schema.
     #[error("corrupt row: {0}")]
@@ -253,14 +289,14 @@ impl Error {
             | Error::NotADirectory { path }
             | Error::NoParentDirectory { path, .. }
             | Error::Inaccessible { path, .. }
+            | Error::RecoveryNeeded { path }
             | Error::TransactionTooLarge { path, .. }
             | Error::LogNoSpace { path, .. } => Some(path),
             Error::Buffer(_)
             | Error::Poisoned
             | Error::ReadOnly
-            | Error::RecoveryNeeded
-            | Error::ReadTxnHeld
-            | Error::WriteTxnHeld
+            | Error::ReadTxnHeld { .. }
+            | Error::WriteTxnHeld { .. }
             | Error::SnapshotTooOld { .. }
             | Error::TransactionFailed(_)
             | Error::UnknownTable(_)
@@ -321,6 +357,11 @@ impl From<BufferError> for Error {
             e => Error::Buffer(e),
         }
     }
+}
+
+/// `n` and `noun`, plural unless `n` is 1: "1 column", "2 columns".
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
 /// What to do about a log that met a full file system, by the option that sized it.

@@ -152,7 +152,7 @@ pub use row::{
     Col, Date, Decimal, Kind, OwnedValue, PageCol, PageRow, RowRef, Value, format_scaled, kind,
 };
 pub use scan::{PageRows, Scan, ScanPage};
-pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
+pub use schema::{Column, ColumnType, MAX_SCALE, MAX_STRING_LEN, Schema};
 pub use table::{RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
 

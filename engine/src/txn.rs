@@ -86,15 +86,15 @@ fn leave(list: &'static Held, db: usize) {
     });
 }
 
-/// Refuses what would make the calling thread wait for itself on the writer's lock: holding
-/// `db`'s write transaction ([`Error::WriteTxnHeld`]), or a read transaction whose guards could
-/// hold up the commit it would wait for ([`Error::ReadTxnHeld`]).
-pub(crate) fn refuse_if_holding(db: &Database) -> Result<()> {
+/// Refuses `call` where it would make the calling thread wait for itself on the writer's lock:
+/// holding `db`'s write transaction ([`Error::WriteTxnHeld`]), or a read transaction whose
+/// guards could hold up the commit it would wait for ([`Error::ReadTxnHeld`]).
+pub(crate) fn refuse_if_holding(db: &Database, call: &'static str) -> Result<()> {
     if holds(&WRITING, db.id) {
-        return Err(Error::WriteTxnHeld);
+        return Err(Error::WriteTxnHeld { call });
     }
     if holds(&READING, db.id) {
-        return Err(Error::ReadTxnHeld);
+        return Err(Error::ReadTxnHeld { call });
     }
     Ok(())
 }
@@ -170,7 +170,7 @@ impl Database {
     pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
         self.check_usable(false)?;
         if holds(&WRITING, self.id) {
-            return Err(Error::WriteTxnHeld);
+            return Err(Error::WriteTxnHeld { call: "begin_read" });
         }
         let (seq, state) = self.snapshots.begin();
         enter(&READING, self.id);
@@ -182,18 +182,23 @@ impl Database {
     /// guards could make this transaction's commit wait for its own thread), and on the thread
     /// that holds the write transaction [`Error::WriteTxnHeld`].
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+        self.begin_write_for("begin_write")
+    }
+
+    /// [`Self::begin_write`] on behalf of `call`, which a refusal names.
+    pub(crate) fn begin_write_for(&self, call: &'static str) -> Result<WriteTxn<'_>> {
         self.check_usable(true)?;
-        refuse_if_holding(self)?;
+        refuse_if_holding(self, call)?;
         let writer = self.writer.lock();
         self.write_txn(writer)
     }
 
-    /// [`Self::begin_write`] if no write transaction holds the writer's lock now, else `None`
-    /// (a close from a drop must not wait for a transaction that may never end: one leaked
-    /// with `mem::forget`).
-    pub(crate) fn try_begin_write(&self) -> Result<Option<WriteTxn<'_>>> {
+    /// [`Self::begin_write_for`] if no write transaction holds the writer's lock now, else
+    /// `None` (a close from a drop must not wait for a transaction that may never end: one
+    /// leaked with `mem::forget`).
+    pub(crate) fn try_begin_write_for(&self, call: &'static str) -> Result<Option<WriteTxn<'_>>> {
         self.check_usable(true)?;
-        refuse_if_holding(self)?;
+        refuse_if_holding(self, call)?;
         self.writer.try_lock().map(|writer| self.write_txn(writer)).transpose()
     }
 

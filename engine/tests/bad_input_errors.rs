@@ -168,15 +168,15 @@ fn opens_and_files() {
         // A write transaction on a thread holding a read transaction.
         {
             let rx = db.begin_read().unwrap();
-            assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld)));
+            assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld { .. })));
             drop(rx);
             drop(db.begin_write().unwrap());
         }
         // A read transaction (or a check) on the thread holding the write transaction.
         {
             let tx = db.begin_write().unwrap();
-            assert!(matches!(db.begin_read(), Err(Error::WriteTxnHeld)));
-            assert!(matches!(db.check(), Err(Error::WriteTxnHeld)));
+            assert!(matches!(db.begin_read(), Err(Error::WriteTxnHeld { .. })));
+            assert!(matches!(db.check(), Err(Error::WriteTxnHeld { .. })));
             tx.commit().unwrap();
             drop(db.begin_read().unwrap());
             let tx = db.begin_write().unwrap();
@@ -256,6 +256,8 @@ fn opens_and_files() {
             report.damage.iter().any(|d| d.contains(&format!("page {heap_page}"))),
             "{report:?}"
         );
+        // The table is named as it was given, not quoted as Rust would.
+        assert!(report.damage.iter().any(|d| d.starts_with("table t: ")), "{report:?}");
     }
 }
 

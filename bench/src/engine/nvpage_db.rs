@@ -190,7 +190,7 @@ impl System for NvpageSystem {
                 [Value::I64(id), Value::Decimal(Decimal::new(old + 1, 2)), Value::Str(&note)];
             let moved_to = tx.update(&self.table, rid, &values)?;
             if moved_to != rid {
-                return Err(format!("row {id} moved from {rid:?} to {moved_to:?}").into());
+                return Err(format!("row {id} moved from {rid} to {moved_to}").into());
             }
         }
         tx.commit()?;

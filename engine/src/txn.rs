@@ -19,10 +19,10 @@
 //! formatted, a moved row deleted but not inserted). Statements are not atomic on their own, so
 //! such a failure dooms the transaction, as PostgreSQL aborts a transaction on an error: later
 //! statements fail with [`Error::TransactionFailed`], and `commit` rolls back and reports it
-//! (after a full log, both report `TransactionTooLarge` or `LogNoSpace` instead). Errors found before anything
-//! changes (a row too large, an unknown row or table, a value that does not fit the schema)
-//! leave the transaction as it was. Reads in a doomed transaction see its own changes, half
-//! included.
+//! (after a full log, both report `TransactionTooLarge` or `LogNoSpace` instead). Errors found
+//! before anything changes (a row too large, an unknown row or table, a value that does not fit
+//! the schema) leave the transaction as it was. Reads in a doomed transaction see its own
+//! changes, half included.
 //!
 //! Concurrency (docs/design.md, "Readers beside the writer"): one write transaction at a time
 //! (a lock held for its life); read transactions take a snapshot — the catalog, page count and

@@ -211,7 +211,7 @@ impl Log {
             // Compared, not subtracted: `cur` may come from a claim against a capacity this
             // thread has not loaded yet (the claim's CAS is read with Relaxed). A growth then
             // finds the capacity enough, under its lock, and the next load sees it.
-            if cur + size > self.capacity() {
+            if cur.saturating_add(size) > self.capacity() {
                 self.grow_for(cur, size)?;
                 cur = self.reserved.load(Ordering::Relaxed);
                 continue;

@@ -2,11 +2,11 @@
 //! is stored through the [`LineStreamer`] its caller hands in (`store_record_lines`).
 //!
 //! ```text
-//! file offset 0                                          64       72     128      136   DATA_OFFSET (4096)
-//!      +-------------------------------------------------+--------+------+--------+-----+--------------------+
-//!      | header: written once at create, sealed by its   | state  | zero | capa-  | zero| data area:         |
-//!      | CRC32C                                          | word   |      | city   |     | `capacity` bytes   |
-//!      +-------------------------------------------------+--------+------+--------+-----+--------------------+
+//! file offset 0                                   64      72     128      136   DATA_OFFSET (4096)
+//!      +------------------------------------------+-------+------+--------+-----+------------------+
+//!      | header: written once at create, sealed   | state | zero | capa-  | zero| data area:       |
+//!      | by its CRC32C                            | word  |      | city   |     | `capacity` bytes |
+//!      +------------------------------------------+-------+------+--------+-----+------------------+
 //!
 //! header (64 B, line 0)
 //!      0        8         12        16          32            40          48         60      64
@@ -74,8 +74,8 @@ pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
 /// The log format this build creates. Version 6: the data area's capacity is kept in a
 /// capacity word of its own ([`CAPACITY_WORD_OFFSET`]), so a log can grow while open (a
 /// header's capacity is sealed by the header's checksum, and 64 bytes are not stored
-/// atomically); the header keeps the capacity at create. Version 5: records are padded to whole cache lines (64
-/// bytes), so every append's streaming stores fill whole lines; a store that ends mid-line is
+/// atomically); the header keeps the capacity at create. Version 5: records are padded to
+/// whole cache lines (64 bytes), so every append's streaming stores fill whole lines; a store that ends mid-line is
 /// written back as a partial line, and on this project's machine an append ending mid-line ran
 /// at two thirds of the rate (4,096 + 16 bytes: 2.07 against 2.71 M/s with the header line full,
 /// measured with nothing but the copy and the fence; records of 64, 256 and 4,096 bytes: 2.7,
@@ -387,8 +387,9 @@ pub fn decode_capacity(word: u64) -> Result<u64, String> {
 }
 
 /// The check byte of the state and capacity words: CRC-8 with polynomial 0x07 over the word's
-/// low 56 bits (little-endian bytes). For messages this short the polynomial has Hamming distance 4: every flip of up to
-/// three bits of the word changes the check (the unit test tries every one- and two-bit flip).
+/// low 56 bits (little-endian bytes). For messages this short the polynomial has Hamming
+/// distance 4: every flip of up to three bits of the word changes the check (the state word's
+/// unit test tries every one- and two-bit flip).
 /// It starts from 0xFF rather than 0, so that the check of seven zero bytes is not zero: a word
 /// of zeros (a zeroed line, a block read back as zeros) is damage, not a state.
 fn word_check(low: u64) -> u8 {
@@ -779,8 +780,8 @@ pub enum LogFault {
 /// Decodes a whole log file's bytes as an open does: the header (magic, version, checksum,
 /// geometry), the capacity word (format [`GROWABLE_VERSION`] on: check byte, at least the
 /// header's capacity), the file's length against the capacity, the database UUID if
-/// `expect_uuid` names one, the state word (check byte; tail within the capacity), then a record log's data area
-/// with [`scan_records`]. [`crate::Log::open`] runs exactly this over the mapped file before it
+/// `expect_uuid` names one, the state word (check byte; tail within the capacity), then a
+/// record log's data area with [`scan_records`]. [`crate::Log::open`] runs exactly this over the mapped file before it
 /// changes anything; it takes no file, so it can be checked on any bytes quickly.
 pub fn decode_log(image: &[u8], expect_uuid: Option<Uuid>) -> Result<Decoded, LogFault> {
     let found_bytes = image.len() as u64;

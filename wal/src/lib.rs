@@ -93,10 +93,10 @@
 //! - Any persist failure poisons the log until reopen; it never pretends data is safe.
 //!
 //! `unsafe` is confined to `log.rs` (the state word, reading the mapping), `grow.rs` (the
-//! capacity word), `append.rs` (copying into reserved ranges), `xxh3.rs` (SSE2 intrinsics that take no pointers: x86_64's baseline;
-//! AVX2 ones behind a proof that only a run-time check creates), `layout.rs` (entering the AVX2
-//! build of the loop that stores and hashes a record, and its 32-byte line stores, with that
-//! proof) and the optional `pmdk` FFI shim.
+//! capacity word), `append.rs` (copying into reserved ranges), `xxh3.rs` (SSE2 intrinsics that
+//! take no pointers: x86_64's baseline; AVX2 ones behind a proof that only a run-time check
+//! creates), `layout.rs` (entering the AVX2 build of the loop that stores and hashes a record,
+//! and its 32-byte line stores, with that proof) and the optional `pmdk` FFI shim.
 
 mod append;
 mod error;

@@ -101,9 +101,10 @@ fn damaged_and_foreign_files() {
     b[CAPACITY_WORD_OFFSET..CAPACITY_WORD_OFFSET + 8]
         .copy_from_slice(&encode_capacity(8192).to_le_bytes());
     std::fs::write(&capacity, &b).unwrap();
+    let needed = DATA_OFFSET as u64 + 8192;
     assert!(matches!(
         Log::open(&capacity),
-        Err(WalError::Truncated { expected_bytes, .. }) if expected_bytes == DATA_OFFSET as u64 + 8192
+        Err(WalError::Truncated { expected_bytes, .. }) if expected_bytes == needed
     ));
 
     // A log of an older format is named as such.

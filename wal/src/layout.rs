@@ -95,12 +95,13 @@ pub const GROWABLE_VERSION: u32 = 6;
 /// The first format whose records carry the seeded check ([`RecordCheck::Seeded`], and from
 /// [`LINE_RECORDS_VERSION`] on [`RecordCheck::SeededLines`]); older ones [`RecordCheck::Prefixed`].
 pub const SEEDED_CHECK_VERSION: u32 = 4;
-/// The format whose records are padded to whole lines ([`LINE_RECORD_ALIGN`]); older ones to
-/// [`RECORD_ALIGN`].
+/// The first format whose records are padded to whole lines ([`LINE_RECORD_ALIGN`]); older ones
+/// to [`RECORD_ALIGN`].
 pub const LINE_RECORDS_VERSION: u32 = 5;
-/// The oldest log format this build opens: version 3 and 4 logs are read, appended to and
-/// rewound in their own format (their records keep their check and alignment); only new logs
-/// are version 5.
+/// The oldest log format this build opens: version 3, 4 and 5 logs are read, appended to and
+/// rewound in their own format (their records keep their check and alignment, and they keep
+/// their size: only version 6 has the capacity word a growth needs); only new logs are version
+/// 6.
 pub const OLDEST_READABLE_VERSION: u32 = 3;
 
 pub(crate) const MAGIC_OFFSET: usize = 0;

@@ -44,6 +44,7 @@ pub struct Builder {
     page_size: u64,
     pool_bytes: u64,
     log_bytes: u64,
+    max_log_bytes: u64,
     log_prefill: Prefill,
     log_dir: Option<PathBuf>,
     log_persistence: Option<PersistRequest>,
@@ -60,7 +61,8 @@ impl Default for Builder {
             layer: Layer::best_compiled(),
             page_size: nvpage_storage::page::DEFAULT_PAGE_SIZE as u64,
             pool_bytes: 64 << 20,
-            log_bytes: 64 << 20,
+            log_bytes: DEFAULT_LOG_BYTES,
+            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             log_prefill: Prefill::Allocate,
             log_dir: None,
             log_persistence: None,
@@ -96,19 +98,34 @@ impl Builder {
         self
     }
 
-    /// The log's size for a new database (default 64 MiB): a transaction whose before-images do
-    /// not fit is [`Error::TransactionTooLarge`]. A size the log's format cannot hold is
-    /// [`Error::InvalidOption`] before anything is created.
+    /// The log file's size when a new database is created, header page included (default
+    /// 1 MiB, [`DEFAULT_LOG_BYTES`]). The log holds the before-images of the running write
+    /// transaction only (each commit empties it), so it starts small and grows when a
+    /// transaction needs more, to twice its size at a time, up to [`Builder::max_log_bytes`];
+    /// it never shrinks. An existing database keeps the log it has.
+    /// A size the log's format cannot hold is [`Error::InvalidOption`] before anything is
+    /// created.
     pub fn log_bytes(mut self, bytes: u64) -> Self {
         self.log_bytes = bytes;
         self
     }
 
-    /// How a new database's log file is set aside (default [`Prefill::Allocate`]).
-    /// [`Prefill::Zeros`] writes it once at create (64 MiB by default), after which its durable
-    /// appends on a disk file system overwrite written blocks instead of committing the file
-    /// system's journal for each block they first reach: worth it on a disk for a database that
-    /// commits often; on tmpfs or DAX it gains nothing.
+    /// The largest the log file may grow to, header page included (default 1 GiB,
+    /// [`DEFAULT_MAX_LOG_BYTES`]; at least [`Builder::log_bytes`]): a transaction whose
+    /// before-images would need more is [`Error::TransactionTooLarge`], rolled back with the
+    /// database as it was. Address space for it is reserved at open (the log's mapping never
+    /// moves); disk or memory only as the log grows. Applies at every open; a log that is
+    /// larger already keeps its size.
+    pub fn max_log_bytes(mut self, bytes: u64) -> Self {
+        self.max_log_bytes = bytes;
+        self
+    }
+
+    /// How a new database's log file is set aside, and the space it grows by (default
+    /// [`Prefill::Allocate`]). [`Prefill::Zeros`] writes the space once, at create and at each
+    /// growth, after which its durable appends on a disk file system overwrite written blocks
+    /// instead of committing the file system's journal for each block they first reach: worth
+    /// it on a disk for a database that commits often; on tmpfs or DAX it gains nothing.
     pub fn log_prefill(mut self, prefill: Prefill) -> Self {
         self.log_prefill = prefill;
         self
@@ -159,7 +176,7 @@ impl Builder {
     /// change (default 256 MiB). Past it, versions are freed oldest commit first, and a read
     /// transaction that then needs one it lost fails with [`Error::SnapshotTooOld`]; the writer
     /// never waits for readers. The running write transaction's own versions are not counted
-    /// (the log's size bounds them).
+    /// (the log's limit, [`Builder::max_log_bytes`], bounds them).
     ///
     /// 0 keeps no old version past the commit that made it: a read transaction that reads a
     /// page some commit changed after its snapshot began fails with [`Error::SnapshotTooOld`]
@@ -231,6 +248,13 @@ impl Builder {
         if let Err(e) = Log::check_size(self.log_bytes) {
             return invalid("log_bytes", self.log_bytes, e.to_string());
         }
+        if self.log_bytes > self.max_log_bytes {
+            let why = format!(
+                "passes max_log_bytes ({}): a log starts no larger than its limit",
+                self.max_log_bytes
+            );
+            return invalid("log_bytes", self.log_bytes, why);
+        }
         Ok(())
     }
 }
@@ -267,6 +291,17 @@ fn pool_frames(pool_bytes: u64, page_bytes: usize) -> Result<usize> {
 
 /// The default bound on old versions' memory ([`Builder::max_version_bytes`]).
 pub const DEFAULT_MAX_VERSION_BYTES: u64 = 256 << 20;
+
+/// The log file's default size at create ([`Builder::log_bytes`]): 1 MiB, header page
+/// included. A database's log holds one transaction's before-images, and the changed lines of
+/// a page are logged, not whole pages: a transaction of a few rows logs a few KiB, and a load
+/// of 10,000 rows into a table with two indexes logged 1.8 MB (docs/design.md, "Sizing the
+/// log"). Larger transactions grow the log.
+pub const DEFAULT_LOG_BYTES: u64 = 1 << 20;
+
+/// The default limit of the log's growth ([`Builder::max_log_bytes`]): 1 GiB, header page
+/// included.
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 1 << 30;
 
 static NEXT_DB_ID: AtomicUsize = AtomicUsize::new(1);
 
@@ -393,6 +428,8 @@ impl Database {
             log_path: &log_path,
             read_only: b.read_only,
             log_persistence: b.log_request(),
+            max_log_bytes: b.max_log_bytes,
+            log_prefill: b.log_prefill,
         })?;
         let opts = OpenOptions {
             layer: b.layer,
@@ -524,7 +561,11 @@ impl Database {
         {
             return Ok(());
         }
-        let tx = if wait { Some(self.begin_write()?) } else { self.try_begin_write()? };
+        let tx = if wait {
+            Some(self.begin_write_for("close")?)
+        } else {
+            self.try_begin_write_for("close")?
+        };
         tx.map_or(Ok(()), |tx| tx.commit_exact_counts())
     }
 
@@ -648,7 +689,8 @@ fn crashed_create(log_path: &Path) -> Result<bool> {
             WalError::Truncated { .. }
             | WalError::NotALog { .. }
             | WalError::CorruptHeader { .. }
-            | WalError::CorruptState { .. },
+            | WalError::CorruptState { .. }
+            | WalError::CorruptCapacity { .. },
         ) => true,
         Err(e) => return Err(e.into()),
     };
@@ -674,7 +716,13 @@ fn create(dir: &Path, log_dir: &Path, b: &Builder, page_size: PageSize) -> Resul
         mode: 0o666,
         ..CreateOptions::new(uuid)
     };
-    drop(Log::create(&log_dir.join(LOG_FILE), b.log_bytes, &log_opts)?);
+    let log_path = log_dir.join(LOG_FILE);
+    drop(Log::create(&log_path, b.log_bytes, &log_opts).map_err(|e| match e {
+        nvpage_wal::WalError::NoSpace { path, bytes } => {
+            Error::LogNoSpace { path, bytes, option: "log_bytes" }
+        }
+        e => e.into(),
+    })?);
     let creating = dir.join(DATA_FILE_CREATING);
     match std::fs::remove_file(&creating) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

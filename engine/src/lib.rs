@@ -147,7 +147,10 @@ mod txn;
 mod undo;
 
 pub use check::{CheckReport, IndexReport, TableReport};
-pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, Stats};
+pub use db::{
+    Builder, DATA_FILE, DEFAULT_LOG_BYTES, DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_VERSION_BYTES,
+    Database, LOG_FILE, Stats,
+};
 pub use error::{Error, Result};
 pub use gather::{Fixed, PageBatch, RowPlaces};
 pub use index::{Index, IndexIds, IndexScan};
@@ -164,7 +167,7 @@ pub use row::{
     Col, Date, Decimal, Kind, OwnedValue, PageCol, PageRow, RowRef, Value, format_scaled, kind,
 };
 pub use scan::{PageRows, Scan, ScanPage};
-pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
+pub use schema::{Column, ColumnType, MAX_SCALE, MAX_STRING_LEN, Schema};
 pub use snapshot::Snapshot;
 pub use table::{DropTarget, RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};

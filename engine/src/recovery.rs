@@ -68,6 +68,10 @@ pub(crate) struct Recover<'a> {
     pub log_path: &'a Path,
     pub read_only: bool,
     pub log_persistence: PersistRequest,
+    /// How far the log may grow ([`crate::Builder::max_log_bytes`]).
+    pub max_log_bytes: u64,
+    /// How its growths set space aside ([`crate::Builder::log_prefill`]).
+    pub log_prefill: nvpage_wal::Prefill,
 }
 
 /// Opens the log and rolls back its unfinished transaction, if any, with plain reads and writes
@@ -78,6 +82,8 @@ pub(crate) fn recover(r: &Recover<'_>) -> Result<(Log, Option<RecoveryReport>)> 
         read_only: r.read_only,
         persistence: r.log_persistence,
         expect_uuid: None,
+        max_bytes: Some(r.max_log_bytes),
+        prefill: r.log_prefill,
     };
     let mut log = Log::open_with(r.log_path, &wal_opts)?;
     let fopts = FileOptions { mapped: false, read_only: r.read_only, ..FileOptions::default() };

@@ -9,7 +9,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::error::{Error, Result};
-use crate::schema::{ColumnType, Schema};
+use crate::schema::{Column, ColumnType, Schema};
 use crate::table::RowId;
 
 /// A fixed-point decimal: `units × 10^-scale`.
@@ -139,8 +139,75 @@ pub enum Value<'a> {
     Str(&'a str),
 }
 
-fn misfit(schema: &Schema, i: usize, reason: impl Into<String>) -> Error {
-    Error::ValueDoesNotFit { column: schema.columns()[i].name.clone(), reason: reason.into() }
+/// A value as a user writes it, SQL's way: `NULL`, `42`, `12.50`, `1998-12-01`, `'text'` (a
+/// quote inside doubled, control characters escaped; a string longer than 40 characters is
+/// cut short with `…`).
+impl fmt::Display for Value<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::I32(x) => write!(f, "{x}"),
+            Value::I64(x) => write!(f, "{x}"),
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Date(d) => write!(f, "{d}"),
+            Value::Str(s) => {
+                f.write_str("'")?;
+                for c in s.chars().take(SHOWN_CHARS) {
+                    match c {
+                        '\'' => f.write_str("''")?,
+                        c if c.is_control() => write!(f, "{}", c.escape_default())?,
+                        c => write!(f, "{c}")?,
+                    }
+                }
+                let cut = if s.chars().nth(SHOWN_CHARS).is_some() { "…" } else { "" };
+                write!(f, "{cut}'")
+            }
+        }
+    }
+}
+
+/// The characters of a string a message shows.
+const SHOWN_CHARS: usize = 40;
+
+impl Value<'_> {
+    /// What kind of value this is, in words for a message: "a string", "an i64", ... A string
+    /// cut short by its `Display` says its length.
+    fn kind(&self) -> String {
+        match self {
+            Value::Null => "no value".into(),
+            Value::I32(_) => "an i32".into(),
+            Value::I64(_) => "an i64".into(),
+            Value::Decimal(_) => "a decimal".into(),
+            Value::Date(_) => "a date".into(),
+            Value::Str(s) if s.chars().nth(SHOWN_CHARS).is_some() => {
+                format!("a string of {} bytes", s.len())
+            }
+            Value::Str(_) => "a string".into(),
+        }
+    }
+}
+
+/// The error for value `v` that column `column` cannot hold, and why (`None`: not its type):
+/// "'one' (a string) for column qty (i64)", "12.345 (a decimal) for column price
+/// (decimal(scale 2)): not exact at scale 2".
+pub(crate) fn misfit(column: &Column, v: &Value<'_>, why: Option<String>) -> Error {
+    let (name, ty) = (&column.name, column.ty);
+    let why = why.map(|w| format!(": {w}")).unwrap_or_default();
+    let reason = match v {
+        Value::Null => format!("NULL for column {name} ({ty}){why}"),
+        v => format!("{v} ({}) for column {name} ({ty}){why}", v.kind()),
+    };
+    Error::ValueDoesNotFit { column: name.clone(), reason }
+}
+
+/// Why decimal `d` does not fit a column of scale `scale`: it needs more digits after the point,
+/// or (at a larger scale) its units pass an `i64`.
+pub(crate) fn decimal_misfit(d: Decimal, scale: u8) -> String {
+    if scale < d.scale {
+        format!("not exact at scale {scale}")
+    } else {
+        format!("out of range at scale {scale}")
+    }
 }
 
 /// Encodes `values` as a row of `schema`, checking each against its column.
@@ -153,34 +220,31 @@ pub fn encode_row(schema: &Schema, values: &[Value<'_>], out: &mut Vec<u8>) -> R
     out.resize(schema.fixed_end(), 0);
     for (i, (c, v)) in cols.iter().zip(values).enumerate() {
         let at = schema.offset(i);
+        let too_long = |len: u16| misfit(c, v, Some(format!("longer than {len} bytes")));
         match (c.ty, v) {
             (_, Value::Null) if c.nullable => out[i / 8] |= 1 << (i % 8),
-            (_, Value::Null) => return Err(misfit(schema, i, "NULL in a NOT NULL column")),
+            (_, Value::Null) => return Err(misfit(c, v, Some("it is NOT NULL".into()))),
             (ColumnType::I32, Value::I32(x)) => out[at..at + 4].copy_from_slice(&x.to_le_bytes()),
             (ColumnType::Date, Value::Date(d)) => {
                 out[at..at + 4].copy_from_slice(&d.0.to_le_bytes())
             }
             (ColumnType::I64, Value::I64(x)) => out[at..at + 8].copy_from_slice(&x.to_le_bytes()),
             (ColumnType::Decimal { scale }, Value::Decimal(d)) => {
-                let units = d.rescale(scale).ok_or_else(|| {
-                    misfit(schema, i, format!("{d} is not exact at scale {scale} or overflows"))
-                })?;
+                let units = d
+                    .rescale(scale)
+                    .ok_or_else(|| misfit(c, v, Some(decimal_misfit(*d, scale))))?;
                 out[at..at + 8].copy_from_slice(&units.to_le_bytes());
             }
             (ColumnType::Char { len }, Value::Str(s)) => {
                 if s.len() > usize::from(len) {
-                    return Err(misfit(schema, i, format!("{} bytes in char({len})", s.len())));
+                    return Err(too_long(len));
                 }
                 out[at..at + s.len()].copy_from_slice(s.as_bytes());
                 out[at + s.len()..at + usize::from(len)].fill(b' ');
             }
             (ColumnType::VarChar { max_len }, Value::Str(s)) => {
                 if s.len() > usize::from(max_len) {
-                    return Err(misfit(
-                        schema,
-                        i,
-                        format!("{} bytes in varchar({max_len})", s.len()),
-                    ));
+                    return Err(too_long(max_len));
                 }
                 let off = out.len();
                 if off + s.len() > usize::from(u16::MAX) {
@@ -193,7 +257,7 @@ pub fn encode_row(schema: &Schema, values: &[Value<'_>], out: &mut Vec<u8>) -> R
                 out[at + 2..at + 4].copy_from_slice(&(s.len() as u16).to_le_bytes());
                 out.extend_from_slice(s.as_bytes());
             }
-            (ty, v) => return Err(misfit(schema, i, format!("{v:?} for a {ty} column"))),
+            (_, v) => return Err(misfit(c, v, None)),
         }
     }
     Ok(())
@@ -242,7 +306,7 @@ impl<'r> RowRef<'r> {
                 if var_bytes(self.bytes, at, self.schema.fixed_end()).is_none() {
                     let name = &self.schema.columns()[i].name;
                     return Err(Error::CorruptRow(format!(
-                        "column {name:?} points outside the row's values"
+                        "column {name} points outside the row's values"
                     )));
                 }
             }

@@ -9,8 +9,9 @@
 //! | `RolledBack`| every before-image restored, synced, log rewound | (final)                  |
 //!
 //! A failure in commit, abort or a persist poisons the database (rule 6), except a transaction
-//! too large for the log, which is rolled back cleanly and reported as
-//! [`Error::TransactionTooLarge`] with the database as it was before the transaction. A panic
+//! the log cannot hold — too large for its limit, or its growth refused by a full file system —
+//! which is rolled back cleanly and reported as [`Error::TransactionTooLarge`] or
+//! [`Error::LogNoSpace`] with the database as it was before the transaction. A panic
 //! that unwinds out of a commit or an abort poisons it too.
 //!
 //! A statement (`insert`, `update`, `delete`, `create_table`, `drop_table`) that fails part-way
@@ -18,10 +19,10 @@
 //! formatted, a moved row deleted but not inserted). Statements are not atomic on their own, so
 //! such a failure dooms the transaction, as PostgreSQL aborts a transaction on an error: later
 //! statements fail with [`Error::TransactionFailed`], and `commit` rolls back and reports it
-//! (after a full log, both report `TransactionTooLarge` instead). Errors found before anything
-//! changes (a row too large, an unknown row or table, a value that does not fit the schema)
-//! leave the transaction as it was. Reads in a doomed transaction see its own changes, half
-//! included.
+//! (after a full log, both report `TransactionTooLarge` or `LogNoSpace` instead). Errors found
+//! before anything changes (a row too large, an unknown row or table, a value that does not fit
+//! the schema) leave the transaction as it was. Reads in a doomed transaction see its own
+//! changes, half included.
 //!
 //! Concurrency (docs/design.md, "Readers beside the writer"): one write transaction at a time
 //! (a lock held for its life); read transactions take a snapshot — the catalog, page count and
@@ -91,19 +92,19 @@ fn leave(list: &'static Held, db: usize) {
     });
 }
 
-/// Refuses what would make the calling thread wait for itself on the writer's lock: holding
-/// `db`'s write transaction ([`Error::WriteTxnHeld`]), or a read transaction whose guards could
-/// hold up the commit it would wait for ([`Error::ReadTxnHeld`]).
+/// Refuses `call` where it would make the calling thread wait for itself on the writer's lock:
+/// holding `db`'s write transaction ([`Error::WriteTxnHeld`]), or a read transaction whose
+/// guards could hold up the commit it would wait for ([`Error::ReadTxnHeld`]).
 ///
 /// A guard read through a [`Snapshot`](crate::Snapshot) that holds a page's latch (SE2 reads
 /// in place) counts as a read transaction held: the snapshot moves between threads, its guards
 /// do not, so what this thread holds is what its guards hold.
-pub(crate) fn refuse_if_holding(db: &Database) -> Result<()> {
+pub(crate) fn refuse_if_holding(db: &Database, call: &'static str) -> Result<()> {
     if holds(&WRITING, db.id) {
-        return Err(Error::WriteTxnHeld);
+        return Err(Error::WriteTxnHeld { call });
     }
     if holds(&READING, db.id) || db.pool.latched_here() {
-        return Err(Error::ReadTxnHeld);
+        return Err(Error::ReadTxnHeld { call });
     }
     Ok(())
 }
@@ -179,7 +180,7 @@ impl Database {
     pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
         self.check_usable(false)?;
         if holds(&WRITING, self.id) {
-            return Err(Error::WriteTxnHeld);
+            return Err(Error::WriteTxnHeld { call: "begin_read" });
         }
         let (seq, state) = self.snapshots.begin();
         enter(&READING, self.id);
@@ -191,18 +192,23 @@ impl Database {
     /// guards could make this transaction's commit wait for its own thread), and on the thread
     /// that holds the write transaction [`Error::WriteTxnHeld`].
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+        self.begin_write_for("begin_write")
+    }
+
+    /// [`Self::begin_write`] on behalf of `call`, which a refusal names.
+    pub(crate) fn begin_write_for(&self, call: &'static str) -> Result<WriteTxn<'_>> {
         self.check_usable(true)?;
-        refuse_if_holding(self)?;
+        refuse_if_holding(self, call)?;
         let writer = self.writer.lock();
         self.write_txn(writer)
     }
 
-    /// [`Self::begin_write`] if no write transaction holds the writer's lock now, else `None`
-    /// (a close from a drop must not wait for a transaction that may never end: one leaked
-    /// with `mem::forget`).
-    pub(crate) fn try_begin_write(&self) -> Result<Option<WriteTxn<'_>>> {
+    /// [`Self::begin_write_for`] if no write transaction holds the writer's lock now, else
+    /// `None` (a close from a drop must not wait for a transaction that may never end: one
+    /// leaked with `mem::forget`).
+    pub(crate) fn try_begin_write_for(&self, call: &'static str) -> Result<Option<WriteTxn<'_>>> {
         self.check_usable(true)?;
-        refuse_if_holding(self)?;
+        refuse_if_holding(self, call)?;
         self.writer.try_lock().map(|writer| self.write_txn(writer)).transpose()
     }
 
@@ -291,18 +297,53 @@ pub struct WriteTxn<'db> {
 /// Why a write transaction is doomed.
 #[derive(Debug, Clone)]
 enum Failure {
-    /// The log is full: reported as [`Error::TransactionTooLarge`] again at commit.
-    TooLarge { needed: u64, available: u64 },
+    /// The log cannot hold the transaction: at its limit ([`Error::TransactionTooLarge`]), or
+    /// on a full file system ([`Error::LogNoSpace`]). Reported as that error again at commit.
+    LogLimit(LogLimit),
     /// Anything else, as its message.
     Other(String),
+}
+
+/// The fields of the errors that say the log cannot hold the transaction.
+#[derive(Debug, Clone)]
+enum LogLimit {
+    TooLarge { path: std::path::PathBuf, needed: u64, available: u64, max_bytes: u64 },
+    NoSpace { path: std::path::PathBuf, bytes: u64, option: &'static str },
+}
+
+impl LogLimit {
+    /// The limit `e` reports, if it is one.
+    fn of(e: &Error) -> Option<Self> {
+        match e {
+            Error::TransactionTooLarge { path, needed, available, max_bytes } => {
+                Some(LogLimit::TooLarge {
+                    path: path.clone(),
+                    needed: *needed,
+                    available: *available,
+                    max_bytes: *max_bytes,
+                })
+            }
+            Error::LogNoSpace { path, bytes, option } => {
+                Some(LogLimit::NoSpace { path: path.clone(), bytes: *bytes, option })
+            }
+            _ => None,
+        }
+    }
+
+    fn error(&self) -> Error {
+        match self.clone() {
+            LogLimit::TooLarge { path, needed, available, max_bytes } => {
+                Error::TransactionTooLarge { path, needed, available, max_bytes }
+            }
+            LogLimit::NoSpace { path, bytes, option } => Error::LogNoSpace { path, bytes, option },
+        }
+    }
 }
 
 impl Failure {
     fn error(&self) -> Error {
         match self {
-            Failure::TooLarge { needed, available } => {
-                Error::TransactionTooLarge { needed: *needed, available: *available }
-            }
+            Failure::LogLimit(l) => l.error(),
             Failure::Other(m) => Error::TransactionFailed(m.clone()),
         }
     }
@@ -445,7 +486,7 @@ pub trait ReadOps: sealed::Reads {
         let x = cat.index(name).ok_or_else(|| Error::UnknownIndex(name.into()))?;
         let t = cat
             .table_by_id(x.table_id)
-            .ok_or_else(|| Error::CorruptCatalog(format!("index {name:?} of no table")))?;
+            .ok_or_else(|| Error::CorruptCatalog(format!("index {name} of no table")))?;
         Ok(Index::from_meta(x, t))
     }
 
@@ -704,11 +745,9 @@ impl WriteTxn<'_> {
         if let Err(e) = &r
             && may_leave_half(e)
         {
-            self.failed = Some(match e {
-                Error::TransactionTooLarge { needed, available } => {
-                    Failure::TooLarge { needed: *needed, available: *available }
-                }
-                e => Failure::Other(e.to_string()),
+            self.failed = Some(match LogLimit::of(e) {
+                Some(limit) => Failure::LogLimit(limit),
+                None => Failure::Other(e.to_string()),
             });
         }
         r
@@ -1028,7 +1067,9 @@ impl WriteTxn<'_> {
                 if !clean {
                     self.db.pool.abandon_txn();
                 }
-                if !(clean && matches!(e, Error::TransactionTooLarge { .. })) {
+                // A log that cannot hold the transaction refused an append before it changed
+                // anything: rolled back cleanly, the database is as it was, and usable.
+                if !(clean && LogLimit::of(e).is_some()) {
                     self.db.poison();
                 }
             }

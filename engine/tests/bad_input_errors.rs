@@ -168,15 +168,15 @@ fn opens_and_files() {
         // A write transaction on a thread holding a read transaction.
         {
             let rx = db.begin_read().unwrap();
-            assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld)));
+            assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld { .. })));
             drop(rx);
             drop(db.begin_write().unwrap());
         }
         // A read transaction (or a check) on the thread holding the write transaction.
         {
             let tx = db.begin_write().unwrap();
-            assert!(matches!(db.begin_read(), Err(Error::WriteTxnHeld)));
-            assert!(matches!(db.check(), Err(Error::WriteTxnHeld)));
+            assert!(matches!(db.begin_read(), Err(Error::WriteTxnHeld { .. })));
+            assert!(matches!(db.check(), Err(Error::WriteTxnHeld { .. })));
             tx.commit().unwrap();
             drop(db.begin_read().unwrap());
             let tx = db.begin_write().unwrap();
@@ -256,6 +256,8 @@ fn opens_and_files() {
             report.damage.iter().any(|d| d.contains(&format!("page {heap_page}"))),
             "{report:?}"
         );
+        // The table is named as it was given, not quoted as Rust would.
+        assert!(report.damage.iter().any(|d| d.starts_with("table t: ")), "{report:?}");
     }
 }
 
@@ -278,7 +280,8 @@ fn a_transaction_too_large_for_the_log_changes_nothing() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("db");
             let open = |p: &Path| {
-                Database::builder().layer(layer).pool_bytes(pool).log_bytes(1 << 20).open(p)
+                let b = Database::builder().layer(layer).pool_bytes(pool);
+                b.log_bytes(1 << 20).max_log_bytes(1 << 20).open(p)
             };
             let db = open(&path).unwrap();
             fill(&db);
@@ -301,12 +304,20 @@ fn a_transaction_too_large_for_the_log_changes_nothing() {
                 }
                 None => tx.commit(),
             };
-            match r {
-                Err(Error::TransactionTooLarge { needed, available }) => {
-                    assert!(needed > available, "{layer}")
-                }
-                other => panic!("{layer}: expected TransactionTooLarge, got {other:?}"),
+            let e = r.expect_err("the transaction does not fit the log");
+            let Error::TransactionTooLarge { needed, available, max_bytes, .. } = e else {
+                panic!("{layer}: expected TransactionTooLarge, got {e:?}");
+            };
+            assert!(needed > available, "{layer}");
+            assert_eq!(max_bytes, 1 << 20, "{layer}");
+            // The message names the file, the bytes needed and the option to raise.
+            let text = e.to_string();
+            let log = path.join(nvpage::LOG_FILE);
+            let needs = format!("need {needed} bytes");
+            for part in [&*log.to_string_lossy(), &needs, "max_log_bytes"] {
+                assert!(text.contains(part), "{layer}: {text:?} does not name {part:?}");
             }
+            assert_eq!(e.path(), Some(log.as_path()), "{layer}");
             assert_eq!(from_commit, pool > 1 << 20, "{layer}: where the log filled up");
             assert!(!db.is_poisoned(), "{layer}: too large is not a failure");
             compare(&db, &before).unwrap_or_else(|e| panic!("{layer}: in memory: {e}"));

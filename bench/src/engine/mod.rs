@@ -335,7 +335,7 @@ fn txn_part(
         let t = sys.totals()?;
         if t != first {
             return Err(format!(
-                "{} {} ends with {t:?} but {} {} with {first:?}: they did not do the same work",
+                "{} {} ends with {t} but {} {} with {first}: they did not do the same work",
                 sys.system(),
                 sys.config(),
                 systems[0].system(),

@@ -25,6 +25,16 @@ pub enum LoadOrder {
     Random,
 }
 
+impl LoadOrder {
+    /// Its name, as `--loads` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadOrder::Sorted => "sorted",
+            LoadOrder::Random => "random",
+        }
+    }
+}
+
 /// A workload after the load, as `--workloads` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WorkloadName {

@@ -81,7 +81,7 @@ pub fn notes(cfg: &Config) -> Vec<String> {
         ),
         format!(
             "lookups, scans and the mix run on the database loaded in {} order",
-            format!("{:?}", cfg.kept_load()).to_lowercase()
+            cfg.kept_load().name()
         ),
         "reads take a read transaction per 100 operations; the mix commits (durably) every 100 \
          updates; on 2+ threads the mix has one writer (updates) and the other threads read"

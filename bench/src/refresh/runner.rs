@@ -18,7 +18,7 @@ use std::path::Path;
 use nvpage::Layer;
 
 use super::args::Config;
-use super::database::{OneDatabase, REFRESHED, Sink, row_counts};
+use super::database::{OneDatabase, REFRESHED, Sink, counts_text, row_counts};
 use super::functions::Lookup;
 use super::model::History;
 use super::output;
@@ -181,8 +181,10 @@ fn run_database(
         let rows = row_counts(&db)?;
         if rows != *rows_loaded {
             return Err(format!(
-                "{name}, run {run}: after whole refresh pairs the row counts are {rows:?}, not \
-                 the loaded {rows_loaded:?}"
+                "{name}, run {run}: after whole refresh pairs the row counts are {}, not the \
+                 loaded {}",
+                counts_text(&rows),
+                counts_text(rows_loaded)
             )
             .into());
         }

@@ -106,7 +106,7 @@ pub(crate) fn describe_key(x: &IndexMeta, row: &RowRef<'_>) -> String {
         .columns
         .iter()
         .map(|&c| match row.value(usize::from(c)) {
-            Ok(v) => format!("{v:?}"),
+            Ok(v) => v.as_value().to_string(),
             Err(_) => "?".into(),
         })
         .collect();

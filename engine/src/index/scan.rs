@@ -145,7 +145,7 @@ fn indexed_row<'t>(
     get_in(ctx, table, id).map_err(|e| match e {
         Error::UnknownRow(id) => corrupt(
             id.page,
-            format!("index {:?} holds row {id}, which is not a live row of its table", meta.name),
+            format!("index {} holds row {id}, which is not a live row of its table", meta.name),
         ),
         e => e,
     })

@@ -72,13 +72,14 @@ impl WriteTxn<'_> {
         for c in columns {
             let i = schema.index_of(c)? as u16;
             if cols.contains(&i) {
-                return Err(Error::InvalidSchema(format!("column {c:?} twice in one index")));
+                return Err(Error::InvalidSchema(format!("column {c} twice in index {name}")));
             }
             cols.push(i);
         }
         let (bytes, max) = (key::max_len(&schema, &cols, true), node::max_key(self.db.page_size()));
         if bytes > max {
-            return Err(Error::KeyTooLarge { bytes, max });
+            let columns = columns.iter().map(|c| c.to_string()).collect();
+            return Err(Error::KeyTooLarge { index: name.into(), columns, bytes, max });
         }
         let id = self.catalog.next_table_id;
         let next_id =

@@ -11,6 +11,8 @@
 //! - [`storage`]: the file layers against each other and against the machine (issue 2).
 //! - [`tpch`]: the TPC-H query-time comparison across layers, media, pool sizes, cold and warm
 //!   (issue 6).
+//! - [`features`]: the engines nvpage is compared with (SQLite, LMDB, redb), each compiled in
+//!   only with its Cargo feature (`sqlite`, `lmdb`, `redb`; `compare` for all three).
 //! - [`chart`], [`cputime`], [`dirs`], [`machine`], [`memlimit`], [`memory`], [`report`],
 //!   [`stats`]: what every benchmark shares — SVG bar charts, CPU time, the disk and tmpfs
 //!   directories, machine facts, the memory limit in force, memory baselines, tables and JSON,
@@ -19,15 +21,16 @@
 //! What it is not: a test suite. Nothing here asserts on a time.
 
 // `deny`, not `forbid`, for two calls, each allowed where it is, with its proof: heed's
-// `EnvOpenOptions::open` (LMDB, for the kv benchmark's comparison) in `kv/engines/lmdb_store.rs`,
-// and `RawFile::store_persist` in the log benchmark's floor row (`log.rs`, `small_floor`). No
-// other code of the crate has `unsafe`.
+// `EnvOpenOptions::open` (LMDB, for the kv benchmark's comparison, feature `lmdb`) in
+// `kv/engines/lmdb_store.rs`, and `RawFile::store_persist` in the log benchmark's floor row
+// (`log.rs`, `small_floor`). No other code of the crate has `unsafe`.
 #![deny(unsafe_code)]
 
 pub mod chart;
 pub mod cputime;
 pub mod dirs;
 pub mod engine;
+pub mod features;
 pub mod kv;
 pub mod log;
 pub mod machine;

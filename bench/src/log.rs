@@ -217,7 +217,7 @@ pub fn run(args: &LogArgs) -> Result<(), crate::BoxError> {
     }
     let mut media = Vec::new();
     for name in &args.media {
-        media.push(Medium::from_name(name).ok_or_else(|| format!("unknown medium {name:?}"))?);
+        media.push(Medium::from_name(name).ok_or_else(|| format!("unknown medium '{name}'"))?);
     }
     if media.is_empty() {
         media = Medium::ALL.to_vec();

@@ -32,9 +32,9 @@ enum Command {
     /// warm, with a pool holding all or a tenth of the data; answers checked across layers.
     Tpch(tpch::TpchArgs),
     /// The engine: small durable transactions (one row inserted; 1, 10, 100 rows updated) with
-    /// SQLite beside them (rollback journal and WAL, synchronous=FULL) and the ratios, bulk-load
-    /// rows per second, and recovery (open) time against the log's size, per layer and medium
-    /// (disk, tmpfs, and data on disk with the log on tmpfs).
+    /// SQLite beside them (feature `sqlite`; rollback journal and WAL, synchronous=FULL) and the
+    /// ratios, bulk-load rows per second, and recovery (open) time against the log's size, per
+    /// layer and medium (disk, tmpfs, and data on disk with the log on tmpfs).
     Engine(engine::EngineArgs),
     /// TPC-H's refresh functions (RF1 inserts orders, RF2 deletes them, one write transaction
     /// each) in a loop beside Q1 and Q6: query time alone and beside the loop, the loop's
@@ -42,8 +42,9 @@ enum Command {
     /// checked against its snapshot.
     Refresh(refresh::RefreshArgs),
     /// Key-value lookups, range scans and a 50/50 lookup/update mix on 8-byte keys and 100-byte
-    /// values: nvpage (an indexed table) per layer and pool size beside LMDB, redb and SQLite,
-    /// on disk and tmpfs, every answer checked.
+    /// values: nvpage (an indexed table) per layer and pool size beside LMDB, redb and SQLite
+    /// (features `lmdb`, `redb`, `sqlite`; `compare` for all three), on disk and tmpfs, every
+    /// answer checked.
     Kv(kv::KvArgs),
 }
 

@@ -162,6 +162,26 @@ pub fn new_table<S: ToString>(header: &[S]) -> Table {
     t
 }
 
+/// `text` in lines of at most `width` characters, broken at spaces; a word longer than `width`
+/// (a path) keeps a line of its own.
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let n = word.chars().count();
+        if line > 0 && line + 1 + n > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
+    }
+    out
+}
+
 /// A right-aligned cell, for numbers.
 pub fn right(s: String) -> Cell {
     Cell::new(s).set_alignment(CellAlignment::Right)
@@ -232,6 +252,15 @@ impl<C: Serialize, R: Serialize, S: Serialize> Report<C, R, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrap_breaks_at_spaces_within_the_width() {
+        assert_eq!(wrap("ab cd  ef", 5), "ab cd\nef");
+        assert_eq!(wrap("ab cd ef", 4), "ab\ncd\nef");
+        assert_eq!(wrap("a /a/long/path b", 4), "a\n/a/long/path\nb");
+        assert_eq!(wrap("", 4), "");
+        assert_eq!(wrap("×× ××", 5), "×× ××");
+    }
 
     fn sample(test: &str, value: f64, unit: Unit, user: u64, sys: u64) -> Sample {
         Sample {

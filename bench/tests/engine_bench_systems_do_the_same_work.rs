@@ -2,9 +2,12 @@
 //! SQLite (rollback journal and WAL) do the same work, so their rates can be compared: after the
 //! same plans — single-row inserts, then updates of 1, 10 and 100 random preloaded rows — every
 //! system holds exactly the rows a model of the plans predicts (count, sum of ids, sum of
-//! amounts) and reports every updated row. Nothing here is timed.
+//! amounts) and reports every updated row. Nothing here is timed. SQLite is in the build with the
+//! bench's `sqlite` feature, which `cargo test --workspace` turns on; without it the layers are
+//! checked alone.
 
 use nvpage::Layer;
+#[cfg(feature = "sqlite")]
 use nvpage_bench::engine::sqlite::{JournalMode, SqliteSystem};
 use nvpage_bench::engine::txn::{Rng, System, Totals, Txn, WARMUP, Workload, measure, plan};
 use nvpage_bench::engine::{Medium, NvpageSystem, Place, Sizes};
@@ -19,6 +22,7 @@ fn nvpage_and_sqlite_end_with_the_rows_the_plans_predict() {
         let place = Place { data: dir.path().join(format!("nvpage-{layer}")), log: None };
         systems.push(Box::new(NvpageSystem::open(&place, layer, Medium::Disk, sizes).unwrap()));
     }
+    #[cfg(feature = "sqlite")]
     for mode in JournalMode::ALL {
         let path = dir.path().join(format!("sqlite-{}.db", mode.pragma()));
         let s = SqliteSystem::create(&path, mode, sizes.page_bytes, sizes.pool_bytes, false);

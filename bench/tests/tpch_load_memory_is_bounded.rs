@@ -17,6 +17,8 @@ fn run(sf: &str, dir: &std::path::Path) {
         .args(["tpch", "--sf", sf, "--layers", "pread", "--media", "disk", "--pool-fraction"])
         .args(["0.01", "--runs", "1", "--queries", "6", "--warm", "--quiet", "--dir-disk"])
         .arg(dir)
+        .arg("--detail")
+        .arg(dir.join("tpch-detail.txt"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -11,7 +11,10 @@ fn run(quiet: bool) -> String {
     } else {
         ("disk", std::env::temp_dir().display().to_string())
     };
+    let cwd = tempfile::tempdir().unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_nvpage-bench"));
+    // The detail file goes to the working directory.
+    c.current_dir(cwd.path());
     c.args(["tpch", "--sf", "0.002", "--layers", "se2", "--media", medium, "--pool-fraction"]);
     c.args(["1", "--runs", "1", "--queries", "6", "--dir-tmpfs", &dir, "--dir-disk", &dir]);
     if quiet {

@@ -1,6 +1,7 @@
 //! Goal: `--scaling` runs the matrix at each scale factor in turn, writes each one's files apart
-//! (`-sf<SF>` before the extension), and ends with the scaling table: per scale factor and
-//! configuration the data's size, the load time and the query time, each also per GiB.
+//! (`-sf<SF>` before the extension; the detail beside the JSON), and ends with the scaling
+//! table: per scale factor and configuration the data's size, the load time and the query time,
+//! each also per GiB.
 
 use std::process::Command;
 
@@ -28,6 +29,8 @@ fn each_scale_factor_runs_and_the_table_lines_them_up() {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["config"]["sf"].as_f64(), Some(sf.parse().unwrap()));
+        // The detail of each scale factor beside the JSON.
+        assert!(out_dir.path().join(format!("tpch-detail-sf{sf}.txt")).is_file(), "SF {sf}");
     }
     let table = &stdout[stdout.find("Scaling:").expect("the scaling table")..];
     assert!(table.contains("load s / GiB") && table.contains("query ms / GiB"), "{table}");

@@ -1,43 +1,51 @@
-//! `nvpage log info|dump|check PATH`: inspect a log file without changing it.
+//! `nvpage log info|dump|check DIR|FILE`: inspect a database's log without changing it. The
+//! log is `DIR`'s (or the one in `--log-dir`), or `FILE` itself.
 //!
-//! Every command opens the log read-only, which checks its header, its state word and every
-//! record below the tail or watermark, then finds a record log's records past the watermark
-//! (without storing anything); a missing file, a file that is not a log or a damaged log is an
-//! error message and exit status 1, never a panic. `dump` of an empty log says it is empty.
+//! Every command opens the log read-only (a shared lock: it runs beside other read-only opens,
+//! not beside a writer), which checks its header, its state word and every record below the tail
+//! or watermark, then finds a record log's records past the watermark (without storing
+//! anything); a missing file, a file that is not a log or a damaged log is an error message and
+//! exit status 1, never a panic. `dump` of an empty log says it is empty.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use nvpage_wal::{Framing, Log, OpenOptions, WalError};
+
+use crate::place::{self, Failure};
 
 /// The `log` subcommands.
 #[derive(Subcommand, Debug)]
 pub enum LogCmd {
     /// Header, persistence mode, capacity, bytes used, generation and record count.
-    Info {
-        /// The log file.
-        path: std::path::PathBuf,
-    },
+    Info(LogArgs),
     /// The records (or a raw log's bytes) as hex and ASCII, like `pmempool dump`.
-    Dump {
-        /// The log file.
-        path: std::path::PathBuf,
-    },
+    Dump(LogArgs),
     /// Verify every checksum; exit 0 only if the log is sound.
-    Check {
-        /// The log file.
-        path: std::path::PathBuf,
-    },
+    Check(LogArgs),
+}
+
+/// Which log: a database directory's, or a log file.
+#[derive(Args, Debug)]
+pub struct LogArgs {
+    /// The database directory, or the log file itself.
+    path: PathBuf,
+    /// The log's directory, for a database whose log lives apart (`Builder::log_dir`).
+    #[arg(long)]
+    log_dir: Option<PathBuf>,
 }
 
 /// Runs a `log` subcommand, writing to `out`.
-pub fn run(cmd: &LogCmd, out: &mut dyn Write) -> Result<(), WalError> {
-    match cmd {
-        LogCmd::Info { path } => info(path, out),
-        LogCmd::Dump { path } => dump(path, out),
-        LogCmd::Check { path } => check(path, out),
-    }
+pub fn run(cmd: &LogCmd, out: &mut dyn Write) -> Result<(), Failure> {
+    let (LogCmd::Info(a) | LogCmd::Dump(a) | LogCmd::Check(a)) = cmd;
+    let path = place::file(&a.path, a.log_dir.as_deref(), nvpage::LOG_FILE)?;
+    let r = match cmd {
+        LogCmd::Info(_) => info(&path, out),
+        LogCmd::Dump(_) => dump(&path, out),
+        LogCmd::Check(_) => check(&path, out),
+    };
+    r.map_err(|e| e.to_string())
 }
 
 fn open(path: &Path) -> Result<Log, WalError> {

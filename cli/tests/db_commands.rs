@@ -2,9 +2,9 @@
 //! damaged page and its file — when a byte of a heap page is flipped; `info`, which does not read
 //! the heap pages, says so and says to run `check`; a damaged catalog page fails both commands
 //! naming the data file and the page; both exit 1 with a clear message for a missing database
-//! and for a log that still needs recovery; `info` prints the format, page size and count, the
-//! durability of its own read-only open labelled as such, tables with row counts, and the log's
-//! state.
+//! and for a log that still needs recovery (saying to run `nvpage recover`); `info` prints the
+//! format, page size and count, the durability an open with each compiled layer would get,
+//! labelled as such, tables with row counts, and the log's state.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -15,7 +15,7 @@ use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Value};
 /// Held by each test for its whole run. A child `nvpage` forked by one test holds a copy of
 /// every descriptor open in this process until it execs (Rust opens files close-on-exec, which
 /// takes effect only at the exec), so a database the other test had just closed could still be
-/// locked by it for that instant: seen once as "already open" in a loaded run (session 9).
+/// locked by it for that instant: seen once as "already open" in a loaded run.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -87,8 +87,15 @@ fn check_and_info_on_good_damaged_missing_and_unrecovered_databases() {
         assert!(info.contains(want), "info lacks {want:?}:\n{info}");
     }
     assert!(info.contains("generation"), "{info}");
-    // The durability shown is the tool's own open's (pread, read-only), not the database's.
-    assert!(info.contains("durability:  of this tool's read-only open (layer pread)"), "{info}");
+    // No durability is shown as the database's: what an open with each layer would get.
+    assert!(info.contains("durability:  none is stored in a database"), "{info}");
+    for layer in nvpage::Layer::compiled() {
+        let line =
+            info.lines().find(|l| l.starts_with(&format!("durability if opened with {layer}:")));
+        let line = line.unwrap_or_else(|| panic!("no durability line for {layer}:\n{info}"));
+        assert!(line.contains(" data file ") && line.contains(": survives "), "{line}");
+    }
+    assert!(info.contains("durability of the log, any layer:"), "{info}");
 
     // A flipped byte in a heap page.
     let data = path.join(nvpage::DATA_FILE);
@@ -143,6 +150,7 @@ fn check_and_info_on_good_damaged_missing_and_unrecovered_databases() {
     for cmd in ["check", "info"] {
         let stderr = fails_cleanly(&nvpage(&[cmd], &path), "needs recovery");
         assert!(stderr.contains("unfinished transaction"), "{stderr}");
+        assert!(stderr.contains(&format!("run `nvpage recover {}`", path.display())), "{stderr}");
     }
     // Recovery by a writable open, then the database checks sound again with its 3000 rows.
     {

@@ -35,7 +35,7 @@ fn log_commands_on_good_corrupt_and_missing_logs() {
     let info = String::from_utf8(out.stdout).unwrap();
     assert!(info.contains("records:     2") && info.contains("capacity:    8192"), "{info}");
     assert!(info.contains("durability:"), "{info}");
-    assert!(info.contains("format:      nvpage log v5"), "{info}");
+    assert!(info.contains("format:      nvpage log v6"), "{info}");
 
     // A format-3 log (an empty one: only its header's version differs) says it is one.
     let v3 = dir.path().join("v3.log");
@@ -90,5 +90,6 @@ fn log_commands_on_good_corrupt_and_missing_logs() {
 
     let out = nvpage(&["log", "check"], &dir.path().join("missing.log"));
     assert_fails_cleanly(&out, "missing");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no such log file"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("missing.log: no such database directory or log file"), "{stderr}");
 }

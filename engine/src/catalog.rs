@@ -19,6 +19,8 @@
 //! pages of the last. Extents double in size (8 pages up to 1024), so a table's pages are few
 //! contiguous runs: scans read sequentially and a parallel scan splits runs among workers.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use nvpage_storage::PageId;
 use nvpage_storage::page::PAGE_HEADER_LEN;
 
@@ -57,11 +59,33 @@ pub struct Extent {
     pub len: u32,
 }
 
+/// What a [`Table`](crate::Table) or [`Index`](crate::Index) handle names (DESIGN.md R9): one
+/// table or index as one open of one database knows it. In memory only. Every entry an open
+/// reads from the file, and every one a transaction creates, takes a stamp no entry has had in
+/// this process (a process-wide counter, so never twice whatever commits, aborts, drops or opens
+/// come after); a handle carries its entry's stamp, and finds the entry with that stamp in its
+/// transaction's catalog or none. Ids cannot serve: the writer hands out the next id from its
+/// private catalog, which an abort throws away, so the next create takes the same id again;
+/// and two databases, or two opens of one, number their entries alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp(u64);
+
+impl Stamp {
+    /// A stamp no entry has had in this process.
+    pub fn fresh() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Stamp(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 /// One table's entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableMeta {
-    /// The table's id (never reused).
+    /// The table's id: never reused by a committed table (ids of creates that were rolled back
+    /// are handed out again).
     pub id: u32,
+    /// What its handles carry (in memory only).
+    pub stamp: Stamp,
     /// Its name.
     pub name: String,
     /// Its schema.
@@ -103,8 +127,11 @@ impl TableMeta {
 /// One index's entry: a B+tree over some of a table's columns (see `index/`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexMeta {
-    /// The index's id (from the same counter as tables': ids are never reused).
+    /// The index's id, from the same counter as tables' (never reused by a committed table or
+    /// index).
     pub id: u32,
+    /// What its handles carry (in memory only).
+    pub stamp: Stamp,
     /// Its name (unique among indexes).
     pub name: String,
     /// The table it indexes.
@@ -239,6 +266,7 @@ impl<'a> Reader<'a> {
             let free_pages = (0..nfree).map(|_| self.u64()).collect::<Result<Vec<_>>>()?;
             out.push(IndexMeta {
                 id,
+                stamp: Stamp::fresh(),
                 name,
                 table_id,
                 columns,
@@ -283,7 +311,8 @@ impl Catalog {
         let Catalog { next_table_id, free, pending_free, tables, indexes, chain, counts_stale: _ } =
             self;
         let same_table = |a: &TableMeta, b: &TableMeta| {
-            let TableMeta { id, name, schema, rows: _, extents, used_in_last } = a;
+            // Stamps are not written: an entry created again differs in its id too.
+            let TableMeta { id, stamp: _, name, schema, rows: _, extents, used_in_last } = a;
             *id == b.id
                 && *name == b.name
                 && *schema == b.schema
@@ -293,6 +322,7 @@ impl Catalog {
         let same_index = |a: &IndexMeta, b: &IndexMeta| {
             let IndexMeta {
                 id,
+                stamp: _,
                 name,
                 table_id,
                 columns,
@@ -421,7 +451,15 @@ impl Catalog {
             let rows = r.u64()?;
             let extents = r.extents()?;
             let used_in_last = r.u32()?;
-            tables.push(TableMeta { id, name, schema, rows, extents, used_in_last });
+            tables.push(TableMeta {
+                id,
+                stamp: Stamp::fresh(),
+                name,
+                schema,
+                rows,
+                extents,
+                used_in_last,
+            });
         }
         let indexes = if version >= 2 { r.indexes()? } else { Vec::new() };
         if version == 2 && !indexes.is_empty() {
@@ -513,14 +551,19 @@ impl Catalog {
         self.tables.iter().find(|t| t.id == id)
     }
 
-    /// The index with id `id`.
-    pub fn index_by_id(&self, id: u32) -> Option<&IndexMeta> {
-        self.indexes.iter().find(|x| x.id == id)
+    /// The table a handle stamped `stamp` names, if this catalog has it.
+    pub fn table_by_stamp(&self, stamp: Stamp) -> Option<&TableMeta> {
+        self.tables.iter().find(|t| t.stamp == stamp)
     }
 
-    /// The table with id `id`.
-    pub fn table_mut(&mut self, id: u32) -> Option<&mut TableMeta> {
-        self.tables.iter_mut().find(|t| t.id == id)
+    /// The index a handle stamped `stamp` names, if this catalog has it.
+    pub fn index_by_stamp(&self, stamp: Stamp) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|x| x.stamp == stamp)
+    }
+
+    /// The table a handle stamped `stamp` names, to change.
+    pub fn table_by_stamp_mut(&mut self, stamp: Stamp) -> Option<&mut TableMeta> {
+        self.tables.iter_mut().find(|t| t.stamp == stamp)
     }
 
     /// Makes the runs freed by commits at or below `oldest` (the oldest live snapshot, or the
@@ -616,6 +659,13 @@ pub fn read_chunk(page: &[u8], id: PageId) -> Result<(&[u8], u64)> {
 mod tests {
     use super::*;
 
+    /// `cat` with every stamp 0, to compare a decoded catalog with the one encoded.
+    fn unstamped(mut cat: Catalog) -> Catalog {
+        cat.tables.iter_mut().for_each(|t| t.stamp = Stamp(0));
+        cat.indexes.iter_mut().for_each(|x| x.stamp = Stamp(0));
+        cat
+    }
+
     #[test]
     fn round_trip_and_damage() {
         let schema = Schema::new(vec![
@@ -630,6 +680,7 @@ mod tests {
             pending_free: Vec::new(),
             indexes: vec![IndexMeta {
                 id: 4,
+                stamp: Stamp(0),
                 name: "t_a".into(),
                 table_id: 2,
                 columns: vec![0, 2],
@@ -643,6 +694,7 @@ mod tests {
             }],
             tables: vec![TableMeta {
                 id: 2,
+                stamp: Stamp(0),
                 name: "t".into(),
                 schema,
                 rows: 5,
@@ -653,14 +705,19 @@ mod tests {
             counts_stale: false,
         };
         let blob = cat.encode();
-        assert_eq!(Catalog::decode(&blob, 200, vec![1]).unwrap(), cat);
+        // Stamps are not written: each decode gives its entries stamps never seen before.
+        let (a, b) = (Catalog::decode(&blob, 200, vec![1]), Catalog::decode(&blob, 200, vec![1]));
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(a.tables[0].stamp != b.tables[0].stamp && a.indexes[0].stamp != b.indexes[0].stamp);
+        assert_ne!(a.tables[0].stamp, a.indexes[0].stamp);
+        assert_eq!(unstamped(a), cat);
         // The counts' flag round-trips; a version-3 catalog (no flags word) has exact counts;
         // an unknown flag is an error.
         let stale = Catalog { counts_stale: true, ..cat.clone() };
-        assert_eq!(Catalog::decode(&stale.encode(), 200, vec![1]).unwrap(), stale);
+        assert_eq!(unstamped(Catalog::decode(&stale.encode(), 200, vec![1]).unwrap()), stale);
         let v3: Vec<u8> =
             3u32.to_le_bytes().into_iter().chain(stale.encode()[8..].to_vec()).collect();
-        assert_eq!(Catalog::decode(&v3, 200, vec![1]).unwrap(), cat);
+        assert_eq!(unstamped(Catalog::decode(&v3, 200, vec![1]).unwrap()), cat);
         let mut odd = blob.clone();
         odd[4] = 2;
         assert!(Catalog::decode(&odd, 200, vec![1]).is_err());

@@ -82,7 +82,7 @@ impl Database {
     /// itself cannot proceed (I/O failure).
     pub fn check(&self) -> Result<CheckReport> {
         self.check_usable(false)?;
-        crate::txn::refuse_if_holding(self)?;
+        crate::txn::refuse_if_holding(self, "check")?;
         let _writer = self.writer.lock();
         let published = self.snapshots.current();
         let raw = self.pool.file().raw();
@@ -137,7 +137,7 @@ impl Database {
                 let h = match HeapPage::new(&buf, t.id, p.0) {
                     Ok(h) => h,
                     Err(e) => {
-                        report.damage.push(format!("table {:?}: {e}", t.name));
+                        report.damage.push(format!("table {}: {e}", t.name));
                         continue;
                     }
                 };
@@ -149,10 +149,9 @@ impl Database {
                     {
                         Ok(row) => row,
                         Err(e) => {
-                            report.damage.push(format!(
-                                "table {:?}, page {}, slot {slot}: {e}",
-                                t.name, p.0
-                            ));
+                            report
+                                .damage
+                                .push(format!("table {}, page {}, slot {slot}: {e}", t.name, p.0));
                             continue;
                         }
                     };
@@ -161,7 +160,7 @@ impl Database {
                         match row_key(x, &t.schema, &row, &mut k) {
                             Ok(()) => keys.push((k, id)),
                             Err(e) => report.damage.push(format!(
-                                "table {:?}, row {id}: no key for index {:?}: {e}",
+                                "table {}, row {id}: no key for index {}: {e}",
                                 t.name, x.name
                             )),
                         }
@@ -170,7 +169,7 @@ impl Database {
             }
             if tr.rows_scanned != tr.rows_in_catalog {
                 report.damage.push(format!(
-                    "table {:?}: the catalog counts {} rows, its pages hold {}",
+                    "table {}: the catalog counts {} rows, its pages hold {}",
                     t.name, tr.rows_in_catalog, tr.rows_scanned
                 ));
             }
@@ -185,7 +184,7 @@ impl Database {
                 };
                 let ir = verify(x, &t.name, keys, &mut read_page, &mut report.damage, &mut in_use)?;
                 // A page that does not verify is named by the storage layer's error; say whose.
-                report.damage.extend(found.into_iter().map(|e| format!("index {:?}: {e}", x.name)));
+                report.damage.extend(found.into_iter().map(|e| format!("index {}: {e}", x.name)));
                 report.pages_verified += verified;
                 report.indexes.push(ir);
             }

@@ -1,10 +1,13 @@
-//! Opening a database: the builder, creation, recovery, and the [`Database`] handle.
+//! Opening a database: the builder, creation, and the [`Database`] handle.
 //!
-//! Open, in order (DESIGN.md rule 5): take the log; check the data file's header against the
-//! log's UUID with plain reads; roll back the log's current generation with plain writes (before
-//! the data file is mapped or any page checksum is checked, since it repairs exactly the pages
-//! those checks would reject); only then open the data file with the chosen layer, start the
-//! buffer pool and read the catalog.
+//! Open, in order (DESIGN.md rule 5): check every option (nothing on disk is touched by an open
+//! an option refuses); take the log; check the data file's header against the log's UUID with
+//! plain reads; roll back the log's current generation with plain writes (`recovery.rs`); only
+//! then open the data file with the chosen layer, start the buffer pool and read the catalog.
+//!
+//! Locks: a writable open holds both files exclusively, a read-only open holds them shared, so
+//! any number of read-only handles, in this process or others, may have a database open while no
+//! writable one does (`nvpage-storage`'s `RawFile`).
 
 use nvpage_buffer::idhash::IdMap;
 use std::path::{Path, PathBuf};
@@ -14,8 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use nvpage_buffer::{BufferPool, Counters, MIN_FRAMES, Snapshots, View};
 use nvpage_storage::page::MIN_PAGE_SIZE;
 use nvpage_storage::{
-    Durability, FileHeader, FileOptions, Layer, OpenOptions, PageId, PageSize, PersistRequest,
-    RawFile,
+    Durability, Layer, OpenOptions, PageId, PageSize, PersistRequest, StorageError,
 };
 use nvpage_wal::{CreateOptions, Log, Prefill};
 use parking_lot::{Mutex, RwLock};
@@ -26,8 +28,9 @@ use uuid::Uuid;
 use crate::catalog::{self, CATALOG_ROOT, Catalog};
 use crate::error::{Error, Result};
 use crate::heap::HeapPage;
+use crate::recovery::{self, Recover, RecoveryReport};
 use crate::table::Fsm;
-use crate::undo::{self, UndoHook};
+use crate::undo::UndoHook;
 
 /// The data file's name in a database directory.
 pub const DATA_FILE: &str = "data.nvpage";
@@ -41,6 +44,7 @@ pub struct Builder {
     page_size: u64,
     pool_bytes: u64,
     log_bytes: u64,
+    max_log_bytes: u64,
     log_prefill: Prefill,
     log_dir: Option<PathBuf>,
     log_persistence: Option<PersistRequest>,
@@ -57,7 +61,8 @@ impl Default for Builder {
             layer: Layer::best_compiled(),
             page_size: nvpage_storage::page::DEFAULT_PAGE_SIZE as u64,
             pool_bytes: 64 << 20,
-            log_bytes: 64 << 20,
+            log_bytes: DEFAULT_LOG_BYTES,
+            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             log_prefill: Prefill::Allocate,
             log_dir: None,
             log_persistence: None,
@@ -84,24 +89,43 @@ impl Builder {
         self
     }
 
-    /// Memory for the buffer pool's frames (default 64 MiB; at least 4 pages).
+    /// Memory for the buffer pool's frames (default 64 MiB; at least 4 pages of the database's
+    /// page size and at most the 128 TiB of a process's address space, else the open is
+    /// [`Error::InvalidOption`] before anything on disk is touched). A pool the system then
+    /// cannot allocate is found only when the pool is made, after the files are open.
     pub fn pool_bytes(mut self, bytes: u64) -> Self {
         self.pool_bytes = bytes;
         self
     }
 
-    /// The log's size for a new database (default 64 MiB): a transaction whose before-images do
-    /// not fit is [`Error::TransactionTooLarge`].
+    /// The log file's size when a new database is created, header page included (default
+    /// 1 MiB, [`DEFAULT_LOG_BYTES`]). The log holds the before-images of the running write
+    /// transaction only (each commit empties it), so it starts small and grows when a
+    /// transaction needs more, to twice its size at a time, up to [`Builder::max_log_bytes`];
+    /// it never shrinks. An existing database keeps the log it has.
+    /// A size the log's format cannot hold is [`Error::InvalidOption`] before anything is
+    /// created.
     pub fn log_bytes(mut self, bytes: u64) -> Self {
         self.log_bytes = bytes;
         self
     }
 
-    /// How a new database's log file is set aside (default [`Prefill::Allocate`]).
-    /// [`Prefill::Zeros`] writes it once at create (64 MiB by default), after which its durable
-    /// appends on a disk file system overwrite written blocks instead of committing the file
-    /// system's journal for each block they first reach: worth it on a disk for a database that
-    /// commits often; on tmpfs or DAX it gains nothing.
+    /// The largest the log file may grow to, header page included (default 1 GiB,
+    /// [`DEFAULT_MAX_LOG_BYTES`]; at least [`Builder::log_bytes`]): a transaction whose
+    /// before-images would need more is [`Error::TransactionTooLarge`], rolled back with the
+    /// database as it was. Address space for it is reserved at open (the log's mapping never
+    /// moves); disk or memory only as the log grows. Applies at every open; a log that is
+    /// larger already keeps its size.
+    pub fn max_log_bytes(mut self, bytes: u64) -> Self {
+        self.max_log_bytes = bytes;
+        self
+    }
+
+    /// How a new database's log file is set aside, and the space it grows by (default
+    /// [`Prefill::Allocate`]). [`Prefill::Zeros`] writes the space once, at create and at each
+    /// growth, after which its durable appends on a disk file system overwrite written blocks
+    /// instead of committing the file system's journal for each block they first reach: worth
+    /// it on a disk for a database that commits often; on tmpfs or DAX it gains nothing.
     pub fn log_prefill(mut self, prefill: Prefill) -> Self {
         self.log_prefill = prefill;
         self
@@ -140,7 +164,9 @@ impl Builder {
     }
 
     /// The largest size the data file may reach while open (the mapping's reservation; default
-    /// 256 GiB).
+    /// 256 GiB). More than a mapping can reserve (128 TiB) is
+    /// [`StorageError::MaxBytesTooLarge`], and for a new database less than its first two pages
+    /// is [`Error::InvalidOption`], both before anything is created.
     pub fn max_file_bytes(mut self, bytes: u64) -> Self {
         self.max_file_bytes = bytes;
         self
@@ -150,13 +176,24 @@ impl Builder {
     /// change (default 256 MiB). Past it, versions are freed oldest commit first, and a read
     /// transaction that then needs one it lost fails with [`Error::SnapshotTooOld`]; the writer
     /// never waits for readers. The running write transaction's own versions are not counted
-    /// (the log's size bounds them).
+    /// (the log's limit, [`Builder::max_log_bytes`], bounds them).
+    ///
+    /// 0 keeps no old version past the commit that made it: a read transaction that reads a
+    /// page some commit changed after its snapshot began fails with [`Error::SnapshotTooOld`]
+    /// (pages no commit changed since read as ever). For an application whose reads never
+    /// overlap a commit, or that retries them; the memory for versions is then nil.
     pub fn max_version_bytes(mut self, bytes: u64) -> Self {
         self.max_version_bytes = bytes;
         self
     }
 
-    /// Open read-only: every write transaction is [`Error::ReadOnly`].
+    /// Open read-only: every write transaction is [`Error::ReadOnly`]. The files are locked
+    /// shared, so any number of read-only opens, in this process or others, have the database
+    /// open at once; one is refused while a writable open holds it, and a writable open is
+    /// refused while any read-only one does
+    /// ([`StorageError::AlreadyOpen`](crate::StorageError::AlreadyOpen), naming the holder). A
+    /// database whose log holds an unfinished transaction is [`Error::RecoveryNeeded`]: a
+    /// read-only open never recovers, and writes nothing.
     pub fn read_only(mut self, yes: bool) -> Self {
         self.read_only = yes;
         self
@@ -171,18 +208,105 @@ impl Builder {
 
     /// Opens the database in directory `dir`, creating it (the directory, not its parents) if
     /// allowed and missing. A path that is a file is [`Error::NotADirectory`]; one that cannot be
-    /// examined (permission denied, ...) is [`Error::Inaccessible`], naming the OS error.
+    /// examined (permission denied, ...) is [`Error::Inaccessible`], naming the OS error. An
+    /// option out of range is [`Error::InvalidOption`], found before any file or directory is
+    /// made or changed.
     pub fn open(self, dir: impl AsRef<Path>) -> Result<Database> {
         Database::open_with(dir.as_ref(), self)
     }
+
+    /// Checks every option's value, before the open touches the disk: `page_bytes` is the page
+    /// size of the database the open will create (`creating`) or open.
+    fn validate(&self, page_bytes: usize, creating: bool) -> Result<()> {
+        let invalid = |option: &str, value: u64, why: String| {
+            Err(Error::InvalidOption(format!("{option}({value}): {why}")))
+        };
+        pool_frames(self.pool_bytes, page_bytes)?;
+        // The user address space of x86-64 (4-level page tables): no pool or mapping is larger.
+        let limit = nvpage_storage::file::MAX_SUPPORTED_FILE_BYTES;
+        if self.pool_bytes > limit {
+            let why = format!("more than the {limit} bytes (128 TiB) of a process's address space");
+            return invalid("pool_bytes", self.pool_bytes, why);
+        }
+        if self.max_file_bytes > limit {
+            // The storage crate's own refusal, as the file's open would give it.
+            let (requested_bytes, limit_bytes) = (self.max_file_bytes, limit);
+            return Err(StorageError::MaxBytesTooLarge { requested_bytes, limit_bytes }.into());
+        }
+        if !creating {
+            return Ok(());
+        }
+        let first_pages = (CATALOG_ROOT.0 + 1) * page_bytes as u64;
+        if self.max_file_bytes < first_pages {
+            let why = format!(
+                "a new database's data file starts with {} pages of {page_bytes} bytes \
+                 ({first_pages} bytes)",
+                CATALOG_ROOT.0 + 1,
+            );
+            return invalid("max_file_bytes", self.max_file_bytes, why);
+        }
+        if let Err(e) = Log::check_size(self.log_bytes) {
+            return invalid("log_bytes", self.log_bytes, e.to_string());
+        }
+        if self.log_bytes > self.max_log_bytes {
+            let why = format!(
+                "passes max_log_bytes ({}): a log starts no larger than its limit",
+                self.max_log_bytes
+            );
+            return invalid("log_bytes", self.log_bytes, why);
+        }
+        Ok(())
+    }
+}
+
+/// The page size an existing data file's header records, read with a plain read before anything
+/// is locked or written; the smallest page size where the header cannot be read or decoded (a
+/// torn header, a file being created), whose pool the layer's open checks again.
+fn stored_page_size(data_path: &Path) -> usize {
+    use std::io::Read;
+    // Not a FIFO's open, which would wait for a writer.
+    if !std::fs::metadata(data_path).is_ok_and(|m| m.is_file()) {
+        return MIN_PAGE_SIZE;
+    }
+    let mut prefix = vec![0u8; MIN_PAGE_SIZE];
+    let read = std::fs::File::open(data_path).and_then(|mut f| f.read_exact(&mut prefix));
+    read.ok()
+        .and_then(|()| nvpage_storage::FileHeader::decode_prefix(data_path, &prefix).ok())
+        .map_or(MIN_PAGE_SIZE, |h| h.page_size.bytes())
+}
+
+/// How many frames a pool of `pool_bytes` holds at `page_bytes` a page: at least
+/// [`MIN_FRAMES`], else [`Error::InvalidOption`].
+fn pool_frames(pool_bytes: u64, page_bytes: usize) -> Result<usize> {
+    let frames = (pool_bytes / page_bytes as u64) as usize;
+    if frames < MIN_FRAMES {
+        return Err(Error::InvalidOption(format!(
+            "pool_bytes({pool_bytes}): a pool holds at least {MIN_FRAMES} pages: {} bytes at \
+             {page_bytes} bytes a page",
+            MIN_FRAMES as u64 * page_bytes as u64
+        )));
+    }
+    Ok(frames)
 }
 
 /// The default bound on old versions' memory ([`Builder::max_version_bytes`]).
 pub const DEFAULT_MAX_VERSION_BYTES: u64 = 256 << 20;
 
+/// The log file's default size at create ([`Builder::log_bytes`]): 1 MiB, header page
+/// included. A database's log holds one transaction's before-images, and the changed lines of
+/// a page are logged, not whole pages: a transaction of a few rows logs a few KiB, and a load
+/// of 10,000 rows into a table with two indexes logged 1.8 MB (docs/design.md, "Sizing the
+/// log"). Larger transactions grow the log.
+pub const DEFAULT_LOG_BYTES: u64 = 1 << 20;
+
+/// The default limit of the log's growth ([`Builder::max_log_bytes`]): 1 GiB, header page
+/// included.
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 1 << 30;
+
 static NEXT_DB_ID: AtomicUsize = AtomicUsize::new(1);
 
-/// An open database: one data file, one log, an exclusive lock on both.
+/// An open database: one data file and one log, both locked (exclusively by a writable open,
+/// shared by read-only ones).
 ///
 /// `Database` is `Send + Sync`: share it between threads by reference (or in an `Arc`). One
 /// [`WriteTxn`](crate::WriteTxn) runs at a time; any number of [`ReadTxn`](crate::ReadTxn)s run
@@ -210,6 +334,8 @@ pub struct Database {
     /// The open found the file's counts stale and could not count every table (a damaged
     /// page): a close leaves the file's flag saying so.
     counts_unknown: bool,
+    /// What recovery did at this open, if it rolled a transaction back.
+    recovery: Option<RecoveryReport>,
 }
 
 impl Drop for Database {
@@ -245,12 +371,20 @@ impl Database {
     fn open_with(dir: &Path, b: Builder) -> Result<Database> {
         let page_size = PageSize::new(b.page_size)?;
         if !b.layer.is_compiled() {
-            return Err(nvpage_storage::StorageError::LayerNotCompiled(b.layer.name()).into());
+            return Err(StorageError::LayerNotCompiled(b.layer.name()).into());
         }
         let log_dir = b.log_dir.clone().unwrap_or_else(|| dir.to_path_buf());
         let data_path = dir.join(DATA_FILE);
         let log_path = log_dir.join(LOG_FILE);
         let writes = b.create && !b.read_only;
+        // Options first, so that one refused touches nothing (an open that recovers writes the
+        // log's state word and the data file). Whether this open will create is decided for
+        // certain below, under the directory's lock; a database created meanwhile by another
+        // opener, or one whose header is torn, has its page size checked against the pool only
+        // once the layer has it open.
+        let creating = writes && !data_path.try_exists().unwrap_or(false);
+        let pages = if creating { page_size.bytes() } else { stored_page_size(&data_path) };
+        b.validate(pages, creating)?;
         let made_dir = database_dir(dir, writes)?;
         let made_log_dir = log_dir != dir && database_dir(&log_dir, writes)?;
         // Openers of one directory decide one at a time whether to create, finish a crashed
@@ -288,7 +422,15 @@ impl Database {
         } else if !exists(&log_path)? {
             return Err(Error::Incomplete { path: log_dir, missing: LOG_FILE });
         }
-        let log = recover(&data_path, &log_path, &b)?;
+        let (log, recovery) = recovery::recover(&Recover {
+            dir,
+            data_path: &data_path,
+            log_path: &log_path,
+            read_only: b.read_only,
+            log_persistence: b.log_request(),
+            max_log_bytes: b.max_log_bytes,
+            log_prefill: b.log_prefill,
+        })?;
         let opts = OpenOptions {
             layer: b.layer,
             page_size,
@@ -305,13 +447,7 @@ impl Database {
                 found: log.uuid(),
             }));
         }
-        let frames = (b.pool_bytes / layer.file().page_size().bytes() as u64) as usize;
-        if frames < MIN_FRAMES {
-            return Err(Error::InvalidOption(format!(
-                "a pool of {} bytes holds fewer than {MIN_FRAMES} pages",
-                b.pool_bytes
-            )));
-        }
+        let frames = pool_frames(b.pool_bytes, layer.file().page_size().bytes())?;
         let log_durability = log.durability();
         let log = Arc::new(RwLock::new(log));
         let hook = Arc::new(UndoHook::new(log.clone()));
@@ -335,7 +471,15 @@ impl Database {
             read_only: b.read_only,
             closed: AtomicBool::new(false),
             counts_unknown,
+            recovery,
         })
+    }
+
+    /// What recovery did at this open: `None` when the log held no unfinished transaction
+    /// (every open after a clean close, and every read-only open, which refuses to open a
+    /// database that needs recovery: [`Error::RecoveryNeeded`]).
+    pub fn recovery(&self) -> Option<&RecoveryReport> {
+        self.recovery.as_ref()
     }
 
     /// The database's directory.
@@ -417,7 +561,11 @@ impl Database {
         {
             return Ok(());
         }
-        let tx = if wait { Some(self.begin_write()?) } else { self.try_begin_write()? };
+        let tx = if wait {
+            Some(self.begin_write_for("close")?)
+        } else {
+            self.try_begin_write_for("close")?
+        };
         tx.map_or(Ok(()), |tx| tx.commit_exact_counts())
     }
 
@@ -541,7 +689,8 @@ fn crashed_create(log_path: &Path) -> Result<bool> {
             WalError::Truncated { .. }
             | WalError::NotALog { .. }
             | WalError::CorruptHeader { .. }
-            | WalError::CorruptState { .. },
+            | WalError::CorruptState { .. }
+            | WalError::CorruptCapacity { .. },
         ) => true,
         Err(e) => return Err(e.into()),
     };
@@ -567,7 +716,13 @@ fn create(dir: &Path, log_dir: &Path, b: &Builder, page_size: PageSize) -> Resul
         mode: 0o666,
         ..CreateOptions::new(uuid)
     };
-    drop(Log::create(&log_dir.join(LOG_FILE), b.log_bytes, &log_opts)?);
+    let log_path = log_dir.join(LOG_FILE);
+    drop(Log::create(&log_path, b.log_bytes, &log_opts).map_err(|e| match e {
+        nvpage_wal::WalError::NoSpace { path, bytes } => {
+            Error::LogNoSpace { path, bytes, option: "log_bytes" }
+        }
+        e => e.into(),
+    })?);
     let creating = dir.join(DATA_FILE_CREATING);
     match std::fs::remove_file(&creating) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -596,88 +751,6 @@ fn create(dir: &Path, log_dir: &Path, b: &Builder, page_size: PageSize) -> Resul
     std::fs::rename(&creating, &data).map_err(|e| io("rename", &creating, e))?;
     nvpage_storage::file::sync_parent_dir(&data)?;
     Ok(())
-}
-
-/// Rule 5: recovery first, from the log alone, with plain reads and writes of the data file.
-fn recover(data_path: &Path, log_path: &Path, b: &Builder) -> Result<Log> {
-    let wal_opts = nvpage_wal::OpenOptions {
-        read_only: b.read_only,
-        persistence: b.log_request(),
-        expect_uuid: None,
-    };
-    let mut log = Log::open_with(log_path, &wal_opts)?;
-    let fopts = FileOptions { mapped: false, read_only: b.read_only, ..FileOptions::default() };
-    let raw = RawFile::open(data_path, &fopts)?;
-    let mut prefix = vec![0u8; (MIN_PAGE_SIZE as u64).min(raw.len_bytes()) as usize];
-    raw.read_at(&mut prefix, 0)?;
-    let header = FileHeader::decode_prefix(data_path, &prefix);
-    let page_size = match &header {
-        Ok(h) if h.uuid != log.uuid() => {
-            return Err(Error::Wal(nvpage_wal::WalError::ForeignLog {
-                path: log_path.into(),
-                expected: h.uuid,
-                found: log.uuid(),
-            }));
-        }
-        Ok(h) => h.page_size.bytes(),
-        // A header torn by a crash is repaired from its before-image, if the log holds one of
-        // this database.
-        Err(_) => match header_image(&log)? {
-            Some(size) => size,
-            None => return Err(header.expect_err("matched Err").into()),
-        },
-    };
-    if log.tell() > 0 {
-        if b.read_only {
-            return Err(Error::RecoveryNeeded);
-        }
-        let file_bytes = raw.len_bytes();
-        let store = |page: PageId, parts: &[(usize, &[u8])]| -> Result<()> {
-            for &(off, bytes) in parts {
-                // A record that passed its check but names a page past the file is damage, not
-                // an offset to write at.
-                let at =
-                    page.0.checked_mul(page_size as u64).and_then(|p| p.checked_add(off as u64));
-                match at.filter(|&at| at.saturating_add(bytes.len() as u64) <= file_bytes) {
-                    Some(at) => raw.write_at(bytes, at)?,
-                    None => {
-                        return Err(Error::CorruptLog(format!(
-                            "before-image of page {page}, past the data file's end"
-                        )));
-                    }
-                }
-            }
-            Ok(())
-        };
-        undo::roll_back(&mut log, page_size, store, || Ok(raw.sync()?))?;
-    }
-    Ok(log)
-}
-
-/// The page size of the log's before-image of page 0, if it holds one whose header carries the
-/// log's UUID.
-fn header_image(log: &Log) -> Result<Option<usize>> {
-    for r in log.records()? {
-        let r = r?;
-        if r.payload.len() < undo::IMAGE_OFFSET {
-            continue;
-        }
-        let size = u32::from_le_bytes(r.payload[8..12].try_into().expect("4 bytes"));
-        let size = (size & !undo::RANGES) as usize;
-        let Ok(images) = undo::decode(r.payload, size) else { continue };
-        let Some(bytes) =
-            images.iter().filter(|i| i.page == PageId::HEADER).find_map(|i| i.whole(size))
-        else {
-            continue;
-        };
-        let prefix = &bytes[..MIN_PAGE_SIZE.min(bytes.len())];
-        if FileHeader::decode_prefix(Path::new("log image"), prefix)
-            .is_ok_and(|h| h.uuid == log.uuid())
-        {
-            return Ok(Some(size));
-        }
-    }
-    Ok(None)
 }
 
 /// Counts the rows of every table, reading each of its pages, after an open found the file's

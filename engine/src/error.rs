@@ -69,17 +69,46 @@ pub enum Error {
     /// The database was opened read-only.
     #[error("the database is open read-only")]
     ReadOnly,
-    /// A read-only open found a transaction to roll back: open it writable once.
-    #[error("the log holds an unfinished transaction; open the database writable to recover it")]
-    RecoveryNeeded,
-    /// `begin_write` on a thread that holds a read transaction of the same database (it would
-    /// wait for itself).
-    #[error("this thread holds a read transaction: begin_write would wait for itself")]
-    ReadTxnHeld,
-    /// `begin_read` (or `check`) on a thread that holds this database's write transaction (it
-    /// would wait for itself): read through the write transaction instead.
-    #[error("this thread holds the write transaction: begin_read would wait for itself")]
-    WriteTxnHeld,
+    /// A read-only open found a transaction to roll back, and changed nothing: open the
+    /// database writable once (the `nvpage recover` command does), then read-only again.
+    #[error(
+        "{path}: its log {log} holds an unfinished transaction (a crash or a killed process left \
+         it), which a read-only open cannot roll back; nothing was changed: open the database \
+         writable once to recover it (`nvpage recover` does)"
+    )]
+    RecoveryNeeded {
+        /// The database directory.
+        path: PathBuf,
+        /// Its log file.
+        log: PathBuf,
+    },
+    /// `begin_write` or `check` on a thread that holds a read transaction of the same database:
+    /// the call would wait for a commit that waits for that read transaction's guards. End the
+    /// read transaction first.
+    #[error(
+        "this thread holds a read transaction of this database: {call} would wait for itself; \
+         end the read transaction first"
+    )]
+    ReadTxnHeld {
+        /// The call refused: `begin_write` or `check`.
+        call: &'static str,
+    },
+    /// `begin_read`, `begin_write` or `check` on a thread that holds this database's write
+    /// transaction: the call would wait for that transaction. Read through the write transaction
+    /// instead, or end it first.
+    #[error(
+        "this thread holds the write transaction of this database: {call} would wait for \
+         itself; {}",
+        if *call == "begin_read" {
+            "read through the write transaction instead"
+        } else {
+            "commit or abort it first"
+        }
+    )]
+    WriteTxnHeld {
+        /// The call refused: `begin_read`, `begin_write` or `check`.
+        call: &'static str,
+    },
     /// A read transaction needs an old version of `page` (the page changed after its snapshot)
     /// that [`Builder::max_version_bytes`](crate::Builder::max_version_bytes) made the database
     /// free: begin a new read transaction. Never a read of newer bytes instead.
@@ -94,13 +123,40 @@ pub enum Error {
         /// Versions of commits at or below this are gone.
         horizon: u64,
     },
-    /// The transaction's before-images do not fit the log; it was rolled back.
-    #[error("the transaction is too large for the log ({needed} bytes needed, {available} free)")]
+    /// The transaction's before-images do not fit the log, even grown to its limit
+    /// ([`Builder::max_log_bytes`](crate::Builder::max_log_bytes)); it was rolled back, and the
+    /// database is as it was before it.
+    #[error(
+        "{path}: the transaction is too large for the log: its next before-images need {needed} \
+         bytes and {available} are left of the {max_bytes} bytes Builder::max_log_bytes lets the \
+         log grow to; raise max_log_bytes or split the transaction"
+    )]
     TransactionTooLarge {
-        /// Bytes the next before-image needed.
+        /// The log file.
+        path: PathBuf,
+        /// Bytes the next before-images needed (their record's framing included).
         needed: u64,
-        /// Bytes left in the log.
+        /// Bytes left in the log, counting those it may still grow by.
         available: u64,
+        /// The largest the log file may be, header page included.
+        max_bytes: u64,
+    },
+    /// The log's file system has no room for it: at create, for its
+    /// [`Builder::log_bytes`](crate::Builder::log_bytes), or to grow for a transaction's
+    /// before-images. Nothing was written: a transaction it refuses is rolled back, with the
+    /// database as it was before it, and the database takes the next one.
+    #[error(
+        "{path}: no space left on the device for the log to reach {bytes} bytes; {}",
+        no_space_advice(option)
+    )]
+    LogNoSpace {
+        /// The log file.
+        path: PathBuf,
+        /// The size the log file needed, header page included.
+        bytes: u64,
+        /// The option that sets that size: `log_bytes` at create, `max_log_bytes` (the limit
+        /// of its growth) for a transaction.
+        option: &'static str,
     },
     /// An earlier statement of this write transaction failed part-way (an I/O error, damage),
     /// so the transaction may hold half of that statement: it takes no more changes, and its
@@ -108,25 +164,36 @@ pub enum Error {
     /// [`Error::TransactionTooLarge`].)
     #[error("an earlier statement of this transaction failed ({0}); it can only be rolled back")]
     TransactionFailed(String),
-    /// No table has this name.
-    #[error("no table named {0:?}")]
+    /// No table has this name in the transaction's view; or, given a handle, the table the
+    /// handle was made for does not exist there — dropped, its create rolled back or not yet
+    /// committed in a reader's snapshot, or the handle is of another database or an earlier open
+    /// of this one — whichever table has its name now (see [`Table`](crate::Table)).
+    #[error(
+        "no table {0} in this transaction's view (a handle names only the table it was made \
+         for, in the open that made it)"
+    )]
     UnknownTable(String),
     /// A table with this name exists.
-    #[error("a table named {0:?} exists")]
+    #[error("a table named {0} exists")]
     TableExists(String),
     /// The table has no column of this name.
-    #[error("no column named {0:?}")]
+    #[error("no column named {0}")]
     UnknownColumn(String),
-    /// No index has this name.
-    #[error("no index named {0:?}")]
+    /// No index has this name in the transaction's view; or, given a handle, the index the
+    /// handle was made for does not exist there, whichever index has its name now (see
+    /// [`Index`](crate::Index)).
+    #[error(
+        "no index {0} in this transaction's view (a handle names only the index it was made \
+         for, in the open that made it)"
+    )]
     UnknownIndex(String),
     /// An index with this name exists.
-    #[error("an index named {0:?} exists")]
+    #[error("an index named {0} exists")]
     IndexExists(String),
     /// An insert or update would give a unique index a key it holds already (or an index being
     /// created on a table finds two rows with one key). Found before the statement changes
     /// anything: the transaction goes on as it was.
-    #[error("unique index {index:?} already holds the key {key}")]
+    #[error("unique index {index} already holds the key {key}")]
     UniqueViolation {
         /// The index.
         index: String,
@@ -135,8 +202,17 @@ pub enum Error {
     },
     /// An index whose keys can be longer than an index page allows (a quarter of a page, so
     /// that every node holds four entries): choose fewer or shorter columns, or larger pages.
-    #[error("index keys of up to {bytes} bytes; a page of this database takes keys of {max}")]
+    #[error(
+        "index {index} on ({}): its keys take up to {bytes} bytes, and a page of this database \
+         takes keys of at most {max}; index fewer or shorter columns, or create the database \
+         with a larger page size",
+        columns.join(", ")
+    )]
     KeyTooLarge {
+        /// The index.
+        index: String,
+        /// Its columns, in key order.
+        columns: Vec<String>,
         /// The longest key the columns encode to.
         bytes: usize,
         /// The longest key a page takes.
@@ -145,8 +221,9 @@ pub enum Error {
     /// A schema that cannot be created.
     #[error("invalid schema: {0}")]
     InvalidSchema(String),
-    /// An insert or update with the wrong number of values.
-    #[error("{found} values for {expected} columns")]
+    /// An insert or update with the wrong number of values (or a key with more values than its
+    /// index has columns).
+    #[error("{} for {}", count(*found, "value"), count(*expected, "column"))]
     WrongArity {
         /// Columns in the schema.
         expected: usize,
@@ -154,11 +231,12 @@ pub enum Error {
         found: usize,
     },
     /// A value that does not fit its column's type.
-    #[error("value for column {column:?} does not fit: {reason}")]
+    #[error("value does not fit: {reason}")]
     ValueDoesNotFit {
         /// The column.
         column: String,
-        /// Why.
+        /// The value as a user writes it, its kind, the column and its type, and what does not
+        /// fit: `'one' (a string) for column qty (i64)`.
         reason: String,
     },
     /// A row larger than a page can hold.
@@ -176,7 +254,7 @@ pub enum Error {
     #[error("a column handle was used on another table's rows")]
     ColumnMismatch,
     /// A column handle of the wrong type.
-    #[error("column {column:?} is {actual}, not {wanted}")]
+    #[error("column {column} is {actual}, not {wanted}")]
     ColumnType {
         /// The column.
         column: String,
@@ -186,7 +264,7 @@ pub enum Error {
         wanted: &'static str,
     },
     /// A NULL where a value was required ([`crate::RowRef::get`]; use `get_opt`).
-    #[error("column {0:?} is NULL")]
+    #[error("column {0} is NULL")]
     Null(String),
     /// A row's bytes are inconsistent with its schema.
     #[error("corrupt row: {0}")]
@@ -225,15 +303,16 @@ impl Error {
             | Error::NotFound { path }
             | Error::NotADirectory { path }
             | Error::NoParentDirectory { path, .. }
-            | Error::Inaccessible { path, .. } => Some(path),
+            | Error::Inaccessible { path, .. }
+            | Error::RecoveryNeeded { path, .. }
+            | Error::TransactionTooLarge { path, .. }
+            | Error::LogNoSpace { path, .. } => Some(path),
             Error::Buffer(_)
             | Error::Poisoned
             | Error::ReadOnly
-            | Error::RecoveryNeeded
-            | Error::ReadTxnHeld
-            | Error::WriteTxnHeld
+            | Error::ReadTxnHeld { .. }
+            | Error::WriteTxnHeld { .. }
             | Error::SnapshotTooOld { .. }
-            | Error::TransactionTooLarge { .. }
             | Error::TransactionFailed(_)
             | Error::UnknownTable(_)
             | Error::TableExists(_)
@@ -264,8 +343,12 @@ impl From<WalError> for Error {
     fn from(e: WalError) -> Self {
         match e {
             WalError::Storage(s) => Error::Storage(s),
-            WalError::LogFull { needed, available } => {
-                Error::TransactionTooLarge { needed, available }
+            WalError::LogFull { path, needed, available, max_bytes } => {
+                Error::TransactionTooLarge { path, needed, available, max_bytes }
+            }
+            // Met only while the log grows for a transaction: create names `log_bytes` itself.
+            WalError::NoSpace { path, bytes } => {
+                Error::LogNoSpace { path, bytes, option: "max_log_bytes" }
             }
             e => Error::Wal(e),
         }
@@ -288,6 +371,24 @@ impl From<BufferError> for Error {
             },
             e => Error::Buffer(e),
         }
+    }
+}
+
+/// `n` and `noun`, plural unless `n` is 1: "1 column", "2 columns".
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+/// What to do about a log that met a full file system, by the option that sized it.
+fn no_space_advice(option: &str) -> String {
+    match option {
+        "log_bytes" => {
+            "free space, or create the database with a smaller Builder::log_bytes".into()
+        }
+        _ => format!(
+            "free space, or split the transaction (the log grows to hold a transaction's \
+             before-images, up to Builder::{option})"
+        ),
     }
 }
 

@@ -194,6 +194,7 @@ impl<'p> PageBatch<'p, '_> {
         mut valid: Option<&mut Vec<bool>>,
     ) -> Result<()> {
         let (at, index, ty) = (col.offset(), col.index(), col.ty());
+        let fixed_end = self.page.schema().fixed_end();
         let name = || self.page.schema().columns()[index].name.clone();
         if col.nullable() && valid.is_none() && self.rows().any(|r| r.row().is_null(index)) {
             return Err(Error::Null(name()));
@@ -203,7 +204,7 @@ impl<'p> PageBatch<'p, '_> {
             let row = self.bytes_of(p);
             let null = col.nullable() && is_null(row, index);
             if !null {
-                data.extend_from_slice(kind::Bytes::decode(row, at, ty)?);
+                data.extend_from_slice(kind::Bytes::decode(row, at, ty, fixed_end)?);
             }
             let end = i32::try_from(data.len()).map_err(|_| {
                 Error::InvalidOption(format!("column {} gathers past 2 GiB of bytes", name()))

@@ -137,6 +137,7 @@ mod heap;
 mod index;
 mod le;
 mod partition;
+mod recovery;
 mod row;
 mod scan;
 mod schema;
@@ -146,10 +147,14 @@ mod txn;
 mod undo;
 
 pub use check::{CheckReport, IndexReport, TableReport};
-pub use db::{Builder, DATA_FILE, DEFAULT_MAX_VERSION_BYTES, Database, LOG_FILE, Stats};
+pub use db::{
+    Builder, DATA_FILE, DEFAULT_LOG_BYTES, DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_VERSION_BYTES,
+    Database, LOG_FILE, Stats,
+};
 pub use error::{Error, Result};
 pub use gather::{Fixed, PageBatch, RowPlaces};
 pub use index::{Index, IndexIds, IndexScan};
+pub use recovery::RecoveryReport;
 // The types the API names, and no more: every safe function reachable from `nvpage` is part of
 // its soundness argument (the storage and buffer crates are for tools and tests to depend on).
 pub use nvpage_buffer::{BufferError, Counters};
@@ -162,9 +167,9 @@ pub use row::{
     Col, Date, Decimal, Kind, OwnedValue, PageCol, PageRow, RowRef, Value, format_scaled, kind,
 };
 pub use scan::{PageRows, Scan, ScanPage};
-pub use schema::{Column, ColumnType, MAX_STRING_LEN, Schema};
+pub use schema::{Column, ColumnType, MAX_SCALE, MAX_STRING_LEN, Schema};
 pub use snapshot::Snapshot;
-pub use table::{RowId, Table};
+pub use table::{DropTarget, RowId, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
 
 /// Failpoints for tests (feature `failpoints`): arm one by name, and the engine panics there.

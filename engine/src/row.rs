@@ -9,7 +9,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::error::{Error, Result};
-use crate::schema::{ColumnType, Schema};
+use crate::schema::{Column, ColumnType, Schema};
 use crate::table::RowId;
 
 /// A fixed-point decimal: `units × 10^-scale`.
@@ -139,8 +139,75 @@ pub enum Value<'a> {
     Str(&'a str),
 }
 
-fn misfit(schema: &Schema, i: usize, reason: impl Into<String>) -> Error {
-    Error::ValueDoesNotFit { column: schema.columns()[i].name.clone(), reason: reason.into() }
+/// A value as a user writes it, SQL's way: `NULL`, `42`, `12.50`, `1998-12-01`, `'text'` (a
+/// quote inside doubled, control characters escaped; a string longer than 40 characters is
+/// cut short with `…`).
+impl fmt::Display for Value<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::I32(x) => write!(f, "{x}"),
+            Value::I64(x) => write!(f, "{x}"),
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Date(d) => write!(f, "{d}"),
+            Value::Str(s) => {
+                f.write_str("'")?;
+                for c in s.chars().take(SHOWN_CHARS) {
+                    match c {
+                        '\'' => f.write_str("''")?,
+                        c if c.is_control() => write!(f, "{}", c.escape_default())?,
+                        c => write!(f, "{c}")?,
+                    }
+                }
+                let cut = if s.chars().nth(SHOWN_CHARS).is_some() { "…" } else { "" };
+                write!(f, "{cut}'")
+            }
+        }
+    }
+}
+
+/// The characters of a string a message shows.
+const SHOWN_CHARS: usize = 40;
+
+impl Value<'_> {
+    /// What kind of value this is, in words for a message: "a string", "an i64", ... A string
+    /// cut short by its `Display` says its length.
+    fn kind(&self) -> String {
+        match self {
+            Value::Null => "no value".into(),
+            Value::I32(_) => "an i32".into(),
+            Value::I64(_) => "an i64".into(),
+            Value::Decimal(_) => "a decimal".into(),
+            Value::Date(_) => "a date".into(),
+            Value::Str(s) if s.chars().nth(SHOWN_CHARS).is_some() => {
+                format!("a string of {} bytes", s.len())
+            }
+            Value::Str(_) => "a string".into(),
+        }
+    }
+}
+
+/// The error for value `v` that column `column` cannot hold, and why (`None`: not its type):
+/// "'one' (a string) for column qty (i64)", "12.345 (a decimal) for column price
+/// (decimal(scale 2)): not exact at scale 2".
+pub(crate) fn misfit(column: &Column, v: &Value<'_>, why: Option<String>) -> Error {
+    let (name, ty) = (&column.name, column.ty);
+    let why = why.map(|w| format!(": {w}")).unwrap_or_default();
+    let reason = match v {
+        Value::Null => format!("NULL for column {name} ({ty}){why}"),
+        v => format!("{v} ({}) for column {name} ({ty}){why}", v.kind()),
+    };
+    Error::ValueDoesNotFit { column: name.clone(), reason }
+}
+
+/// Why decimal `d` does not fit a column of scale `scale`: it needs more digits after the point,
+/// or (at a larger scale) its units pass an `i64`.
+pub(crate) fn decimal_misfit(d: Decimal, scale: u8) -> String {
+    if scale < d.scale {
+        format!("not exact at scale {scale}")
+    } else {
+        format!("out of range at scale {scale}")
+    }
 }
 
 /// Encodes `values` as a row of `schema`, checking each against its column.
@@ -153,34 +220,31 @@ pub fn encode_row(schema: &Schema, values: &[Value<'_>], out: &mut Vec<u8>) -> R
     out.resize(schema.fixed_end(), 0);
     for (i, (c, v)) in cols.iter().zip(values).enumerate() {
         let at = schema.offset(i);
+        let too_long = |len: u16| misfit(c, v, Some(format!("longer than {len} bytes")));
         match (c.ty, v) {
             (_, Value::Null) if c.nullable => out[i / 8] |= 1 << (i % 8),
-            (_, Value::Null) => return Err(misfit(schema, i, "NULL in a NOT NULL column")),
+            (_, Value::Null) => return Err(misfit(c, v, Some("it is NOT NULL".into()))),
             (ColumnType::I32, Value::I32(x)) => out[at..at + 4].copy_from_slice(&x.to_le_bytes()),
             (ColumnType::Date, Value::Date(d)) => {
                 out[at..at + 4].copy_from_slice(&d.0.to_le_bytes())
             }
             (ColumnType::I64, Value::I64(x)) => out[at..at + 8].copy_from_slice(&x.to_le_bytes()),
             (ColumnType::Decimal { scale }, Value::Decimal(d)) => {
-                let units = d.rescale(scale).ok_or_else(|| {
-                    misfit(schema, i, format!("{d} is not exact at scale {scale} or overflows"))
-                })?;
+                let units = d
+                    .rescale(scale)
+                    .ok_or_else(|| misfit(c, v, Some(decimal_misfit(*d, scale))))?;
                 out[at..at + 8].copy_from_slice(&units.to_le_bytes());
             }
             (ColumnType::Char { len }, Value::Str(s)) => {
                 if s.len() > usize::from(len) {
-                    return Err(misfit(schema, i, format!("{} bytes in char({len})", s.len())));
+                    return Err(too_long(len));
                 }
                 out[at..at + s.len()].copy_from_slice(s.as_bytes());
                 out[at + s.len()..at + usize::from(len)].fill(b' ');
             }
             (ColumnType::VarChar { max_len }, Value::Str(s)) => {
                 if s.len() > usize::from(max_len) {
-                    return Err(misfit(
-                        schema,
-                        i,
-                        format!("{} bytes in varchar({max_len})", s.len()),
-                    ));
+                    return Err(too_long(max_len));
                 }
                 let off = out.len();
                 if off + s.len() > usize::from(u16::MAX) {
@@ -193,7 +257,7 @@ pub fn encode_row(schema: &Schema, values: &[Value<'_>], out: &mut Vec<u8>) -> R
                 out[at + 2..at + 4].copy_from_slice(&(s.len() as u16).to_le_bytes());
                 out.extend_from_slice(s.as_bytes());
             }
-            (ty, v) => return Err(misfit(schema, i, format!("{v:?} for a {ty} column"))),
+            (_, v) => return Err(misfit(c, v, None)),
         }
     }
     Ok(())
@@ -210,9 +274,9 @@ pub struct RowRef<'r> {
 impl<'r> RowRef<'r> {
     /// Checks that `bytes` can be read as a row of `schema`: long enough for its null bitmap and
     /// fixed area, so that every fixed-width getter reads inside it. A string's slot is checked
-    /// when the string is read (one pointing outside the row is then [`Error::CorruptRow`]), so
-    /// a scan that reads no string pays nothing for them; [`RowRef::check_strings`] checks every
-    /// one at once. `id` is where the row lives.
+    /// when the string is read (one pointing into the fixed area or past the row's end is then
+    /// [`Error::CorruptRow`]), so a scan that reads no string pays nothing for them;
+    /// [`RowRef::check_strings`] checks every one at once. `id` is where the row lives.
     #[inline]
     pub fn new(schema: &'r Schema, bytes: &'r [u8], id: RowId) -> Result<Self> {
         if bytes.len() < schema.fixed_end() {
@@ -232,16 +296,17 @@ impl<'r> RowRef<'r> {
         Self { schema, bytes, id }
     }
 
-    /// Checks that every non-NULL variable-length value lies inside the row (what reading each
-    /// would check), as `check` does for every row.
+    /// Checks that every non-NULL variable-length value lies among the row's values, after its
+    /// fixed area and inside the row (what reading each would check), as `check` does for every
+    /// row.
     pub fn check_strings(&self) -> Result<()> {
         for &i in self.schema.var_cols() {
             if !self.is_null(i) {
-                let (off, len) = var_slot(self.bytes, self.schema.offset(i));
-                if off < self.schema.fixed_end() || off + len > self.bytes.len() {
+                let at = self.schema.offset(i);
+                if var_bytes(self.bytes, at, self.schema.fixed_end()).is_none() {
                     let name = &self.schema.columns()[i].name;
                     return Err(Error::CorruptRow(format!(
-                        "column {name:?} points outside the row"
+                        "column {name} points outside the row's values"
                     )));
                 }
             }
@@ -303,7 +368,7 @@ impl<'r> RowRef<'r> {
         if c.nullable && self.is_null(c.index) {
             return Ok(None);
         }
-        K::decode(self.bytes, c.offset, c.ty).map(Some)
+        K::decode(self.bytes, c.offset, c.ty, c.fixed_end).map(Some)
     }
 
     /// Column `i` as an owned [`OwnedValue`], whatever its type (slower than typed getters).
@@ -322,7 +387,8 @@ impl<'r> RowRef<'r> {
                 OwnedValue::Decimal(Decimal::new(read_i64(self.bytes, at), scale))
             }
             ColumnType::Char { .. } | ColumnType::VarChar { .. } => {
-                OwnedValue::Str(kind::Str::decode(self.bytes, at, col.ty)?.to_string())
+                let fixed_end = self.schema.fixed_end();
+                OwnedValue::Str(kind::Str::decode(self.bytes, at, col.ty, fixed_end)?.to_string())
             }
         })
     }
@@ -381,6 +447,15 @@ fn var_slot(b: &[u8], at: usize) -> (usize, usize) {
         usize::from(u16::from_le_bytes([b[at], b[at + 1]])),
         usize::from(u16::from_le_bytes([b[at + 2], b[at + 3]])),
     )
+}
+
+/// The value of the `VarChar` whose slot is at `at` in `row`, if it lies where values are
+/// stored: between the fixed area's end (`fixed_end`) and the row's. One rule for `check` and
+/// every getter, so that no reader takes bytes of the fixed area for a string.
+#[inline(always)]
+fn var_bytes(row: &[u8], at: usize, fixed_end: usize) -> Option<&[u8]> {
+    let (off, len) = var_slot(row, at);
+    if off < fixed_end { None } else { row.get(off..off + len) }
 }
 
 /// A column handle checked once against its schema: `Col<kind::I64>` reads an `I64` column.
@@ -595,8 +670,9 @@ pub trait Kind: Copy {
     const NAME: &'static str;
     /// Whether columns of `ty` can be read this way.
     fn matches(ty: ColumnType) -> bool;
-    /// Reads the slot at `at` of a validated row.
-    fn decode(row: &[u8], at: usize, ty: ColumnType) -> Result<Self::Out<'_>>;
+    /// Reads the slot at `at` of a validated row whose fixed area ends at `fixed_end` (where a
+    /// variable-length value may begin).
+    fn decode(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<Self::Out<'_>>;
 }
 
 /// Column kinds for [`Col`].
@@ -629,7 +705,7 @@ pub mod kind {
             ty == ColumnType::I32
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<i32> {
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<i32> {
             Ok(read_i32(row, at))
         }
     }
@@ -641,7 +717,7 @@ pub mod kind {
             ty == ColumnType::I64
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<i64> {
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<i64> {
             Ok(read_i64(row, at))
         }
     }
@@ -653,7 +729,7 @@ pub mod kind {
             matches!(ty, ColumnType::Decimal { .. })
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<i64> {
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<i64> {
             Ok(read_i64(row, at))
         }
     }
@@ -665,7 +741,7 @@ pub mod kind {
             ty == ColumnType::Date
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, _: ColumnType) -> Result<Date> {
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<Date> {
             Ok(Date(read_i32(row, at)))
         }
     }
@@ -677,8 +753,8 @@ pub mod kind {
             matches!(ty, ColumnType::Char { .. } | ColumnType::VarChar { .. })
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, ty: ColumnType) -> Result<&[u8]> {
-            string_bytes(row, at, ty)
+        fn decode(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<&[u8]> {
+            string_bytes(row, at, ty, fixed_end)
         }
     }
 
@@ -689,29 +765,31 @@ pub mod kind {
             Bytes::matches(ty)
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, ty: ColumnType) -> Result<&str> {
-            std::str::from_utf8(string_bytes(row, at, ty)?)
+        fn decode(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<&str> {
+            std::str::from_utf8(string_bytes(row, at, ty, fixed_end)?)
                 .map_err(|_| Error::CorruptRow("a string is not UTF-8".into()))
         }
     }
 
     /// A `Char`'s bytes without trailing blanks, or a `VarChar`'s bytes. The fixed slot at `at`
     /// lies inside the row (`get` checked the handle against the row's fixed area); a
-    /// `VarChar`'s value is checked here, so no read is out of bounds.
+    /// `VarChar`'s value outside the row's values (`var_bytes`) is [`Error::CorruptRow`], as
+    /// [`RowRef::check_strings`] reports it, never the bytes of other columns read as a string.
     #[inline(always)]
-    fn string_bytes(row: &[u8], at: usize, ty: ColumnType) -> Result<&[u8]> {
+    fn string_bytes(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<&[u8]> {
         let b = match ty {
             ColumnType::Char { len } => {
                 let b = row.get(at..at + usize::from(len)).unwrap_or_default();
                 let end = b.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
                 &b[..end]
             }
-            _ => {
+            _ => var_bytes(row, at, fixed_end).ok_or_else(|| {
                 let (off, len) = var_slot(row, at);
-                row.get(off..off + len).ok_or_else(|| {
-                    Error::CorruptRow(format!("a string at {off}, {len} bytes, past the row"))
-                })?
-            }
+                Error::CorruptRow(format!(
+                    "a string at {off}, {len} bytes, outside the row's values ({fixed_end} to {})",
+                    row.len()
+                ))
+            })?,
         };
         Ok(b)
     }

@@ -21,6 +21,9 @@ use crate::error::{Error, Result};
 /// The largest `Char(n)` and `VarChar(n)` length.
 pub const MAX_STRING_LEN: u16 = 32 * 1024;
 
+/// The largest `Decimal` scale: 10^18 is the largest power of ten an `i64` holds.
+pub const MAX_SCALE: u8 = 18;
+
 /// A column's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ColumnType {
@@ -78,16 +81,37 @@ impl ColumnType {
         }
     }
 
+    /// What a type's parameter passes, if it is out of range, in words that follow the type:
+    /// "varchar(40000) passes the longest string, 32768 bytes".
+    fn out_of_range(self) -> Option<String> {
+        match self {
+            ColumnType::Decimal { scale } if scale > MAX_SCALE => {
+                Some(format!("passes the largest scale, {MAX_SCALE}"))
+            }
+            ColumnType::Char { len: 0 } => {
+                Some(format!("is empty: a char holds 1 to {MAX_STRING_LEN} bytes"))
+            }
+            ColumnType::Char { len } | ColumnType::VarChar { max_len: len }
+                if len > MAX_STRING_LEN =>
+            {
+                Some(format!("passes the longest string, {MAX_STRING_LEN} bytes"))
+            }
+            _ => None,
+        }
+    }
+
+    /// The type a catalog's tag and parameter name, if it is valid ([`Self::out_of_range`]).
     pub(crate) fn from_tag(tag: u8, param: u16) -> Option<Self> {
-        Some(match tag {
+        let ty = match tag {
             1 => ColumnType::I32,
             2 => ColumnType::I64,
-            3 if param <= 18 => ColumnType::Decimal { scale: param as u8 },
+            3 => ColumnType::Decimal { scale: u8::try_from(param).ok()? },
             4 => ColumnType::Date,
-            5 if param > 0 && param <= MAX_STRING_LEN => ColumnType::Char { len: param },
-            6 if param <= MAX_STRING_LEN => ColumnType::VarChar { max_len: param },
+            5 => ColumnType::Char { len: param },
+            6 => ColumnType::VarChar { max_len: param },
             _ => return None,
-        })
+        };
+        ty.out_of_range().is_none().then_some(ty)
     }
 }
 
@@ -151,13 +175,10 @@ impl Schema {
                 return Err(Error::InvalidSchema(format!("column {i}: name must be 1-255 bytes")));
             }
             if columns[..i].iter().any(|d| d.name == c.name) {
-                return Err(Error::InvalidSchema(format!("duplicate column {:?}", c.name)));
+                return Err(Error::InvalidSchema(format!("duplicate column {}", c.name)));
             }
-            if ColumnType::from_tag(c.ty.tag(), c.ty.param()) != Some(c.ty) {
-                return Err(Error::InvalidSchema(format!(
-                    "column {:?}: invalid type {}",
-                    c.name, c.ty
-                )));
+            if let Some(limit) = c.ty.out_of_range() {
+                return Err(Error::InvalidSchema(format!("column {}: {} {limit}", c.name, c.ty)));
             }
         }
         let bitmap_len = columns.len().div_ceil(8);

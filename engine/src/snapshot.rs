@@ -96,7 +96,7 @@ impl Reads for Snapshot {
 
     fn pages(&self) -> Result<Ctx<'_>> {
         if writing(&self.0.db) {
-            return Err(Error::WriteTxnHeld);
+            return Err(Error::WriteTxnHeld { call: "a read of pages through a snapshot" });
         }
         Ok(self.ctx())
     }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::catalog::TableMeta;
+use crate::catalog::{Stamp, TableMeta};
 use crate::error::Result;
 use crate::row::{Col, Kind};
 use crate::schema::Schema;
@@ -25,18 +25,37 @@ impl fmt::Display for RowId {
     }
 }
 
-/// A handle on a table, from [`crate::ReadOps::table`]. Cheap to clone; valid across
-/// transactions for as long as the table exists.
+/// A handle on a table, from [`crate::ReadOps::table`] or [`crate::WriteTxn::create_table`].
+/// Cheap to clone.
+///
+/// A handle names one table for its whole life (docs/design.md, "Handles"): the table it was
+/// made for, as the [`Database`](crate::Database) value that made it knows it. Wherever that
+/// table does not exist in the transaction's view, every operation given the handle is
+/// [`Error::UnknownTable`](crate::Error::UnknownTable): in a read transaction whose snapshot
+/// predates its create's commit, after a drop (even where a table of the same name was created
+/// since), after its create was rolled back (even where a later create took its id), in another
+/// database, and after the database is closed and opened again — take handles again from the
+/// new open's transactions ([`crate::ReadOps::table`]). No operation given a handle reaches
+/// another table. Its column handles ([`Table::col`]) read only its schema, and keep working.
+///
+/// A handle from an earlier open is refused even where its table still exists. What a handle
+/// carries is a stamp unique in the process, given to the table by the open that read it or the
+/// transaction that created it, and never written to disk. A stamp that later opens could trust
+/// would have to be durable before `create_table` returns (its handle exists before the
+/// transaction commits, and outlives a rollback), and a byte copy of the database, which has its
+/// UUID and its stamps, would take the original's handles; taking handles again after an open
+/// is one [`crate::ReadOps::table`] call.
 #[derive(Clone, Debug)]
 pub struct Table {
     pub(crate) id: u32,
+    pub(crate) stamp: Stamp,
     name: Arc<str>,
     schema: Schema,
 }
 
 impl Table {
     pub(crate) fn from_meta(m: &TableMeta) -> Self {
-        Self { id: m.id, name: m.name.as_str().into(), schema: m.schema.clone() }
+        Self { id: m.id, stamp: m.stamp, name: m.name.as_str().into(), schema: m.schema.clone() }
     }
 
     /// The table's name.
@@ -52,6 +71,38 @@ impl Table {
     /// A typed handle on column `name` (checked once here; see [`Col`]).
     pub fn col<K: Kind>(&self, name: &str) -> Result<Col<K>> {
         Col::new(&self.schema, name)
+    }
+}
+
+/// What [`WriteTxn::drop_table`](crate::WriteTxn::drop_table) and
+/// [`WriteTxn::drop_index`](crate::WriteTxn::drop_index) drop: by name (from `&str` or
+/// `&String`), whatever table or index holds that name in the transaction; by handle (from
+/// `&Table` or [`&Index`](crate::Index)), the one the handle was made for, and nothing if that one does not exist
+/// in the transaction ([`Error::UnknownTable`](crate::Error::UnknownTable) /
+/// [`Error::UnknownIndex`](crate::Error::UnknownIndex)), even if another holds its name now.
+#[derive(Clone, Copy, Debug)]
+pub enum DropTarget<'a, H> {
+    /// The table or index named so.
+    Name(&'a str),
+    /// The table or index the handle names.
+    Handle(&'a H),
+}
+
+impl<'a, H> From<&'a str> for DropTarget<'a, H> {
+    fn from(name: &'a str) -> Self {
+        DropTarget::Name(name)
+    }
+}
+
+impl<'a, H> From<&'a String> for DropTarget<'a, H> {
+    fn from(name: &'a String) -> Self {
+        DropTarget::Name(name)
+    }
+}
+
+impl<'a> From<&'a Table> for DropTarget<'a, Table> {
+    fn from(handle: &'a Table) -> Self {
+        DropTarget::Handle(handle)
     }
 }
 

@@ -9,8 +9,9 @@
 //! | `RolledBack`| every before-image restored, synced, log rewound | (final)                  |
 //!
 //! A failure in commit, abort or a persist poisons the database (rule 6), except a transaction
-//! too large for the log, which is rolled back cleanly and reported as
-//! [`Error::TransactionTooLarge`] with the database as it was before the transaction. A panic
+//! the log cannot hold — too large for its limit, or its growth refused by a full file system —
+//! which is rolled back cleanly and reported as [`Error::TransactionTooLarge`] or
+//! [`Error::LogNoSpace`] with the database as it was before the transaction. A panic
 //! that unwinds out of a commit or an abort poisons it too.
 //!
 //! A statement (`insert`, `update`, `delete`, `create_table`, `drop_table`) that fails part-way
@@ -18,10 +19,10 @@
 //! formatted, a moved row deleted but not inserted). Statements are not atomic on their own, so
 //! such a failure dooms the transaction, as PostgreSQL aborts a transaction on an error: later
 //! statements fail with [`Error::TransactionFailed`], and `commit` rolls back and reports it
-//! (after a full log, both report `TransactionTooLarge` instead). Errors found before anything
-//! changes (a row too large, an unknown row or table, a value that does not fit the schema)
-//! leave the transaction as it was. Reads in a doomed transaction see its own changes, half
-//! included.
+//! (after a full log, both report `TransactionTooLarge` or `LogNoSpace` instead). Errors found
+//! before anything changes (a row too large, an unknown row or table, a value that does not fit
+//! the schema) leave the transaction as it was. Reads in a doomed transaction see its own
+//! changes, half included.
 //!
 //! Concurrency (docs/design.md, "Readers beside the writer"): one write transaction at a time
 //! (a lock held for its life); read transactions take a snapshot — the catalog, page count and
@@ -38,14 +39,14 @@ use nvpage_buffer::View;
 use nvpage_storage::PageId;
 use parking_lot::MutexGuard;
 
-use crate::catalog::{self, Catalog, TableMeta};
+use crate::catalog::{self, Catalog, Stamp, TableMeta};
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::heap::{self, HeapPage};
 use crate::index::{Index, IndexScan};
 use crate::row::{Value, encode_row};
 use crate::schema::Schema;
-use crate::table::{Fsm, RowId, Table};
+use crate::table::{DropTarget, Fsm, RowId, Table};
 use crate::undo;
 
 mod indexing;
@@ -91,19 +92,19 @@ fn leave(list: &'static Held, db: usize) {
     });
 }
 
-/// Refuses what would make the calling thread wait for itself on the writer's lock: holding
-/// `db`'s write transaction ([`Error::WriteTxnHeld`]), or a read transaction whose guards could
-/// hold up the commit it would wait for ([`Error::ReadTxnHeld`]).
+/// Refuses `call` where it would make the calling thread wait for itself on the writer's lock:
+/// holding `db`'s write transaction ([`Error::WriteTxnHeld`]), or a read transaction whose
+/// guards could hold up the commit it would wait for ([`Error::ReadTxnHeld`]).
 ///
 /// A guard read through a [`Snapshot`](crate::Snapshot) that holds a page's latch (SE2 reads
 /// in place) counts as a read transaction held: the snapshot moves between threads, its guards
 /// do not, so what this thread holds is what its guards hold.
-pub(crate) fn refuse_if_holding(db: &Database) -> Result<()> {
+pub(crate) fn refuse_if_holding(db: &Database, call: &'static str) -> Result<()> {
     if holds(&WRITING, db.id) {
-        return Err(Error::WriteTxnHeld);
+        return Err(Error::WriteTxnHeld { call });
     }
     if holds(&READING, db.id) || db.pool.latched_here() {
-        return Err(Error::ReadTxnHeld);
+        return Err(Error::ReadTxnHeld { call });
     }
     Ok(())
 }
@@ -179,7 +180,7 @@ impl Database {
     pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
         self.check_usable(false)?;
         if holds(&WRITING, self.id) {
-            return Err(Error::WriteTxnHeld);
+            return Err(Error::WriteTxnHeld { call: "begin_read" });
         }
         let (seq, state) = self.snapshots.begin();
         enter(&READING, self.id);
@@ -191,18 +192,23 @@ impl Database {
     /// guards could make this transaction's commit wait for its own thread), and on the thread
     /// that holds the write transaction [`Error::WriteTxnHeld`].
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+        self.begin_write_for("begin_write")
+    }
+
+    /// [`Self::begin_write`] on behalf of `call`, which a refusal names.
+    pub(crate) fn begin_write_for(&self, call: &'static str) -> Result<WriteTxn<'_>> {
         self.check_usable(true)?;
-        refuse_if_holding(self)?;
+        refuse_if_holding(self, call)?;
         let writer = self.writer.lock();
         self.write_txn(writer)
     }
 
-    /// [`Self::begin_write`] if no write transaction holds the writer's lock now, else `None`
-    /// (a close from a drop must not wait for a transaction that may never end: one leaked
-    /// with `mem::forget`).
-    pub(crate) fn try_begin_write(&self) -> Result<Option<WriteTxn<'_>>> {
+    /// [`Self::begin_write_for`] if no write transaction holds the writer's lock now, else
+    /// `None` (a close from a drop must not wait for a transaction that may never end: one
+    /// leaked with `mem::forget`).
+    pub(crate) fn try_begin_write_for(&self, call: &'static str) -> Result<Option<WriteTxn<'_>>> {
         self.check_usable(true)?;
-        refuse_if_holding(self)?;
+        refuse_if_holding(self, call)?;
         self.writer.try_lock().map(|writer| self.write_txn(writer)).transpose()
     }
 
@@ -291,18 +297,53 @@ pub struct WriteTxn<'db> {
 /// Why a write transaction is doomed.
 #[derive(Debug, Clone)]
 enum Failure {
-    /// The log is full: reported as [`Error::TransactionTooLarge`] again at commit.
-    TooLarge { needed: u64, available: u64 },
+    /// The log cannot hold the transaction: at its limit ([`Error::TransactionTooLarge`]), or
+    /// on a full file system ([`Error::LogNoSpace`]). Reported as that error again at commit.
+    LogLimit(LogLimit),
     /// Anything else, as its message.
     Other(String),
+}
+
+/// The fields of the errors that say the log cannot hold the transaction.
+#[derive(Debug, Clone)]
+enum LogLimit {
+    TooLarge { path: std::path::PathBuf, needed: u64, available: u64, max_bytes: u64 },
+    NoSpace { path: std::path::PathBuf, bytes: u64, option: &'static str },
+}
+
+impl LogLimit {
+    /// The limit `e` reports, if it is one.
+    fn of(e: &Error) -> Option<Self> {
+        match e {
+            Error::TransactionTooLarge { path, needed, available, max_bytes } => {
+                Some(LogLimit::TooLarge {
+                    path: path.clone(),
+                    needed: *needed,
+                    available: *available,
+                    max_bytes: *max_bytes,
+                })
+            }
+            Error::LogNoSpace { path, bytes, option } => {
+                Some(LogLimit::NoSpace { path: path.clone(), bytes: *bytes, option })
+            }
+            _ => None,
+        }
+    }
+
+    fn error(&self) -> Error {
+        match self.clone() {
+            LogLimit::TooLarge { path, needed, available, max_bytes } => {
+                Error::TransactionTooLarge { path, needed, available, max_bytes }
+            }
+            LogLimit::NoSpace { path, bytes, option } => Error::LogNoSpace { path, bytes, option },
+        }
+    }
 }
 
 impl Failure {
     fn error(&self) -> Error {
         match self {
-            Failure::TooLarge { needed, available } => {
-                Error::TransactionTooLarge { needed: *needed, available: *available }
-            }
+            Failure::LogLimit(l) => l.error(),
             Failure::Other(m) => Error::TransactionFailed(m.clone()),
         }
     }
@@ -332,12 +373,30 @@ fn may_leave_half(e: &Error) -> bool {
     )
 }
 
+/// A table handle checked against the write transaction's catalog as a statement begins: the
+/// table it was made for exists in this transaction (R9), so the handle's id and schema are that
+/// table's. Only [`WriteTxn::live`] makes one, and the helpers of the statements that change
+/// rows take one, so none of them can act through an unchecked handle, whose id may be another
+/// table's (its pages, its free space, its indexes). No statement drops a table it changes rows
+/// of, so the check holds for the statement's life.
+#[derive(Clone, Copy, Debug)]
+struct Live<'h>(&'h Table);
+
+impl std::ops::Deref for Live<'_> {
+    type Target = Table;
+
+    fn deref(&self) -> &Table {
+        self.0
+    }
+}
+
 mod sealed {
     use nvpage_buffer::View;
 
-    use crate::catalog::{Catalog, TableMeta};
+    use crate::catalog::{Catalog, IndexMeta, TableMeta};
     use crate::db::Database;
     use crate::error::{Error, Result};
+    use crate::index::Index;
     use crate::table::Table;
 
     /// What a transaction reads with: its database, its view of pages, its catalog.
@@ -349,12 +408,21 @@ mod sealed {
     }
 
     impl<'a> Ctx<'a> {
-        /// `table`'s entry in this catalog; a table dropped (or not yet created) in it is
-        /// [`Error::UnknownTable`].
+        /// The entry of the table `table` was made for, if it exists in this catalog; else
+        /// (dropped, not yet created, rolled back, of another database or open)
+        /// [`Error::UnknownTable`] (R9).
         pub(crate) fn meta(&self, table: &Table) -> Result<&'a TableMeta> {
             self.catalog
-                .table_by_id(table.id)
+                .table_by_stamp(table.stamp)
                 .ok_or_else(|| Error::UnknownTable(table.name().into()))
+        }
+
+        /// The entry of the index `index` was made for, if it exists in this catalog; else
+        /// [`Error::UnknownIndex`] (R9).
+        pub(crate) fn index_meta(&self, index: &Index) -> Result<&'a IndexMeta> {
+            self.catalog
+                .index_by_stamp(index.stamp)
+                .ok_or_else(|| Error::UnknownIndex(index.name().into()))
         }
     }
 
@@ -418,7 +486,7 @@ pub trait ReadOps: sealed::Reads {
         let x = cat.index(name).ok_or_else(|| Error::UnknownIndex(name.into()))?;
         let t = cat
             .table_by_id(x.table_id)
-            .ok_or_else(|| Error::CorruptCatalog(format!("index {name:?} of no table")))?;
+            .ok_or_else(|| Error::CorruptCatalog(format!("index {name} of no table")))?;
         Ok(Index::from_meta(x, t))
     }
 
@@ -437,9 +505,7 @@ pub trait ReadOps: sealed::Reads {
 
     /// Entries in `index` (one per row of its table).
     fn index_len(&self, index: &Index) -> Result<u64> {
-        let ctx = self.ctx();
-        let x = ctx.catalog.index_by_id(index.id);
-        Ok(x.ok_or_else(|| Error::UnknownIndex(index.name().into()))?.entries)
+        Ok(self.ctx().index_meta(index)?.entries)
     }
 
     /// The rows whose key starts with `key` — values for all of the index's columns (a point
@@ -679,11 +745,9 @@ impl WriteTxn<'_> {
         if let Err(e) = &r
             && may_leave_half(e)
         {
-            self.failed = Some(match e {
-                Error::TransactionTooLarge { needed, available } => {
-                    Failure::TooLarge { needed: *needed, available: *available }
-                }
-                e => Failure::Other(e.to_string()),
+            self.failed = Some(match LogLimit::of(e) {
+                Some(limit) => Failure::LogLimit(limit),
+                None => Failure::Other(e.to_string()),
             });
         }
         r
@@ -707,6 +771,7 @@ impl WriteTxn<'_> {
             id.checked_add(1).ok_or_else(|| Error::InvalidSchema("table ids exhausted".into()))?;
         let meta = TableMeta {
             id,
+            stamp: Stamp::fresh(),
             name: name.into(),
             schema,
             rows: 0,
@@ -720,21 +785,23 @@ impl WriteTxn<'_> {
         Ok(t)
     }
 
-    /// Drops table `name` and its indexes. Their pages become free to reuse once no read
-    /// transaction that can still see the table is live (they are never reused by this
-    /// transaction).
-    pub fn drop_table(&mut self, name: &str) -> Result<()> {
-        self.statement(|t| t.drop_table_inner(name))
+    /// Drops a table and its indexes: the table named so (`&str`, `&String`), or the one a
+    /// handle was made for (`&Table`), which is [`Error::UnknownTable`] wherever that one does
+    /// not exist, even if another table has its name now (see [`DropTarget`]). Their pages
+    /// become free to reuse once no read transaction that can still see the table is live (they
+    /// are never reused by this transaction).
+    pub fn drop_table<'a>(&mut self, table: impl Into<DropTarget<'a, Table>>) -> Result<()> {
+        let table = table.into();
+        self.statement(|t| t.drop_table_inner(table))
     }
 
-    fn drop_table_inner(&mut self, name: &str) -> Result<()> {
+    fn drop_table_inner(&mut self, table: DropTarget<'_, Table>) -> Result<()> {
         let cat = &mut self.catalog;
-        let i = cat
-            .tables
-            .iter()
-            .position(|t| t.name == name)
-            .ok_or_else(|| Error::UnknownTable(name.into()))?;
-        let meta = cat.tables.remove(i);
+        let (i, name) = match table {
+            DropTarget::Name(name) => (cat.tables.iter().position(|t| t.name == name), name),
+            DropTarget::Handle(h) => (cat.tables.iter().position(|t| t.stamp == h.stamp), h.name()),
+        };
+        let meta = cat.tables.remove(i.ok_or_else(|| Error::UnknownTable(name.into()))?);
         // The writer's changes to the dropped pages need not reach the file: older snapshots
         // read the pages' committed bytes, and nobody else reads them again.
         for p in meta.pages() {
@@ -757,7 +824,7 @@ impl WriteTxn<'_> {
     /// Inserts a row; returns its id. A row larger than a page is [`Error::RowTooLarge`]; a row
     /// whose key a unique index of the table holds already is [`Error::UniqueViolation`].
     pub fn insert(&mut self, table: &Table, values: &[Value<'_>]) -> Result<RowId> {
-        self.encoded_statement(table, values, |t, row| {
+        self.encoded_statement(table, values, |t, table, row| {
             t.check_unique(table, row, None)?;
             let id = t.insert_encoded(table, row)?;
             if t.indexed(table) {
@@ -768,22 +835,23 @@ impl WriteTxn<'_> {
     }
 
     /// Runs `f` as one statement on `values` encoded as a row of `table` (in the transaction's
-    /// reused buffer).
+    /// reused buffer), the handle checked first.
     fn encoded_statement<R>(
         &mut self,
         table: &Table,
         values: &[Value<'_>],
-        f: impl FnOnce(&mut Self, &[u8]) -> Result<R>,
+        f: impl FnOnce(&mut Self, Live<'_>, &[u8]) -> Result<R>,
     ) -> Result<R> {
         self.statement(|t| {
+            let table = t.live(table)?;
             let mut buf = std::mem::take(&mut t.buf);
-            let r = encode_row(table.schema(), values, &mut buf).and_then(|()| f(t, &buf));
+            let r = encode_row(table.schema(), values, &mut buf).and_then(|()| f(t, table, &buf));
             t.buf = buf;
             r
         })
     }
 
-    fn insert_encoded(&mut self, table: &Table, row: &[u8]) -> Result<RowId> {
+    fn insert_encoded(&mut self, table: Live<'_>, row: &[u8]) -> Result<RowId> {
         let max = heap::max_row(self.db.page_size());
         if row.len() > max {
             return Err(Error::RowTooLarge { bytes: row.len(), max });
@@ -818,7 +886,7 @@ impl WriteTxn<'_> {
     /// complete; else the table's last page once, then the map built from every page.
     fn candidate_page(
         &mut self,
-        table: &Table,
+        table: Live<'_>,
         need: usize,
         tried_last: &mut bool,
     ) -> Result<Option<u64>> {
@@ -826,7 +894,7 @@ impl WriteTxn<'_> {
         if !complete {
             if !*tried_last {
                 *tried_last = true;
-                let last = self.meta(table)?.pages().last().map(|p| p.0);
+                let last = self.meta(&table)?.pages().last().map(|p| p.0);
                 if last.is_some() {
                     return Ok(last);
                 }
@@ -836,8 +904,8 @@ impl WriteTxn<'_> {
         Ok(self.db.fsm.lock().get(&table.id).and_then(|f| f.find(need)))
     }
 
-    fn build_fsm(&mut self, table: &Table) -> Result<()> {
-        let pages: Vec<PageId> = self.meta(table)?.pages().collect();
+    fn build_fsm(&mut self, table: Live<'_>) -> Result<()> {
+        let pages: Vec<PageId> = self.meta(&table)?.pages().collect();
         let mut fsm = Fsm::complete();
         for p in pages {
             let g = self.db.pool.read(p, View::Writer)?;
@@ -848,15 +916,23 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
+    /// The table `table` was made for, if it exists in this transaction (R9).
     fn meta(&self, table: &Table) -> Result<&TableMeta> {
-        self.catalog.table_by_id(table.id).ok_or_else(|| Error::UnknownTable(table.name().into()))
+        self.ctx_of().meta(table)
     }
 
-    fn meta_mut(&mut self, table: &Table) -> Result<&mut TableMeta> {
-        self.catalog.table_mut(table.id).ok_or_else(|| Error::UnknownTable(table.name().into()))
+    fn meta_mut(&mut self, table: Live<'_>) -> Result<&mut TableMeta> {
+        let unknown = || Error::UnknownTable(table.name().into());
+        self.catalog.table_by_stamp_mut(table.stamp).ok_or_else(unknown)
     }
 
-    fn adjust_rows(&mut self, table: &Table, delta: i64) -> Result<()> {
+    /// `table`, checked for a statement (see [`Live`]).
+    fn live<'h>(&self, table: &'h Table) -> Result<Live<'h>> {
+        self.meta(table)?;
+        Ok(Live(table))
+    }
+
+    fn adjust_rows(&mut self, table: Live<'_>, delta: i64) -> Result<()> {
         let t = self.meta_mut(table)?;
         t.rows = t.rows.saturating_add_signed(delta);
         self.catalog_dirty = true;
@@ -865,12 +941,12 @@ impl WriteTxn<'_> {
 
     /// Takes a fresh page for `table`: the next page of its last extent, else a new extent
     /// (from the free list, else by growing the file), and formats it as an empty heap page.
-    fn allocate_page(&mut self, table: &Table) -> Result<u64> {
+    fn allocate_page(&mut self, table: Live<'_>) -> Result<u64> {
         let pool = &self.db.pool;
         let Catalog { tables, free, .. } = &mut self.catalog;
         let t = tables
             .iter_mut()
-            .find(|t| t.id == table.id)
+            .find(|t| t.stamp == table.stamp)
             .ok_or_else(|| Error::UnknownTable(table.name().into()))?;
         let page = catalog::next_page(&mut t.extents, &mut t.used_in_last, free, |len| {
             let start = pool.file().page_count();
@@ -886,18 +962,19 @@ impl WriteTxn<'_> {
     /// Deletes row `id`.
     pub fn delete(&mut self, table: &Table, id: RowId) -> Result<()> {
         self.statement(|t| {
+            let table = t.live(table)?;
             if !t.indexed(table) {
                 return t.delete_heap(table, id);
             }
-            let old = t.row_bytes(table, id)?;
+            let old = t.row_bytes(&table, id)?;
             t.delete_heap(table, id)?;
             t.index_delete(table, &old, id)
         })
     }
 
     /// Deletes row `id` from the table's pages (its indexes are the caller's).
-    fn delete_heap(&mut self, table: &Table, id: RowId) -> Result<()> {
-        check_row_page(&self.ctx_of(), table, id)?;
+    fn delete_heap(&mut self, table: Live<'_>, id: RowId) -> Result<()> {
+        check_row_page(&self.ctx_of(), &table, id)?;
         let mut g = self.db.pool.write(PageId(id.page))?;
         HeapPage::new(&g, table.id, id.page)?;
         if !heap::delete(&mut g, usize::from(id.slot)) {
@@ -918,10 +995,10 @@ impl WriteTxn<'_> {
     /// Replaces row `id`. The row keeps its id if its page has room for the new value; otherwise
     /// it moves, and the new id is returned.
     pub fn update(&mut self, table: &Table, id: RowId, values: &[Value<'_>]) -> Result<RowId> {
-        self.encoded_statement(table, values, |t, row| t.update_encoded(table, id, row))
+        self.encoded_statement(table, values, |t, table, row| t.update_encoded(table, id, row))
     }
 
-    fn update_encoded(&mut self, table: &Table, id: RowId, row: &[u8]) -> Result<RowId> {
+    fn update_encoded(&mut self, table: Live<'_>, id: RowId, row: &[u8]) -> Result<RowId> {
         let max = heap::max_row(self.db.page_size());
         if row.len() > max {
             return Err(Error::RowTooLarge { bytes: row.len(), max });
@@ -929,7 +1006,7 @@ impl WriteTxn<'_> {
         if !self.indexed(table) {
             return self.update_heap(table, id, row);
         }
-        let old = self.row_bytes(table, id)?;
+        let old = self.row_bytes(&table, id)?;
         self.check_unique(table, row, Some(id))?;
         let new_id = self.update_heap(table, id, row)?;
         self.index_update(table, (&old, id), (row, new_id))?;
@@ -938,8 +1015,8 @@ impl WriteTxn<'_> {
 
     /// Replaces row `id` in the table's pages, moving it if its page has no room (its indexes
     /// are the caller's).
-    fn update_heap(&mut self, table: &Table, id: RowId, row: &[u8]) -> Result<RowId> {
-        check_row_page(&self.ctx_of(), table, id)?;
+    fn update_heap(&mut self, table: Live<'_>, id: RowId, row: &[u8]) -> Result<RowId> {
+        check_row_page(&self.ctx_of(), &table, id)?;
         let mut g = self.db.pool.write(PageId(id.page))?;
         let h = HeapPage::new(&g, table.id, id.page)?;
         if h.get(usize::from(id.slot)).is_none() {
@@ -990,7 +1067,9 @@ impl WriteTxn<'_> {
                 if !clean {
                     self.db.pool.abandon_txn();
                 }
-                if !(clean && matches!(e, Error::TransactionTooLarge { .. })) {
+                // A log that cannot hold the transaction refused an append before it changed
+                // anything: rolled back cleanly, the database is as it was, and usable.
+                if !(clean && LogLimit::of(e).is_some()) {
                     self.db.poison();
                 }
             }

@@ -282,29 +282,44 @@ fn decode_one(bytes: &[u8], page_size: usize) -> Result<(Image<'_>, usize)> {
     Ok((Image { page, parts }, at))
 }
 
+/// What [`roll_back`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Undone {
+    /// Log records read.
+    pub records: u64,
+    /// Before-images applied.
+    pub images: u64,
+    /// Distinct pages restored.
+    pub pages: u64,
+}
+
 /// Rolls the current generation back: every before-image, newest first, handed to `store` as
 /// its page and parts (plain writes that append nothing to the log: `pwrite` at recovery, the
 /// pool's store in place under the page latch at abort); then `sync` makes them durable and the
-/// log is rewound. Returns the pages restored, each once, in page order. Idempotent: a crash part-way leaves the log unchanged, and running
-/// it again writes the same images.
+/// log is rewound. Returns how many records, images and pages it went through. Idempotent: a
+/// crash part-way leaves the log unchanged, and running it again writes the same images.
 pub fn roll_back(
     log: &mut Log,
     page_size: usize,
     mut store: impl FnMut(PageId, &[(usize, &[u8])]) -> Result<()>,
     sync: impl FnOnce() -> Result<()>,
-) -> Result<Vec<PageId>> {
+) -> Result<Undone> {
     let mut restored = Vec::new();
+    let mut undone = Undone::default();
     {
         let records = log.records_newest_first()?;
         for r in &records {
+            undone.records += 1;
             for img in decode(r.payload, page_size)?.iter().rev() {
                 store(img.page, &img.parts)?;
                 restored.push(img.page);
             }
         }
     }
+    undone.images = restored.len() as u64;
     restored.sort_unstable();
     restored.dedup();
+    undone.pages = restored.len() as u64;
     if !restored.is_empty() {
         sync()?;
     }
@@ -318,7 +333,7 @@ pub fn roll_back(
         // so neither does the database.
         return Err(Error::Poisoned);
     }
-    Ok(restored)
+    Ok(undone)
 }
 
 #[cfg(test)]

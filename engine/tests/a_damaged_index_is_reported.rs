@@ -234,7 +234,7 @@ fn row_ids(tx: &impl ReadOps) -> HashMap<String, RowId> {
 fn names(damage: &[String], p: u64) -> bool {
     let page = format!("page {p}");
     damage.iter().any(|d| {
-        d.contains(&format!("index {INDEX:?}"))
+        d.contains(&format!("index {INDEX}"))
             && d.match_indices(&page)
                 .any(|(at, _)| !d[at + page.len()..].starts_with(|c: char| c.is_ascii_digit()))
     })

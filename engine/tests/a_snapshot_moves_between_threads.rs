@@ -103,11 +103,11 @@ fn the_writers_thread_reads_no_page_through_a_snapshot() {
     let mut w = db.begin_write().unwrap();
     insert_row(&mut w, "t", 99, &Row { qty: 5, note: None }).unwrap();
     // While it writes, a read of pages through the snapshot is refused on this thread...
-    assert!(matches!(snap.get(&t, ids[0]), Err(Error::WriteTxnHeld)));
-    assert!(matches!(snap.scan(&t).map(|_| ()), Err(Error::WriteTxnHeld)));
+    assert!(matches!(snap.get(&t, ids[0]), Err(Error::WriteTxnHeld { .. })));
+    assert!(matches!(snap.scan(&t).map(|_| ()), Err(Error::WriteTxnHeld { .. })));
     assert!(matches!(
         snap.scan_partition(&t, Partition::WHOLE).map(|_| ()),
-        Err(Error::WriteTxnHeld)
+        Err(Error::WriteTxnHeld { .. })
     ));
     // ...but not what needs no page (the snapshot's catalog), nor on another thread.
     assert_eq!(snap.row_count(&t).unwrap(), 10);
@@ -143,9 +143,9 @@ fn a_guard_read_in_place_through_a_snapshot_keeps_its_thread_from_writing() {
             // SE2 reads the page in place, holding its latch: this thread's commit would store
             // into that page and wait for the guard, on this very thread.
             Layer::Se2 => {
-                assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld)), "{layer:?}");
+                assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld { .. })), "{layer:?}");
                 drop(page);
-                assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld)), "{layer:?}");
+                assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld { .. })), "{layer:?}");
                 drop(guard);
             }
             // Elsewhere the guard holds a copy: a commit never waits for it, and writing here

@@ -168,15 +168,15 @@ fn opens_and_files() {
         // A write transaction on a thread holding a read transaction.
         {
             let rx = db.begin_read().unwrap();
-            assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld)));
+            assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld { .. })));
             drop(rx);
             drop(db.begin_write().unwrap());
         }
         // A read transaction (or a check) on the thread holding the write transaction.
         {
             let tx = db.begin_write().unwrap();
-            assert!(matches!(db.begin_read(), Err(Error::WriteTxnHeld)));
-            assert!(matches!(db.check(), Err(Error::WriteTxnHeld)));
+            assert!(matches!(db.begin_read(), Err(Error::WriteTxnHeld { .. })));
+            assert!(matches!(db.check(), Err(Error::WriteTxnHeld { .. })));
             tx.commit().unwrap();
             drop(db.begin_read().unwrap());
             let tx = db.begin_write().unwrap();
@@ -256,6 +256,8 @@ fn opens_and_files() {
             report.damage.iter().any(|d| d.contains(&format!("page {heap_page}"))),
             "{report:?}"
         );
+        // The table is named as it was given, not quoted as Rust would.
+        assert!(report.damage.iter().any(|d| d.starts_with("table t: ")), "{report:?}");
     }
 }
 
@@ -278,7 +280,8 @@ fn a_transaction_too_large_for_the_log_changes_nothing() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("db");
             let open = |p: &Path| {
-                Database::builder().layer(layer).pool_bytes(pool).log_bytes(1 << 20).open(p)
+                let b = Database::builder().layer(layer).pool_bytes(pool);
+                b.log_bytes(1 << 20).max_log_bytes(1 << 20).open(p)
             };
             let db = open(&path).unwrap();
             fill(&db);
@@ -301,12 +304,20 @@ fn a_transaction_too_large_for_the_log_changes_nothing() {
                 }
                 None => tx.commit(),
             };
-            match r {
-                Err(Error::TransactionTooLarge { needed, available }) => {
-                    assert!(needed > available, "{layer}")
-                }
-                other => panic!("{layer}: expected TransactionTooLarge, got {other:?}"),
+            let e = r.expect_err("the transaction does not fit the log");
+            let Error::TransactionTooLarge { needed, available, max_bytes, .. } = e else {
+                panic!("{layer}: expected TransactionTooLarge, got {e:?}");
+            };
+            assert!(needed > available, "{layer}");
+            assert_eq!(max_bytes, 1 << 20, "{layer}");
+            // The message names the file, the bytes needed and the option to raise.
+            let text = e.to_string();
+            let log = path.join(nvpage::LOG_FILE);
+            let needs = format!("need {needed} bytes");
+            for part in [&*log.to_string_lossy(), &needs, "max_log_bytes"] {
+                assert!(text.contains(part), "{layer}: {text:?} does not name {part:?}");
             }
+            assert_eq!(e.path(), Some(log.as_path()), "{layer}");
             assert_eq!(from_commit, pool > 1 << 20, "{layer}: where the log filled up");
             assert!(!db.is_poisoned(), "{layer}: too large is not a failure");
             compare(&db, &before).unwrap_or_else(|e| panic!("{layer}: in memory: {e}"));
@@ -324,19 +335,21 @@ fn a_transaction_too_large_for_the_log_changes_nothing() {
     }
 }
 
-/// Sizes no machine holds are typed errors at open, never an abort: a pool of 2^62 bytes, a
-/// maximum data file of 2^62 bytes (the pread layer sizes its page tables from it too).
+/// Sizes no machine holds are typed errors at open, never an abort, found before anything is
+/// created: a pool of 2^62 bytes, a maximum data file of 2^62 bytes (the pread layer sizes its
+/// page tables from it too).
 #[test]
 fn sizes_the_machine_cannot_hold_are_typed_errors() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
         match Database::builder().layer(layer).pool_bytes(1 << 62).open(&path) {
-            Err(e @ Error::Buffer(_)) => {
-                assert!(e.to_string().contains("cannot allocate a pool"), "{layer}: {e}")
+            Err(e @ Error::InvalidOption(_)) => {
+                assert!(e.to_string().contains("pool_bytes(4611686018427387904): more than"), "{e}")
             }
             r => panic!("{layer}: a 2^62-byte pool: {:?}", r.map(|_| ())),
         }
+        assert!(!path.exists(), "{layer}: the refused pool created the database");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
         match Database::builder().layer(layer).max_file_bytes(1 << 62).open(&path) {
@@ -345,7 +358,7 @@ fn sizes_the_machine_cannot_hold_are_typed_errors() {
             }
             r => panic!("{layer}: a 2^62-byte maximum file: {:?}", r.map(|_| ())),
         }
-        // And the directory is left so that a sane open creates the database.
+        assert!(!path.exists(), "{layer}: the refused maximum created the database");
         drop(Database::builder().layer(layer).open(&path).unwrap());
     }
 }

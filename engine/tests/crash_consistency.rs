@@ -1,6 +1,6 @@
 //! Goal: atomicity and durability across power loss. A seeded random workload (inserts, updates
-//! that grow and move rows, deletes, table creation and drops, file growth, aborts, evictions
-//! through a 4-frame pool of 4 KiB pages) runs on the storage simulator and is compared with a
+//! that grow and move rows, deletes, table creation and drops, growth of the data file and of
+//! the log, aborts, evictions through a 4-frame pool of 4 KiB pages) runs on the storage simulator and is compared with a
 //! model. Each run crashes at one point. Either the k-th persist or I/O fails (once, or for
 //! good) — during commit's force, at the commit point (the log's rewind is a persist), during
 //! eviction write-back, during an abort — and the failed transaction is rolled back in process
@@ -80,9 +80,10 @@ struct Point {
 }
 
 fn open(path: &Path, p: &Point) -> nvpage::Result<Database> {
-    // 4 KiB pages through the smallest pool (4 frames): transactions steal pages often.
+    // 4 KiB pages through the smallest pool (4 frames): transactions steal pages often. The log
+    // starts at 16 KiB, so transactions grow it: crashes and faults land in its growths too.
     let b =
-        Database::builder().layer(p.layer).page_size(4096).pool_bytes(16 << 10).log_bytes(1 << 20);
+        Database::builder().layer(p.layer).page_size(4096).pool_bytes(16 << 10).log_bytes(16 << 10);
     match p.medium {
         Medium::Disk | Medium::ShmMsync => b,
         Medium::Shm => b.persistence(PersistRequest::CacheLine),
@@ -165,8 +166,13 @@ fn run_workload(
             End::Cut => break,
             End::OpFailed(e) => {
                 assert!(
-                    !grow_fault || db.is_poisoned() || matches!(e, nvpage::Error::Storage(_)),
-                    "a full disk is a storage error: {e}"
+                    !grow_fault
+                        || db.is_poisoned()
+                        || matches!(
+                            e,
+                            nvpage::Error::Storage(_) | nvpage::Error::LogNoSpace { .. }
+                        ),
+                    "a full disk is a storage error, or the log's: {e}"
                 );
                 if grow_fault && !db.is_poisoned() {
                     // A full disk fails the transaction and nothing else: keep going.
@@ -175,7 +181,15 @@ fn run_workload(
                 break;
             }
             End::CommitFailed(e, tentative) => {
-                assert!(db.is_poisoned() || matches!(e, nvpage::Error::TransactionTooLarge { .. }));
+                assert!(
+                    db.is_poisoned()
+                        || matches!(
+                            e,
+                            nvpage::Error::TransactionTooLarge { .. }
+                                | nvpage::Error::LogNoSpace { .. }
+                        ),
+                    "{e}"
+                );
                 let (live, durable) = log_generations(sim, path);
                 let maybe = (live != durable).then_some(*tentative);
                 return Expect { before: model, maybe };

@@ -131,7 +131,7 @@ fn a_unique_violation_is_typed_and_leaves_the_transaction_usable() {
         let b = tx.insert(&t, &[Value::I64(2), Value::Str("b"), Value::Null]).unwrap();
         let e = tx.insert(&t, &[Value::I64(1), Value::Str("again"), Value::Null]).unwrap_err();
         assert!(matches!(&e, Error::UniqueViolation { index, .. } if index == "by_id"), "{e}");
-        assert!(e.to_string().contains("I64(1)"), "the message names the key: {e}");
+        assert!(e.to_string().ends_with("the key (1)"), "the message names the key: {e}");
         let e = tx.update(&t, b, &[Value::I64(1), Value::Str("b"), Value::Null]).unwrap_err();
         assert!(matches!(e, Error::UniqueViolation { .. }));
         // An update keeping its own key is no violation, even when the row moves.
@@ -170,7 +170,7 @@ fn keys_longer_than_a_quarter_page_are_refused_at_creation() {
     let wide = Schema::new(vec![Column::new("s", ColumnType::VarChar { max_len: 1000 })]).unwrap();
     let t = tx.create_table("w", wide).unwrap();
     let e = tx.create_index("w_s", &t, &["s"]).unwrap_err();
-    assert!(matches!(e, Error::KeyTooLarge { bytes: 2013, max: 990 }), "{e:?}");
+    assert!(matches!(e, Error::KeyTooLarge { bytes: 2013, max: 990, .. }), "{e:?}");
     tx.insert(&t, &[Value::Str("still usable")]).unwrap();
     tx.commit().unwrap();
 }

@@ -25,7 +25,7 @@ fn workers_refuse_what_their_parent_thread_refuses() {
                 4,
                 || 0u64,
                 |n, _| match db.begin_read() {
-                    Err(Error::WriteTxnHeld) => Ok(n + 1),
+                    Err(Error::WriteTxnHeld { .. }) => Ok(n + 1),
                     other => panic!("{layer}: begin_read in the writer's fold: {:?}", other.err()),
                 },
                 |a, b| a + b,
@@ -42,7 +42,7 @@ fn workers_refuse_what_their_parent_thread_refuses() {
                 4,
                 || 0u64,
                 |n, _| {
-                    assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld)), "{layer}");
+                    assert!(matches!(db.begin_write(), Err(Error::ReadTxnHeld { .. })), "{layer}");
                     // Another snapshot, in a worker: returns at once.
                     let inner = db.begin_read().unwrap();
                     assert_eq!(inner.snapshot(), snapshot);

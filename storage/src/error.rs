@@ -23,11 +23,25 @@ pub enum StorageError {
         #[source]
         source: io::Error,
     },
-    /// The file is locked by another open handle, in this process or another.
-    #[error("{path} is already open (exclusive lock held elsewhere)")]
+    /// The file is locked by another open handle, in this process or another: a writer's
+    /// refuses every other open, readers' refuse a writable one. The message names the holders
+    /// (where `/proc/locks` shows them) and says what to do.
+    #[error("{}", crate::lock::conflict(.path, *.writable, .holders))]
     AlreadyOpen {
         /// The file that is locked.
         path: PathBuf,
+        /// Whether the refused open was writable (it asked for the exclusive lock).
+        writable: bool,
+        /// Who holds the lock.
+        holders: crate::lock::Holders,
+    },
+    /// The path names something other than a regular file (a directory, a device, ...).
+    #[error("{path} is {found}, not a file")]
+    NotAFile {
+        /// The path given.
+        path: PathBuf,
+        /// What it is: "a directory", "a block device", ...
+        found: &'static str,
     },
     /// `create` was asked for a file that already exists.
     #[error("{path} already exists")]
@@ -200,7 +214,8 @@ impl StorageError {
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {
             Self::Io { path, .. }
-            | Self::AlreadyOpen { path }
+            | Self::AlreadyOpen { path, .. }
+            | Self::NotAFile { path, .. }
             | Self::AlreadyExists { path }
             | Self::NotOurs { path }
             | Self::VersionMismatch { path, .. }

@@ -4,8 +4,10 @@
 //!
 //! Rules it keeps (DESIGN.md "One database on disk" and "Persistence"):
 //! - opened with `O_NOATIME` where the kernel allows it, without it on `EPERM`;
-//! - an exclusive `flock` on open: a second open, in this process or another, is
-//!   [`StorageError::AlreadyOpen`];
+//! - a `flock` on open (`lock.rs`): exclusive for a writable open, shared for a read-only one,
+//!   so read-only handles share a file while no writer holds it; any other second open, in this
+//!   process or another, is [`StorageError::AlreadyOpen`] naming the holders;
+//! - a path that is not a regular file (a directory, a device) is [`StorageError::NotAFile`];
 //! - a created file is followed by an `fsync` of its directory;
 //! - growth by `fallocate` (zeros written where unsupported, never a sparse `ftruncate`), then
 //!   `fsync`, before the new bytes are used; never shrinks; never moves the mapping;
@@ -217,7 +219,7 @@ impl RawFile {
             io::ErrorKind::AlreadyExists => StorageError::AlreadyExists { path: path.into() },
             _ => StorageError::io("create", path, e),
         })?;
-        lock(&file, path)?;
+        crate::lock::lock(&file, path, false)?;
         // Past the lock the file is ours alone: a create that fails removes it, so the caller
         // can retry (a leftover empty file would be `AlreadyExists`, then `Truncated`).
         let made = sync_parent_dir(path).and_then(|()| {
@@ -228,12 +230,18 @@ impl RawFile {
         })
     }
 
-    /// Opens an existing file and locks it.
+    /// Opens an existing regular file and locks it: exclusively, or shared if `read_only`.
     pub fn open(path: &Path, opts: &FileOptions) -> Result<Self> {
+        // Asked before the open, which would block on a FIFO and fail vaguely on a directory.
+        if let Ok(m) = std::fs::metadata(path)
+            && !m.is_file()
+        {
+            return Err(StorageError::NotAFile { path: path.into(), found: file_kind(&m) });
+        }
         let mut oo = OpenOptions::new();
         oo.read(true).write(!opts.read_only);
         let file = open_noatime(&mut oo, path).map_err(|e| StorageError::io("open", path, e))?;
-        lock(&file, path)?;
+        crate::lock::lock(&file, path, opts.read_only)?;
         Self::finish_open(path, file, opts)
     }
 
@@ -1032,26 +1040,18 @@ fn open_noatime(oo: &mut OpenOptions, path: &Path) -> io::Result<File> {
     }
 }
 
-/// Takes an exclusive `flock`. flock locks belong to the open file description, so a second open
-/// of the same file in this process conflicts too.
-fn lock(file: &File, path: &Path) -> Result<()> {
-    flock(file, libc::LOCK_EX | libc::LOCK_NB).map_err(|e| match e.raw_os_error() {
-        Some(libc::EWOULDBLOCK) => StorageError::AlreadyOpen { path: path.into() },
-        _ => StorageError::io("flock", path, e),
-    })
-}
-
-/// `flock(2)` with `op` on `file`, again when a signal interrupts it.
-fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
-    loop {
-        // SAFETY: flock only reads its integer arguments.
-        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
+/// What kind of file `m` describes, as [`StorageError::NotAFile`] names it ("a directory").
+pub fn file_kind(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    match () {
+        _ if t.is_dir() => "a directory",
+        _ if t.is_block_device() => "a block device",
+        _ if t.is_char_device() => "a character device",
+        _ if t.is_fifo() => "a FIFO",
+        _ if t.is_socket() => "a socket",
+        _ if t.is_file() => "a regular file",
+        _ => "a special file",
     }
 }
 
@@ -1098,7 +1098,7 @@ pub fn lock_dir(dir: &Path) -> Result<Option<File>> {
     };
     // Under Miri the lock is the open handle alone (its `flock` of a directory is untried).
     #[cfg(not(miri))]
-    if let Err(e) = flock(&d, libc::LOCK_EX) {
+    if let Err(e) = crate::lock::flock(&d, libc::LOCK_EX) {
         return match e.raw_os_error() {
             Some(libc::EBADF | libc::ENOLCK | libc::EOPNOTSUPP | libc::EINVAL) => Ok(None),
             _ => Err(StorageError::io("flock dir", dir, e)),

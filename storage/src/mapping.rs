@@ -71,7 +71,9 @@ impl Mapping {
         try_sync: bool,
     ) -> io::Result<Self> {
         let prot = if writable { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_READ };
-        if try_sync && writable {
+        // Read-only too: a read-only open reports the durability a writable one would get
+        // (`nvpage info` shows it), and the kernel grants MAP_SYNC by the file, not the access.
+        if try_sync {
             match Self::mmap(file, reserved_bytes, prot, libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC)
             {
                 Ok(base) => return Ok(Self { base, reserved_bytes, sync: true }),

@@ -10,8 +10,8 @@
 //! - a 512 B sector zeroed in a page in use (only sectors that were not zero already);
 //! - two pages in use swapped (each carries its own id);
 //! - a bit flip in the log of an unfinished transaction: its header (checksummed), its state
-//!   word (sealed by a CRC-8 check byte), or its records below the watermark (closing the
-//!   database stored the watermark at the end of its records).
+//!   word or capacity word (each sealed by a CRC-8 check byte), or its records below the
+//!   watermark (closing the database stored the watermark at the end of its records).
 //!
 //! Bytes nobody reads are not targets: pages not in use (free, or the unused tail of an
 //! extent), the log header page's padding, the padding that aligns each log record to 8 bytes,
@@ -30,7 +30,9 @@ use std::path::Path;
 
 use nvpage::{Database, Layer, ReadOps, RowId, fuzzing};
 use nvpage_tests::model::{Row, Tables, contents, schema};
-use nvpage_wal::layout::{DATA_OFFSET, RECORD_HEADER_LEN, STATE_OFFSET, State, record_size};
+use nvpage_wal::layout::{
+    CAPACITY_WORD_OFFSET, DATA_OFFSET, RECORD_HEADER_LEN, STATE_OFFSET, State, record_size,
+};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -129,9 +131,11 @@ enum Kind {
     LogBitFlip,
 }
 
-/// Log bits a log bit flip may hit: the header's 64 bytes, the state word's 8, the records'.
+/// Log bits a log bit flip may hit: the header's 64 bytes, the state word's 8, the capacity
+/// word's 8, the records'.
 const LOG_HEADER_BITS: usize = 64 * 8;
 const LOG_STATE_BITS: usize = 8 * 8;
+const LOG_CAPACITY_BITS: usize = 8 * 8;
 
 /// The bytes of a closed log's records, header and payload, as offsets into the data area: the
 /// padding after each record (to the next line, format 5) is read by nobody.
@@ -241,20 +245,23 @@ fn corruptions(
                 }
                 panic!("bit {i} is past the records");
             };
-            // A quarter of the images in the header, a quarter in the state word (so that each
-            // small region is hit often; the state word's 64 bits all, from 256 images on), the
-            // rest in the records.
-            let header = pick(LOG_HEADER_BITS, n / 4);
-            let state = pick(LOG_STATE_BITS, n / 4);
-            let in_records = pick(record_bits, n - header.len() - state.len());
+            // A fifth of the images in the header, a fifth in each of the state and capacity
+            // words (so that each small region is hit often; a word's 64 bits all, from 320
+            // images on), the rest in the records.
+            let header = pick(LOG_HEADER_BITS, n / 5);
+            let state = pick(LOG_STATE_BITS, n / 5);
+            let capacity = pick(LOG_CAPACITY_BITS, n / 5);
+            let in_records = pick(record_bits, n - header.len() - state.len() - capacity.len());
             let in_records = in_records.into_iter().map(record_bit).collect();
             let region = |region, first, bits: Vec<usize>| {
                 bits.into_iter().map(move |b| Change::LogBit { region, bit: first + b })
             };
             let changes = region("header", 0, header)
                 .chain(region("state word", STATE_OFFSET * 8, state))
+                .chain(region("capacity word", CAPACITY_WORD_OFFSET * 8, capacity))
                 .chain(region("records", DATA_OFFSET * 8, in_records));
-            return (changes.collect(), LOG_HEADER_BITS + LOG_STATE_BITS + record_bits);
+            let bits = LOG_HEADER_BITS + LOG_STATE_BITS + LOG_CAPACITY_BITS + record_bits;
+            return (changes.collect(), bits);
         }
     };
     let space = all.len();

@@ -6,9 +6,12 @@
 //! sync                                                                                    commit
 //! ```
 //!
-//! - **reserve**: a compare-and-swap on `reserved` claims `[start, end)`; a claim that would pass
-//!   the capacity, or any claim once the log is full (an empty one too, as libpmemlog refuses),
-//!   is refused before anything changes ([`WalError::LogFull`]), so it harms no one.
+//! - **reserve**: a compare-and-swap on `reserved` claims `[start, end)`. A claim that would pass
+//!   the capacity first grows the log (`grow.rs`), and one that would pass the largest size the
+//!   log may grow to — or any claim once the log is full at that size (an empty one too, as
+//!   libpmemlog refuses) — is refused before anything changes ([`WalError::LogFull`]), so it
+//!   harms no one. The capacity is an atomic load beside the one of `populated`: no lock and no
+//!   system call is added to an append that fits.
 //! - **copy**: each appender writes its own range, unlocked. In the cache-line modes it uses
 //!   streaming stores and one SFENCE on its own thread (a fence orders only its own core's
 //!   stores); a record of the current format from one buffer is stored line by line, its check
@@ -192,7 +195,7 @@ impl Log {
         // A large append into a part never mapped goes through `pwrite` (no populating); any
         // other through the mapping, populated first where it is not yet.
         let by_kernel = self.file.kernel_copy_pays(size as usize)
-            && end > self.populated.load(Ordering::Acquire);
+            && end > self.extent.populated.load(Ordering::Acquire);
         if !by_kernel {
             self.populate_to(end);
         }
@@ -202,17 +205,29 @@ impl Log {
         Ok((RecordPos(start), end, marked))
     }
 
-    /// Claims `size` bytes, or refuses without changing anything. A full log refuses every
+    /// Claims `size` bytes, growing the log first if they pass its capacity, or refuses
+    /// without changing anything. A log full at the largest size it may reach refuses every
     /// append, even one of no bytes, as libpmemlog does (`ENOSPC` whenever its write offset has
     /// reached the end, whatever the count): a caller learns that the log is full from the
     /// first append that finds it so, not from the first that brings bytes.
     fn reserve(&self, size: u64) -> Result<u64> {
-        let capacity = self.header.capacity;
         let mut cur = self.reserved.load(Ordering::Relaxed);
         loop {
-            let available = capacity - cur;
-            if size > available || available == 0 {
-                return Err(WalError::LogFull { needed: size, available });
+            if size == 0 && cur >= self.max_capacity {
+                return Err(WalError::LogFull {
+                    path: self.path().into(),
+                    needed: 0,
+                    available: 0,
+                    max_bytes: self.max_bytes(),
+                });
+            }
+            // Compared, not subtracted: `cur` may come from a claim against a capacity this
+            // thread has not loaded yet (the claim's CAS is read with Relaxed). A growth then
+            // finds the capacity enough, under its lock, and the next load sees it.
+            if cur.saturating_add(size) > self.capacity() {
+                self.grow_for(cur, size)?;
+                cur = self.reserved.load(Ordering::Relaxed);
+                continue;
             }
             match self.reserved.compare_exchange_weak(
                 cur,

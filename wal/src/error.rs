@@ -72,6 +72,17 @@ pub enum WalError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The capacity word (format 6 on) is damaged, or names less than the log was created
+    /// with.
+    #[error("{path} has a corrupt capacity word {word:#018x}: {reason}")]
+    CorruptCapacity {
+        /// The file.
+        path: PathBuf,
+        /// The word as stored.
+        word: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A record below the persisted tail (raw log) or watermark (record log) is damaged.
     /// Everything below it was acknowledged as durable, so this is never taken as the end of
     /// the log.
@@ -94,14 +105,33 @@ pub enum WalError {
         /// The UUID in the log's header.
         found: Uuid,
     },
-    /// The append does not fit, or the log is full: a full log refuses every append, even one
-    /// of no bytes (as libpmemlog does). Nothing was written; the log is as it was.
-    #[error("log full: the append needs {needed} bytes, {available} are free")]
+    /// The append does not fit, and the log may not grow enough to hold it; or the log is full
+    /// at the largest size it may reach, which refuses every append, even one of no bytes (as
+    /// libpmemlog does). Nothing was written; the log is as it was.
+    #[error(
+        "{path}: log full: the append needs {needed} bytes, {available} are free in a log of at \
+         most {max_bytes} bytes"
+    )]
     LogFull {
+        /// The file.
+        path: PathBuf,
         /// Bytes the append needs (its record's framing included).
         needed: u64,
-        /// Bytes free when it was tried.
+        /// Bytes free when it was tried, counting those the log may still grow by.
         available: u64,
+        /// The largest the file may be, header page included: the limit it grows to
+        /// ([`OpenOptions::max_bytes`](crate::OpenOptions::max_bytes)), or its size if it does
+        /// not grow.
+        max_bytes: u64,
+    },
+    /// The file system has no room for the log file to reach `bytes` bytes: at create, or when
+    /// an append grows it. Nothing was written; the log is as it was, and not poisoned.
+    #[error("{path}: no space left on its file system for the log to reach {bytes} bytes")]
+    NoSpace {
+        /// The file.
+        path: PathBuf,
+        /// The file size that was needed, header page included.
+        bytes: u64,
     },
     /// The call needs a log of the other framing (records read from a raw log).
     #[error("the call needs a log of framing {needed}, this log has framing {found}")]
@@ -159,11 +189,13 @@ impl WalError {
             | Self::CorruptHeader { path, .. }
             | Self::Truncated { path, .. }
             | Self::CorruptState { path, .. }
+            | Self::CorruptCapacity { path, .. }
             | Self::CorruptRecord { path, .. }
             | Self::ForeignLog { path, .. }
-            | Self::NotBlank { path } => Some(path),
-            Self::LogFull { .. }
-            | Self::WrongFraming { .. }
+            | Self::NotBlank { path }
+            | Self::LogFull { path, .. }
+            | Self::NoSpace { path, .. } => Some(path),
+            Self::WrongFraming { .. }
             | Self::SizeOutOfRange { .. }
             | Self::InvalidMode { .. }
             | Self::RecordTooLarge { .. } => None,

@@ -2,11 +2,11 @@
 //! is stored through the [`LineStreamer`] its caller hands in (`store_record_lines`).
 //!
 //! ```text
-//! file offset 0                                                    64         72   DATA_OFFSET (4096)
-//!      +-----------------------------------------------------------+----------+----+--------------------+
-//!      | header: written once at create, sealed by its CRC32C      | state    |zero| data area:         |
-//!      |                                                           | word     |    | `capacity` bytes   |
-//!      +-----------------------------------------------------------+----------+----+--------------------+
+//! file offset 0                                   64      72     128      136   DATA_OFFSET (4096)
+//!      +------------------------------------------+-------+------+--------+-----+------------------+
+//!      | header: written once at create, sealed   | state | zero | capa-  | zero| data area:       |
+//!      | by its CRC32C                            | word  |      | city   |     | `capacity` bytes |
+//!      +------------------------------------------+-------+------+--------+-----+------------------+
 //!
 //! header (64 B, line 0)
 //!      0        8         12        16          32            40          48         60      64
@@ -30,6 +30,17 @@
 //!      generation 0 is never given to a record: in a record log it means "scrub pending" (the
 //!      rewind that wrapped the generations was interrupted before the data area was zeroed).
 //!
+//! capacity word (8 B at offset 128, alone in cache line 2; format version 6 on: older formats
+//! keep zeros here and their capacity in the header)
+//!      bit 0                        36                           56        64
+//!      +----------------------------+----------------------------+---------+
+//!      | capacity (u36)             | zero                       | check   |
+//!      +----------------------------+----------------------------+---------+
+//!      the data area's bytes now: the header's capacity at create, raised by each growth (never
+//!      lowered). check: the state word's CRC-8. Stored with one aligned 8-byte store, and
+//!      persisted only after the file has been grown to hold it and the growth synced; no append
+//!      reaches past the old capacity before it is persisted.
+//!
 //! record (framing `Records`; 64-byte aligned from version 5, 8-byte before; relative offsets
 //! count from DATA_OFFSET)
 //!      0          4             8                   16                 16 + len     next boundary
@@ -49,18 +60,22 @@
 //!      checksum, say), and torn records mixing two versions made exactly such changes.
 //! ```
 //!
-//! All integers are little-endian; no `usize` reaches the file. The state word is the only thing
-//! that changes in place (besides the data area's zeroing when generations wrap): it is written
-//! as one aligned 8-byte store, the unit that is failure-atomic, and persisted only after every
-//! byte below its tail is persisted.
+//! All integers are little-endian; no `usize` reaches the file. The state word and the capacity
+//! word are the only things that change in place (besides the data area's zeroing when
+//! generations wrap): each is written as one aligned 8-byte store, the unit that is
+//! failure-atomic, and persisted only after what it covers is (every byte below the tail; the
+//! grown file).
 
 use nvpage_storage::LineStreamer;
 use uuid::Uuid;
 
 /// Identifies an nvpage log file.
 pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
-/// The log format this build creates. Version 5: records are padded to whole cache lines (64
-/// bytes), so every append's streaming stores fill whole lines; a store that ends mid-line is
+/// The log format this build creates. Version 6: the data area's capacity is kept in a
+/// capacity word of its own ([`CAPACITY_WORD_OFFSET`]), so a log can grow while open (a
+/// header's capacity is sealed by the header's checksum, and 64 bytes are not stored
+/// atomically); the header keeps the capacity at create. Version 5: records are padded to
+/// whole cache lines (64 bytes), so every append's streaming stores fill whole lines; a store that ends mid-line is
 /// written back as a partial line, and on this project's machine an append ending mid-line ran
 /// at two thirds of the rate (4,096 + 16 bytes: 2.07 against 2.71 M/s with the header line full,
 /// measured with nothing but the copy and the fence; records of 64, 256 and 4,096 bytes: 2.7,
@@ -73,16 +88,20 @@ pub const MAGIC: [u8; 8] = *b"NVPAGLOG";
 /// log's pending zeroing). Version 2: record logs
 /// keep a watermark in the state word and records past it (version 1 persisted an exact tail
 /// for every append).
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
+/// The first format with a capacity word: a log of an older format keeps the size it was
+/// created with.
+pub const GROWABLE_VERSION: u32 = 6;
 /// The first format whose records carry the seeded check ([`RecordCheck::Seeded`], and from
 /// [`LINE_RECORDS_VERSION`] on [`RecordCheck::SeededLines`]); older ones [`RecordCheck::Prefixed`].
 pub const SEEDED_CHECK_VERSION: u32 = 4;
-/// The format whose records are padded to whole lines ([`LINE_RECORD_ALIGN`]); older ones to
-/// [`RECORD_ALIGN`].
+/// The first format whose records are padded to whole lines ([`LINE_RECORD_ALIGN`]); older ones
+/// to [`RECORD_ALIGN`].
 pub const LINE_RECORDS_VERSION: u32 = 5;
-/// The oldest log format this build opens: version 3 and 4 logs are read, appended to and
-/// rewound in their own format (their records keep their check and alignment); only new logs
-/// are version 5.
+/// The oldest log format this build opens: version 3, 4 and 5 logs are read, appended to and
+/// rewound in their own format (their records keep their check and alignment, and they keep
+/// their size: only version 6 has the capacity word a growth needs); only new logs are version
+/// 6.
 pub const OLDEST_READABLE_VERSION: u32 = 3;
 
 pub(crate) const MAGIC_OFFSET: usize = 0;
@@ -100,6 +119,9 @@ pub const HEADER_LEN: usize = HEADER_CRC_OFFSET + size_of::<u32>();
 pub const LINE: usize = 64;
 /// File offset of the 8-byte state word: the first byte of the line after the header.
 pub const STATE_OFFSET: usize = HEADER_LEN.next_multiple_of(LINE);
+/// File offset of the 8-byte capacity word (format 6 on): the first byte of the line after the
+/// state word's, so that flushing one never writes the other back.
+pub const CAPACITY_WORD_OFFSET: usize = STATE_OFFSET + LINE;
 /// File offset of the data area: one OS page in, so an `msync` of data never covers the state.
 pub const DATA_OFFSET: usize = 4096;
 
@@ -136,7 +158,9 @@ const _: () = assert!(HEADER_LEN == 64 && HEADER_LEN <= LINE);
 const _: () = assert!(STATE_OFFSET.is_multiple_of(LINE) && STATE_OFFSET >= HEADER_LEN);
 const _: () =
     assert!(STATE_OFFSET.is_multiple_of(8), "the state word must be an aligned 8-byte store");
-const _: () = assert!(STATE_OFFSET + LINE <= DATA_OFFSET);
+const _: () = assert!(CAPACITY_WORD_OFFSET.is_multiple_of(LINE));
+const _: () = assert!(CAPACITY_WORD_OFFSET + LINE <= DATA_OFFSET);
+const _: () = assert!(MAX_CAPACITY < 1 << CHECK_SHIFT, "a capacity fits below the check byte");
 const _: () = assert!(DATA_OFFSET.is_multiple_of(LINE) && DATA_OFFSET.is_power_of_two());
 const _: () =
     assert!(RECORD_HEADER_LEN == 16 && (RECORD_HEADER_LEN as u64).is_multiple_of(RECORD_ALIGN));
@@ -195,7 +219,9 @@ pub struct LogHeader {
     pub framing: Framing,
     /// The database the log belongs to.
     pub uuid: Uuid,
-    /// Usable bytes of the data area (libpmemlog's `nbyte`).
+    /// Usable bytes of the data area when the log was created (libpmemlog's `nbyte`). A log
+    /// of format [`GROWABLE_VERSION`] on may have grown since: its capacity word holds the
+    /// current capacity ([`Decoded::capacity`], [`crate::Log::nbyte`]).
     pub capacity: u64,
 }
 
@@ -317,7 +343,7 @@ impl State {
     pub fn encode(self) -> u64 {
         debug_assert!(self.tail <= MAX_CAPACITY && self.generation <= GENERATION_MASK);
         let low = self.tail | (u64::from(self.generation) << TAIL_BITS);
-        low | (u64::from(state_check(low)) << CHECK_SHIFT)
+        low | (u64::from(word_check(low)) << CHECK_SHIFT)
     }
 
     /// Splits a stored word; a word whose check byte does not match is `Err` (the caller
@@ -325,7 +351,7 @@ impl State {
     pub fn decode(word: u64) -> Result<Self, String> {
         let low = word & ((1 << CHECK_SHIFT) - 1);
         let stored = (word >> CHECK_SHIFT) as u8;
-        let computed = state_check(low);
+        let computed = word_check(low);
         if stored != computed {
             return Err(format!(
                 "check byte {stored:#04x} does not match computed {computed:#04x}"
@@ -340,12 +366,34 @@ impl State {
     }
 }
 
-/// The state word's check byte: CRC-8 with polynomial 0x07 over its low 56 bits (little-endian
-/// bytes). For messages this short the polynomial has Hamming distance 4: every flip of up to
-/// three bits of the word changes the check (the unit test tries every one- and two-bit flip).
+/// The capacity word (format [`GROWABLE_VERSION`] on): the data area's bytes now, sealed by the
+/// state word's check byte. Returns the word as it is stored.
+pub fn encode_capacity(capacity: u64) -> u64 {
+    debug_assert!(capacity <= MAX_CAPACITY);
+    capacity | (u64::from(word_check(capacity)) << CHECK_SHIFT)
+}
+
+/// The capacity a stored capacity word holds; `Err` says what is wrong with it (its check byte,
+/// or bits that no capacity sets).
+pub fn decode_capacity(word: u64) -> Result<u64, String> {
+    let low = word & ((1 << CHECK_SHIFT) - 1);
+    let (stored, computed) = ((word >> CHECK_SHIFT) as u8, word_check(low));
+    if stored != computed {
+        return Err(format!("check byte {stored:#04x} does not match computed {computed:#04x}"));
+    }
+    if low > MAX_CAPACITY {
+        return Err(format!("capacity {low} passes the format's {MAX_CAPACITY}"));
+    }
+    Ok(low)
+}
+
+/// The check byte of the state and capacity words: CRC-8 with polynomial 0x07 over the word's
+/// low 56 bits (little-endian bytes). For messages this short the polynomial has Hamming
+/// distance 4: every flip of up to three bits of the word changes the check (the state word's
+/// unit test tries every one- and two-bit flip).
 /// It starts from 0xFF rather than 0, so that the check of seven zero bytes is not zero: a word
 /// of zeros (a zeroed line, a block read back as zeros) is damage, not a state.
-fn state_check(low: u64) -> u8 {
+fn word_check(low: u64) -> u8 {
     let mut crc = 0xFFu8;
     for byte in &low.to_le_bytes()[..7] {
         crc ^= byte;
@@ -681,6 +729,9 @@ impl<'a> Iterator for RecordWalk<'a> {
 pub struct Decoded {
     /// The header.
     pub header: LogHeader,
+    /// Usable bytes of the data area: the capacity word's (format [`GROWABLE_VERSION`] on), else
+    /// the header's.
+    pub capacity: u64,
     /// The state word, decoded and checked against the capacity.
     pub state: State,
     /// A record log's records ([`scan_records`]); `None` for a raw log, which has none.
@@ -694,7 +745,15 @@ pub enum LogFault {
     /// The header does not decode (a wrong magic, even in a file too short for a header page,
     /// is [`HeaderFault::NotALog`]).
     Header(HeaderFault),
-    /// Shorter than a header page, or than the header's capacity says.
+    /// The capacity word (format [`GROWABLE_VERSION`] on) is damaged, or names a capacity
+    /// below the header's (a log never shrinks).
+    Capacity {
+        /// The word as stored.
+        word: u64,
+        /// What is wrong, in words.
+        reason: String,
+    },
+    /// Shorter than a header page, or than its capacity says.
     Truncated {
         /// The bytes a log needs.
         expected_bytes: u64,
@@ -720,9 +779,10 @@ pub enum LogFault {
 }
 
 /// Decodes a whole log file's bytes as an open does: the header (magic, version, checksum,
-/// geometry), the file's length against the capacity, the database UUID if `expect_uuid` names
-/// one, the state word (check byte; tail within the capacity), then a record log's data area
-/// with [`scan_records`]. [`crate::Log::open`] runs exactly this over the mapped file before it
+/// geometry), the capacity word (format [`GROWABLE_VERSION`] on: check byte, at least the
+/// header's capacity), the file's length against the capacity, the database UUID if
+/// `expect_uuid` names one, the state word (check byte; tail within the capacity), then a
+/// record log's data area with [`scan_records`]. [`crate::Log::open`] runs exactly this over the mapped file before it
 /// changes anything; it takes no file, so it can be checked on any bytes quickly.
 pub fn decode_log(image: &[u8], expect_uuid: Option<Uuid>) -> Result<Decoded, LogFault> {
     let found_bytes = image.len() as u64;
@@ -735,7 +795,22 @@ pub fn decode_log(image: &[u8], expect_uuid: Option<Uuid>) -> Result<Decoded, Lo
     let mut head = [0u8; HEADER_LEN];
     head.copy_from_slice(&image[..HEADER_LEN]);
     let header = LogHeader::decode(&head).map_err(LogFault::Header)?;
-    let expected_bytes = DATA_OFFSET as u64 + header.capacity;
+    let capacity = match header.version {
+        v if v >= GROWABLE_VERSION => {
+            let word = u64_at(image, CAPACITY_WORD_OFFSET);
+            let fault = |reason| LogFault::Capacity { word, reason };
+            let capacity = decode_capacity(word).map_err(fault)?;
+            if capacity < header.capacity {
+                let at_create = header.capacity;
+                return Err(fault(format!(
+                    "capacity {capacity} is below the {at_create} at create"
+                )));
+            }
+            capacity
+        }
+        _ => header.capacity,
+    };
+    let expected_bytes = DATA_OFFSET as u64 + capacity;
     if found_bytes < expected_bytes {
         return Err(LogFault::Truncated { expected_bytes, found_bytes });
     }
@@ -744,8 +819,8 @@ pub fn decode_log(image: &[u8], expect_uuid: Option<Uuid>) -> Result<Decoded, Lo
     }
     let word = u64_at(image, STATE_OFFSET);
     let state = State::decode(word).map_err(|reason| LogFault::State { word, reason })?;
-    if state.tail > header.capacity {
-        let reason = format!("tail {} passes the capacity {}", state.tail, header.capacity);
+    if state.tail > capacity {
+        let reason = format!("tail {} passes the capacity {capacity}", state.tail);
         return Err(LogFault::State { word, reason });
     }
     let scan = match header.framing {
@@ -755,7 +830,7 @@ pub fn decode_log(image: &[u8], expect_uuid: Option<Uuid>) -> Result<Decoded, Lo
             Some(scan_records(area, state, header.record_check()).map_err(LogFault::Record)?)
         }
     };
-    Ok(Decoded { header, state, scan })
+    Ok(Decoded { header, capacity, state, scan })
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -823,6 +898,22 @@ mod tests {
         assert_eq!(State::decode(pending.encode()), Ok(pending));
         assert!(State::decode(0).is_err());
         assert!(State::decode(u64::MAX).is_err());
+    }
+
+    #[test]
+    fn capacity_word_round_trips_and_every_bit_flip_is_caught() {
+        for capacity in [1, 4096, 64 << 20, MAX_CAPACITY] {
+            let w = encode_capacity(capacity);
+            assert_eq!(decode_capacity(w), Ok(capacity));
+            for bit in 0..64 {
+                assert!(decode_capacity(w ^ (1 << bit)).is_err(), "{capacity} bit {bit}");
+            }
+        }
+        // A word of zeros (a zeroed line) is damage, not a capacity of 0.
+        assert!(decode_capacity(0).is_err());
+        // Bits above the capacity's 36, sealed, are refused too: no capacity sets them.
+        let past = MAX_CAPACITY + 1;
+        assert!(decode_capacity(past | u64::from(word_check(past)) << CHECK_SHIFT).is_err());
     }
 
     #[test]

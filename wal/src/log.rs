@@ -11,8 +11,9 @@ use uuid::Uuid;
 
 use crate::error::{Result, WalError};
 use crate::layout::{
-    self, DATA_OFFSET, FIRST_GENERATION, Framing, GENERATION_MASK, HeaderFault, LogFault,
-    LogHeader, MAX_CAPACITY, MIN_FILE_BYTES, STATE_OFFSET, Scan, ScanFault, State,
+    self, CAPACITY_WORD_OFFSET, DATA_OFFSET, FIRST_GENERATION, Framing, GENERATION_MASK,
+    HeaderFault, LogFault, LogHeader, MAX_CAPACITY, MIN_FILE_BYTES, STATE_OFFSET, Scan, ScanFault,
+    State,
 };
 
 /// How to create a log.
@@ -24,7 +25,8 @@ pub struct CreateOptions {
     pub framing: Framing,
     /// How ranges are persisted (storage's [`PersistRequest`]).
     pub persistence: PersistRequest,
-    /// How the file's space is set aside (default [`Prefill::Allocate`]).
+    /// How the file's space is set aside, at create and when it grows (default
+    /// [`Prefill::Allocate`]).
     pub prefill: Prefill,
     /// The permission bits of the file a create makes (default `0o600`: the owner reads and
     /// writes), at most `0o7777`, less the process's umask as creat(2) applies them: the file
@@ -32,11 +34,14 @@ pub struct CreateOptions {
     /// existing file, leaves that file's bits as they are. libpmemlog: `pmemlog_create`'s
     /// `mode`.
     pub mode: u32,
+    /// How large the returned handle lets the file grow ([`OpenOptions::max_bytes`]; default
+    /// `None`: it keeps its size).
+    pub max_bytes: Option<u64>,
 }
 
 impl CreateOptions {
     /// A record log for database `uuid`, persisted as storage decides by default, its space
-    /// allocated without writing it.
+    /// allocated without writing it, of a fixed size.
     pub fn new(uuid: Uuid) -> Self {
         Self {
             uuid,
@@ -44,14 +49,16 @@ impl CreateOptions {
             persistence: PersistRequest::Auto,
             prefill: Prefill::Allocate,
             mode: 0o600,
+            max_bytes: None,
         }
     }
 }
 
-/// How [`Log::create`] sets aside the log file's space. Either way the whole file is reserved
-/// before create returns, so no append can meet a full file system: a full log is the only way
-/// an append runs out of room. What differs is what the first durable append into each block
-/// costs on a disk file system.
+/// How [`Log::create`] sets aside the log file's space, and a growth the space it adds. Either
+/// way the space is reserved before any append uses it, so no append can meet a full file system
+/// halfway: a full log, or a growth the file system has no room for, refuses the append before
+/// it changes anything. What differs is what the first durable append into each block costs on a
+/// disk file system.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Prefill {
     /// `fallocate`: blocks reserved, nothing written. Cheapest to create. On ext4 and XFS the
@@ -78,6 +85,16 @@ pub struct OpenOptions {
     /// The database the log must belong to: another UUID in the header is
     /// [`WalError::ForeignLog`].
     pub expect_uuid: Option<Uuid>,
+    /// The largest the file may grow to, header page included: an append that does not fit
+    /// grows the log first (to twice its size, or to what the append needs if more, never past
+    /// this), and only an append past this limit is [`WalError::LogFull`]. The address space
+    /// for it is reserved at open, so the mapping never moves. `None` (the default), a limit
+    /// below the file's size, a read-only open and a log of a format before
+    /// [`GROWABLE_VERSION`](crate::layout::GROWABLE_VERSION) keep the file's size, as
+    /// libpmemlog's pools do.
+    pub max_bytes: Option<u64>,
+    /// How a growth sets aside the space it adds (default [`Prefill::Allocate`]).
+    pub prefill: Prefill,
 }
 
 /// A position in the data area: the offset of a record (or of a raw append's first byte),
@@ -123,12 +140,28 @@ pub struct Log {
     pub(crate) pending: Mutex<Vec<(u64, u64)>>,
     /// `pending`'s length, read without its lock by every completing appender.
     pub(crate) pending_len: AtomicUsize,
-    /// The data area below this is mapped writable ([`Log::populate_to`]). Every small append
-    /// reads it and it changes once per 2 MiB: on a cache line of its own, away from the
-    /// cursors every append writes.
-    pub(crate) populated: CachePadded<AtomicU64>,
+    /// What every append reads and hardly any writes: the capacity and how much of it is
+    /// populated. On a cache line of their own, away from the cursors every append writes.
+    pub(crate) extent: CachePadded<Extent>,
     /// Held while a window is populated.
     pub(crate) populating: Mutex<()>,
+    /// The largest capacity a growth may reach (the capacity itself when the log does not grow).
+    pub(crate) max_capacity: u64,
+    /// How a growth sets aside its space.
+    pub(crate) prefill: Prefill,
+    /// Held while the log grows (`Log::grow_for`).
+    pub(crate) growing: Mutex<()>,
+}
+
+/// The data area's extent: read by every append, changed rarely.
+#[derive(Debug)]
+pub(crate) struct Extent {
+    /// Usable bytes of the data area. Only grows, and only after the capacity word holding it
+    /// is persisted (`Log::grow_for`): an append reserves below it.
+    pub(crate) capacity: AtomicU64,
+    /// The data area below this is mapped writable ([`Log::populate_to`]). It changes once per
+    /// 2 MiB of appends.
+    pub(crate) populated: AtomicU64,
 }
 
 /// Open file descriptions a record log in `msync` mode keeps for its concurrent commits' syncs
@@ -170,13 +203,18 @@ impl Log {
         if opts.mode & !0o7777 != 0 {
             return Err(WalError::InvalidMode { mode: opts.mode });
         }
+        // A log built in an existing file keeps that file's size (its mapping is reserved for
+        // that much): it does not grow.
         let in_place = size_bytes == 0;
-        let file = if in_place {
-            claim_blank_file(path, opts.persistence)?
+        let (file, limit) = if in_place {
+            let file = claim_blank_file(path, opts.persistence)?;
+            let len = file.len_bytes();
+            (file, len)
         } else {
             check_file_size(size_bytes)?;
-            let fopts = file_options(false, opts.persistence, size_bytes);
-            RawFile::create_with_mode(path, &fopts, opts.mode)?
+            let limit = growth_limit(opts.max_bytes, size_bytes);
+            let fopts = file_options(false, opts.persistence, limit);
+            (RawFile::create_with_mode(path, &fopts, opts.mode)?, limit)
         };
         let size_bytes = if in_place { file.len_bytes() } else { size_bytes };
         let header = LogHeader {
@@ -185,8 +223,8 @@ impl Log {
             uuid: opts.uuid,
             capacity: size_bytes - DATA_OFFSET as u64,
         };
-        let made = (|| {
-            file.grow_to(size_bytes)?;
+        let made = (|| -> Result<()> {
+            file.grow_to(size_bytes).map_err(|e| no_space(e, path, size_bytes))?;
             if in_place || opts.prefill == Prefill::Zeros {
                 // Before the state word and header, all synced together below: the blocks were
                 // allocated and read as zeros (or, in place, the header page was blank), so a
@@ -199,19 +237,29 @@ impl Log {
             }
             // SAFETY: as above.
             unsafe {
+                let capacity = layout::encode_capacity(header.capacity);
+                file.write_at_mapped(&capacity.to_le_bytes(), CAPACITY_WORD_OFFSET as u64)?;
                 file.write_at_mapped(&FRESH.encode().to_le_bytes(), STATE_OFFSET as u64)?;
                 file.write_at_mapped(&header.encode(), 0)?;
             }
-            file.sync()
+            Ok(file.sync()?)
         })();
         if let Err(e) = made {
             drop(file);
             if !in_place {
                 let _ = std::fs::remove_file(path);
             }
-            return Err(e.into());
+            return Err(e);
         }
-        Self::assemble(file, header, FRESH)
+        let extent = (header.capacity, limit - DATA_OFFSET as u64);
+        Self::assemble(file, header, extent, FRESH, opts.prefill)
+    }
+
+    /// Whether [`Log::create`] takes a file of `size_bytes` (header page included): a size the
+    /// format cannot hold is [`WalError::SizeOutOfRange`]. For callers that check their options
+    /// before creating anything.
+    pub fn check_size(size_bytes: u64) -> Result<()> {
+        check_file_size(size_bytes)
     }
 
     /// Opens a log, checking its header, its state word and every record below the tail (or
@@ -231,6 +279,10 @@ impl Log {
     /// Opens a log with options.
     pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Self> {
         let len = match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => {
+                let found = nvpage_storage::file::file_kind(&m);
+                return Err(StorageError::NotAFile { path: path.into(), found }.into());
+            }
             Ok(m) => m.len(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(WalError::Missing { path: path.into() });
@@ -246,7 +298,8 @@ impl Log {
                 return Err(fault_error(path, f));
             }
         }
-        let file = RawFile::open(path, &file_options(opts.read_only, opts.persistence, len))?;
+        let limit = if opts.read_only { len } else { growth_limit(opts.max_bytes, len) };
+        let file = RawFile::open(path, &file_options(opts.read_only, opts.persistence, limit))?;
         let base = mapping_base(&file)?;
         // SAFETY: the mapping covers the file's `len_bytes()` bytes, all backed. Nothing writes
         // them while the slice lives: the log is not assembled yet, so no appender exists, and
@@ -254,14 +307,28 @@ impl Log {
         let image = unsafe { std::slice::from_raw_parts(base.as_ptr(), file.len_bytes() as usize) };
         let decoded =
             layout::decode_log(image, opts.expect_uuid).map_err(|f| fault_error(path, f))?;
-        let mut log = Self::assemble(file, decoded.header, decoded.state)?;
+        let capacity = decoded.capacity;
+        // A log of an older format has no capacity word to grow by.
+        let growable = decoded.header.version >= layout::GROWABLE_VERSION;
+        // The limit is at least the file's length, which holds the capacity (decode checked).
+        let max_capacity = if growable { limit - DATA_OFFSET as u64 } else { capacity };
+        let extent = (capacity, max_capacity);
+        let mut log = Self::assemble(file, decoded.header, extent, decoded.state, opts.prefill)?;
         if let Some(scan) = decoded.scan {
             log.finish_recovery(scan, opts.read_only)?;
         }
         Ok(log)
     }
 
-    fn assemble(file: RawFile, header: LogHeader, state: State) -> Result<Self> {
+    /// The log over `file`, whose data area holds `capacity` bytes and may grow to
+    /// `max_capacity`: `extent` is the two.
+    fn assemble(
+        file: RawFile,
+        header: LogHeader,
+        (capacity, max_capacity): (u64, u64),
+        state: State,
+        prefill: Prefill,
+    ) -> Result<Self> {
         let base = mapping_base(&file)?;
         if header.framing == Framing::Records
             && !file.is_read_only()
@@ -285,8 +352,14 @@ impl Log {
             pending: Mutex::new(Vec::new()),
             pending_len: AtomicUsize::new(0),
             commit: Mutex::new(()),
-            populated: CachePadded::new(AtomicU64::new(0)),
+            extent: CachePadded::new(Extent {
+                capacity: AtomicU64::new(capacity),
+                populated: AtomicU64::new(0),
+            }),
             populating: Mutex::new(()),
+            max_capacity,
+            prefill,
+            growing: Mutex::new(()),
         })
     }
 
@@ -296,7 +369,7 @@ impl Log {
     /// for callers who want the whole cost paid up front, before a latency-sensitive phase.
     /// No libpmemlog counterpart (its pools are pre-faulted by writing them).
     pub fn prefault(&self) {
-        self.populate_to(self.header.capacity);
+        self.populate_to(self.capacity());
     }
 
     /// Makes sure the data area is populated up to at least `end`: a store through the mapping
@@ -306,18 +379,19 @@ impl Log {
     /// one call (`MADV_POPULATE_WRITE`, a storage [`Advice::PopulateWrite`]; ignored on disk
     /// files). Appends that go through `pwrite` never need it.
     pub(crate) fn populate_to(&self, end: u64) {
-        if end <= self.populated.load(Ordering::Acquire) {
+        let populated = &self.extent.populated;
+        if end <= populated.load(Ordering::Acquire) {
             return;
         }
         let _one = self.populating.lock();
-        let from = self.populated.load(Ordering::Acquire);
+        let from = populated.load(Ordering::Acquire);
         if end <= from {
             return;
         }
         let to = end.max(from + POPULATE_WINDOW).next_multiple_of(POPULATE_WINDOW);
-        let to = to.min(self.header.capacity);
+        let to = to.min(self.capacity());
         self.file.advise(Advice::PopulateWrite, DATA_OFFSET as u64 + from, to - from);
-        self.populated.store(to, Ordering::Release);
+        populated.store(to, Ordering::Release);
     }
 
     /// Finishes opening a record log whose data area [`layout::decode_log`] scanned (every
@@ -349,7 +423,7 @@ impl Log {
         }
         if self.generation == GENERATION_MASK {
             // No new generation without wrapping: erase what lies past the end instead.
-            self.zero_data(end, self.header.capacity - end)?;
+            self.zero_data(end, self.capacity() - end)?;
         } else {
             self.generation += 1;
         }
@@ -373,7 +447,7 @@ impl Log {
     /// Zeroes the whole data area, then stores (tail 0, the first generation): no record of any
     /// generation is left to be mistaken for a new one.
     fn zero_and_restart(&mut self) -> Result<()> {
-        self.zero_data(0, self.header.capacity)?;
+        self.zero_data(0, self.capacity())?;
         self.generation = FIRST_GENERATION;
         self.store_state(State { tail: 0, generation: FIRST_GENERATION })
     }
@@ -386,9 +460,21 @@ impl Log {
         Ok(self.file.sync()?)
     }
 
-    /// Usable bytes of the data area. libpmemlog: `pmemlog_nbyte`.
+    /// Usable bytes of the data area now (a log that grows has more later). libpmemlog:
+    /// `pmemlog_nbyte`.
     pub fn nbyte(&self) -> u64 {
-        self.header.capacity
+        self.capacity()
+    }
+
+    /// The largest the file may grow to, header page included: its size, if it does not grow
+    /// ([`OpenOptions::max_bytes`]).
+    pub fn max_bytes(&self) -> u64 {
+        DATA_OFFSET as u64 + self.max_capacity
+    }
+
+    /// Usable bytes of the data area now.
+    pub(crate) fn capacity(&self) -> u64 {
+        self.extent.capacity.load(Ordering::Acquire)
     }
 
     /// Bytes in the log: every completed append, framing included, buffered ones not yet synced
@@ -532,9 +618,10 @@ impl Log {
     /// be overwritten).
     pub(crate) fn data(&self, end: u64) -> &[u8] {
         debug_assert!(end <= self.copied.load(Ordering::Acquire));
-        debug_assert!(end <= self.header.capacity);
+        debug_assert!(end <= self.capacity());
         // SAFETY: `DATA_OFFSET + end <= DATA_OFFSET + capacity <= file length` (checked at open
-        // and create), so the range is mapped and backed; per the contract above no thread
+        // and create; a growth grows the file before it raises the capacity), so the range is
+        // mapped and backed; per the contract above no thread
         // writes these bytes while the borrow lives.
         unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(DATA_OFFSET), end as usize) }
     }
@@ -563,7 +650,11 @@ impl Drop for Log {
 ///
 /// # Safety
 /// No reference into `file`'s mapping may overlap the range during the call.
-unsafe fn write_zeros(file: &RawFile, from: u64, len: u64) -> nvpage_storage::Result<()> {
+pub(crate) unsafe fn write_zeros(
+    file: &RawFile,
+    from: u64,
+    len: u64,
+) -> nvpage_storage::Result<()> {
     let zeros = vec![0u8; (1 << 20).min(len) as usize];
     let mut at = from;
     while at < from + len {
@@ -610,6 +701,22 @@ fn file_options(read_only: bool, persistence: PersistRequest, max_bytes: u64) ->
     FileOptions { mapped: true, read_only, max_bytes, persistence }
 }
 
+/// The largest a log file of `len_bytes` bytes may grow to when it may grow to `max_bytes`:
+/// never below its size, never past what the format holds.
+fn growth_limit(max_bytes: Option<u64>, len_bytes: u64) -> u64 {
+    let most = DATA_OFFSET as u64 + MAX_CAPACITY;
+    max_bytes.map_or(len_bytes, |m| m.min(most)).max(len_bytes)
+}
+
+/// A storage error met while the log file was made `bytes` long: a full file system is
+/// [`WalError::NoSpace`], naming the size.
+pub(crate) fn no_space(e: StorageError, path: &Path, bytes: u64) -> WalError {
+    match e {
+        StorageError::NoSpace { .. } => WalError::NoSpace { path: path.into(), bytes },
+        e => e.into(),
+    }
+}
+
 /// The mapping's first byte: a log file is always mapped.
 fn mapping_base(file: &RawFile) -> Result<NonNull<u8>> {
     file.map_base().ok_or_else(|| {
@@ -635,6 +742,7 @@ fn fault_error(path: &Path, f: LogFault) -> WalError {
         }
         LogFault::Foreign { expected, found } => WalError::ForeignLog { path, expected, found },
         LogFault::State { word, reason } => WalError::CorruptState { path, word, reason },
+        LogFault::Capacity { word, reason } => WalError::CorruptCapacity { path, word, reason },
         LogFault::Record(ScanFault { offset, reason }) => {
             WalError::CorruptRecord { path, offset, reason }
         }

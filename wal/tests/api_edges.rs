@@ -51,7 +51,7 @@ fn record_log_edges() {
         let exact = vec![7u8; (free - RECORD_HEADER_LEN as u64) as usize];
         let over = vec![7u8; exact.len() + 1];
         match log.append(&over) {
-            Err(WalError::LogFull { needed, available }) => {
+            Err(WalError::LogFull { needed, available, .. }) => {
                 assert_eq!(available, free);
                 assert_eq!(needed, record_size(over.len() as u64));
             }
@@ -59,7 +59,7 @@ fn record_log_edges() {
         }
         log.append(&exact).unwrap();
         assert_eq!(log.tell(), log.nbyte());
-        assert!(matches!(log.append(b""), Err(WalError::LogFull { needed: 64, available: 0 })));
+        assert!(matches!(log.append(b""), Err(WalError::LogFull { needed: 64, available: 0, .. })));
         drop(log);
         let mut log = open(&p, m.persistence).unwrap();
         assert_eq!(payloads(&log).len(), 3);
@@ -120,7 +120,7 @@ fn raw_log_edges() {
         let free = log.nbyte() - log.tell();
         assert!(matches!(
             log.append(&vec![1u8; free as usize + 1]),
-            Err(WalError::LogFull { needed, available }) if needed == free + 1 && available == free
+            Err(WalError::LogFull { needed, available, .. }) if needed == free + 1 && available == free
         ));
         log.append(&vec![1u8; free as usize]).unwrap();
         assert_eq!(log.tell(), log.nbyte());

@@ -1,6 +1,6 @@
 //! Goal: a missing file, a file that is not a log, a damaged header, a truncated log, a damaged
-//! or zeroed state word, a format too old or too new and another database's log are each a typed error at
-//! open, never a panic.
+//! or zeroed state word, a damaged, zeroed or shrunken capacity word, a format too old or too
+//! new and another database's log are each a typed error at open, never a panic.
 
 mod common;
 
@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 
 use common::create;
 use nvpage_storage::PersistRequest;
-use nvpage_wal::layout::{DATA_OFFSET, FORMAT_VERSION};
+use nvpage_wal::layout::{CAPACITY_WORD_OFFSET, DATA_OFFSET, FORMAT_VERSION, encode_capacity};
 use nvpage_wal::{Framing, Log, WalError};
 use uuid::Uuid;
 
@@ -78,6 +78,34 @@ fn damaged_and_foreign_files() {
         );
         assert_eq!(std::fs::read(&zeroed).unwrap(), before, "{framing}: the open changed nothing");
     }
+
+    // A damaged capacity word (a flipped bit, zeros, or a capacity below the one at create) is
+    // damage, not a capacity: the log could hold records past any capacity read from it.
+    let capacity = dir.path().join("capacity.log");
+    let word = encode_capacity(4096);
+    for (bad, what) in
+        [(word ^ 1 << 13, "a flipped bit"), (0, "zeros"), (encode_capacity(64), "less")]
+    {
+        let mut b = bytes.clone();
+        b[CAPACITY_WORD_OFFSET..CAPACITY_WORD_OFFSET + 8].copy_from_slice(&bad.to_le_bytes());
+        std::fs::write(&capacity, &b).unwrap();
+        match Log::open(&capacity) {
+            Err(e @ WalError::CorruptCapacity { .. }) => {
+                assert!(e.to_string().contains(&*capacity.to_string_lossy()), "{what}: {e}")
+            }
+            r => panic!("{what}: expected CorruptCapacity, got {:?}", r.map(|_| ())),
+        }
+    }
+    // A capacity past the file's end is a truncated log.
+    let mut b = bytes.clone();
+    b[CAPACITY_WORD_OFFSET..CAPACITY_WORD_OFFSET + 8]
+        .copy_from_slice(&encode_capacity(8192).to_le_bytes());
+    std::fs::write(&capacity, &b).unwrap();
+    let needed = DATA_OFFSET as u64 + 8192;
+    assert!(matches!(
+        Log::open(&capacity),
+        Err(WalError::Truncated { expected_bytes, .. }) if expected_bytes == needed
+    ));
 
     // A log of an older format is named as such.
     let old = dir.path().join("old.log");

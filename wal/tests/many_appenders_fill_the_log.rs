@@ -22,7 +22,7 @@ fn racing_appenders_fill_the_log_cleanly() {
                             let rec = common::payload(t << 20 | i, 100 + (i as usize * 13) % 900);
                             match log.append(&rec) {
                                 Ok(_) => ok.push(rec),
-                                Err(WalError::LogFull { needed, available }) => {
+                                Err(WalError::LogFull { needed, available, .. }) => {
                                     assert!(needed > available);
                                     break;
                                 }

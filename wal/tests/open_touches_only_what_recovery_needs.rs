@@ -38,7 +38,7 @@ fn an_open_faults_in_only_what_recovery_reads() {
                 }
             }
             for read_only in [true, false] {
-                let o = OpenOptions { read_only, persistence: m.persistence, expect_uuid: None };
+                let o = OpenOptions { read_only, persistence: m.persistence, ..Default::default() };
                 let before = resident_bytes();
                 let log = Log::open_with(&path, &o).unwrap();
                 let grown = resident_bytes().saturating_sub(before);

@@ -20,6 +20,9 @@
 //! disk (a process crash only here, since the log is DRAM). SQLite cannot put its journal or WAL
 //! in another directory, so it has no row there; that medium's ratios are to SQLite on disk.
 //!
+//! SQLite is in the build only with the bench's `sqlite` feature; without it the small
+//! transactions run on nvpage alone, and the report says how to add SQLite.
+//!
 //! Fairness: each run goes through every medium; in each, every system's database is created and
 //! preloaded, then each workload runs on every system in turn (the order rotated from workload
 //! to workload and run to run), so the figures a ratio divides are taken minutes apart at most.
@@ -27,6 +30,7 @@
 mod nvpage_db;
 mod oneshot;
 mod report;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod txn;
 
@@ -41,7 +45,9 @@ pub use nvpage_db::{NvpageSystem, Place, Sizes};
 
 use crate::BoxError;
 use crate::dirs::{MediaDirs, check_dir, check_medium};
+use crate::features::{Comparison, not_compiled};
 use crate::machine::Machine;
+#[cfg(feature = "sqlite")]
 use sqlite::{JournalMode, SqliteSystem};
 use txn::{Rng, System, WARMUP, Workload, measure, plan};
 
@@ -209,7 +215,10 @@ pub fn run(args: &EngineArgs) -> Result<(), BoxError> {
     }
     let machine = Machine::detect();
     println!("{}", machine.summary());
-    println!("SQLite {} (bundled with rusqlite)", sqlite::version());
+    match sqlite_version() {
+        Some(v) => println!("SQLite {v} (bundled with rusqlite)"),
+        None => println!("SQLite: not compared, {}", not_compiled(&[Comparison::Sqlite], "engine")),
+    }
     let mut samples = Vec::new();
     for run in 0..args.runs {
         for &medium in &args.media {
@@ -240,7 +249,7 @@ pub fn run(args: &EngineArgs) -> Result<(), BoxError> {
             "load_rows": args.rows,
             "recovery_mib": args.recovery_mib,
             "runs": args.runs,
-            "sqlite_version": sqlite::version(),
+            "sqlite_version": sqlite_version(),
         });
         let doc = serde_json::json!({
             "machine": machine,
@@ -253,6 +262,14 @@ pub fn run(args: &EngineArgs) -> Result<(), BoxError> {
         println!("JSON written to {}", path.display());
     }
     Ok(())
+}
+
+/// The version of the SQLite beside nvpage, if this build has it (the bench's `sqlite` feature).
+fn sqlite_version() -> Option<&'static str> {
+    #[cfg(feature = "sqlite")]
+    return Some(sqlite::version());
+    #[cfg(not(feature = "sqlite"))]
+    None
 }
 
 /// The small transactions on every system that has a row on `medium`, side by side.
@@ -272,6 +289,7 @@ fn txn_part(
         systems.push(Box::new(sys));
     }
     // SQLite's journal and WAL always lie beside its database: no row for a log apart.
+    #[cfg(feature = "sqlite")]
     if medium != Medium::DiskLogTmpfs {
         for mode in JournalMode::ALL {
             let path = scratch.data.path().join(format!("t-{}.sqlite", mode.pragma()));
@@ -317,7 +335,7 @@ fn txn_part(
         let t = sys.totals()?;
         if t != first {
             return Err(format!(
-                "{} {} ends with {t:?} but {} {} with {first:?}: they did not do the same work",
+                "{} {} ends with {t} but {} {} with {first}: they did not do the same work",
                 sys.system(),
                 sys.config(),
                 systems[0].system(),

@@ -28,7 +28,8 @@ pub struct Sizes {
     pub page_bytes: u64,
     /// The buffer pool.
     pub pool_bytes: u64,
-    /// The log.
+    /// The log's size at create; it may grow past it (to nvpage's default limit, or to this
+    /// size if that is larger: a benchmark that sizes its log is never refused below it).
     pub log_bytes: u64,
 }
 
@@ -58,7 +59,8 @@ pub fn open(
         .persistence(persistence)
         .page_size(sizes.page_bytes)
         .pool_bytes(sizes.pool_bytes)
-        .log_bytes(sizes.log_bytes);
+        .log_bytes(sizes.log_bytes)
+        .max_log_bytes(sizes.log_bytes.max(nvpage::DEFAULT_MAX_LOG_BYTES));
     if let Some(log) = &place.log {
         b = b.log_dir(log).log_persistence(PersistRequest::CacheLine);
     }
@@ -188,7 +190,7 @@ impl System for NvpageSystem {
                 [Value::I64(id), Value::Decimal(Decimal::new(old + 1, 2)), Value::Str(&note)];
             let moved_to = tx.update(&self.table, rid, &values)?;
             if moved_to != rid {
-                return Err(format!("row {id} moved from {rid:?} to {moved_to:?}").into());
+                return Err(format!("row {id} moved from {rid} to {moved_to}").into());
             }
         }
         tx.commit()?;

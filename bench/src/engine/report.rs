@@ -172,7 +172,7 @@ pub fn print(samples: &[Sample], ratios: &[Ratio], targets: &[Target], log_apart
              drawn at random among the preloaded ones (distinct within a transaction; the same \
              rows for every system), in place."
         );
-        if log_apart {
+        if log_apart && !ratios.is_empty() {
             println!(
                 "disk-log-tmpfs: SQLite has no counterpart — its rollback journal and its WAL \
                  always lie beside the database file — so that medium's ratios are to SQLite on \

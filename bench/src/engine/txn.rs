@@ -70,6 +70,17 @@ pub struct Totals {
     pub updated: u64,
 }
 
+impl std::fmt::Display for Totals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Totals { rows, id_sum, amount_sum, updated } = self;
+        write!(
+            f,
+            "{rows} rows (ids summing to {id_sum}, amounts to {amount_sum} cents; {updated} \
+             updated)"
+        )
+    }
+}
+
 /// One database holding the benchmark's table: nvpage on one layer, or SQLite in one journal
 /// mode. Every method that changes the table runs one transaction that is durable, in the mode
 /// [`System::durability`] names, when it returns.
@@ -210,6 +221,12 @@ mod tests {
         }
         let ins = plan(Workload::Insert, 3, 1000, 1005, &mut Rng::new(7));
         assert_eq!(ins, [Txn::Insert(1005), Txn::Insert(1006), Txn::Insert(1007)]);
+    }
+
+    #[test]
+    fn totals_read_as_words() {
+        let t = Totals { rows: 3, id_sum: 6, amount_sum: 150, updated: 2 };
+        assert_eq!(t.to_string(), "3 rows (ids summing to 6, amounts to 150 cents; 2 updated)");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::engines::{Engine, EngineName};
 use super::workload::Workload;
 use crate::BoxError;
 use crate::dirs::MediaDirs;
+use crate::features::{Comparison, not_compiled};
 use crate::storage::args::parse_layer;
 use crate::tpch::Medium;
 use crate::tpch::args::{dedup, parse_fraction};
@@ -22,6 +23,16 @@ pub enum LoadOrder {
     Sorted,
     /// Keys in a random order (a fixed seed).
     Random,
+}
+
+impl LoadOrder {
+    /// Its name, as `--loads` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadOrder::Sorted => "sorted",
+            LoadOrder::Random => "random",
+        }
+    }
 }
 
 /// A workload after the load, as `--workloads` names it.
@@ -59,13 +70,10 @@ pub struct KvArgs {
     #[arg(long, value_name = "N", default_value_t = 10_000_000,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub entries: u64,
-    /// Engines, comma-separated: nvpage (each of --layers), lmdb, redb, sqlite
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_value = "nvpage,lmdb,redb,sqlite"
-    )]
+    /// Engines, comma-separated: nvpage (each of --layers), lmdb, redb, sqlite; each but nvpage
+    /// needs the bench's Cargo feature of its name (`compare`: all three) [default: nvpage and
+    /// every engine this build has]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub engines: Vec<EngineName>,
     /// nvpage's file layers, comma-separated [default: every layer compiled in]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_layer)]
@@ -185,8 +193,18 @@ impl Config {
     /// Validates `args` and fills in the defaults.
     pub fn from_args(args: &KvArgs) -> Result<Config, BoxError> {
         let layers = if args.layers.is_empty() { Layer::compiled() } else { dedup(&args.layers) };
+        let names = if args.engines.is_empty() {
+            EngineName::value_variants().iter().copied().filter(|e| e.is_compiled()).collect()
+        } else {
+            dedup(&args.engines)
+        };
+        let missing: Vec<Comparison> =
+            names.iter().filter_map(|e| e.comparison()).filter(|c| !c.is_compiled()).collect();
+        if !missing.is_empty() {
+            return Err(not_compiled(&missing, "kv").into());
+        }
         let mut engines = Vec::new();
-        for name in dedup(&args.engines) {
+        for name in names {
             match name {
                 EngineName::Nvpage => engines.extend(layers.iter().map(|&l| Engine::Nvpage(l))),
                 EngineName::Lmdb => engines.push(Engine::Lmdb),
@@ -256,5 +274,46 @@ impl Config {
             Workload::Mix => self.mix_ops,
             Workload::LoadSorted | Workload::LoadRandom => self.entries,
         }) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        kv: KvArgs,
+    }
+
+    fn config(argv: &[&str]) -> Result<Config, BoxError> {
+        Config::from_args(
+            &Cli::try_parse_from(std::iter::once("kv").chain(argv.iter().copied()))?.kv,
+        )
+    }
+
+    #[test]
+    fn an_engine_the_build_left_out_is_an_error_naming_its_feature() {
+        let lmdb = config(&["--engines", "nvpage,lmdb", "--dir-disk", "/", "--dir-tmpfs", "/"]);
+        if Comparison::Lmdb.is_compiled() {
+            assert!(lmdb.unwrap().engines.contains(&Engine::Lmdb));
+        } else {
+            let e = lmdb.unwrap_err().to_string();
+            assert!(e.starts_with("built without the `lmdb` feature: "), "{e}");
+            assert!(e.contains("cargo run --release -p nvpage-bench --features lmdb -- kv"), "{e}");
+        }
+        // By default: nvpage on every layer, and every other engine the build has.
+        let engines = config(&["--dir-disk", "/", "--dir-tmpfs", "/"]).unwrap().engines;
+        assert_eq!(engines.len(), Layer::compiled().len() + compiled_comparisons());
+    }
+
+    fn compiled_comparisons() -> usize {
+        [Comparison::Lmdb, Comparison::Redb, Comparison::Sqlite]
+            .iter()
+            .filter(|c| c.is_compiled())
+            .count()
     }
 }

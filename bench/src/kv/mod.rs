@@ -2,7 +2,9 @@
 //! loaded in sorted and in random order; then uniform and Zipfian point lookups, 100-entry
 //! range scans, and a 50/50 lookup/update mix with a durable commit per 100 updates, on one
 //! and more threads — nvpage per layer and pool size beside LMDB (heed), redb and SQLite
-//! (rusqlite), on disk and on tmpfs, on the same keys in the same run.
+//! (rusqlite), on disk and on tmpfs, on the same keys in the same run. LMDB, redb and SQLite
+//! are in the build only with the bench's features `lmdb`, `redb` and `sqlite` (`compare`: all
+//! three); by default the benchmark runs every engine the build has.
 //!
 //! - [`data`]: keys, values, checksums. [`zipf`]: YCSB's Zipfian generator.
 //! - [`workload`]: the workloads, their operation streams, and the model of what each read
@@ -33,34 +35,59 @@ pub mod zipf;
 
 pub use args::{Config, KvArgs};
 
+use clap::ValueEnum as _;
+
 use crate::BoxError;
+use crate::features::{Comparison, not_compiled};
 use crate::report::Report;
+use engines::{Engine, EngineName};
 
 /// The JSON report: the configuration, the lines of the table, every run.
 pub type KvReport = Report<Config, output::Line, runner::Record>;
 
+/// What each engine of `cfg` reads through.
+fn caches_note(cfg: &Config) -> String {
+    let mut caches = vec!["nvpage's pool is a fraction of its data file".to_string()];
+    let others: Vec<&str> = [
+        (Engine::Lmdb, "LMDB reads through the OS page cache (mmap)"),
+        (Engine::Redb, "redb through its 1 GiB cache and the OS page cache"),
+        (Engine::Sqlite, "SQLite through its 2 MiB page cache and the OS page cache"),
+    ]
+    .into_iter()
+    .filter(|(e, _)| cfg.engines.contains(e))
+    .map(|(_, how)| how)
+    .collect();
+    if !others.is_empty() {
+        caches.push(format!("{}: their defaults", others.join(", ")));
+    }
+    caches.join("; ")
+}
+
 /// Caveats printed under the table and saved in the JSON.
 pub fn notes(cfg: &Config) -> Vec<String> {
+    let ran = |e: Engine| cfg.engines.contains(&e);
     let mut notes = vec![
         "ops/s: operations (entries loaded, lookups, scans of 100 entries, mix operations) per \
          second of wall time over all threads; median over runs"
             .to_string(),
-        "loads: every entry in one write transaction, then its durable commit (SQLite's also \
-         checkpoints its WAL into the database file); nvpage loads with a pool as large as the \
-         data"
-            .to_string(),
+        format!(
+            "loads: every entry in one write transaction, then its durable commit{}; nvpage loads \
+             with a pool as large as the data",
+            if ran(Engine::Sqlite) {
+                " (SQLite's also checkpoints its WAL into the database file)"
+            } else {
+                ""
+            }
+        ),
         format!(
             "lookups, scans and the mix run on the database loaded in {} order",
-            format!("{:?}", cfg.kept_load()).to_lowercase()
+            cfg.kept_load().name()
         ),
         "reads take a read transaction per 100 operations; the mix commits (durably) every 100 \
          updates; on 2+ threads the mix has one writer (updates) and the other threads read"
             .to_string(),
         "warm: a warm-up run, then the measured runs, without reopening".to_string(),
-        "nvpage's pool is a fraction of its data file; LMDB reads through the OS page cache \
-         (mmap), redb through its 1 GiB cache and the OS page cache, SQLite through its 2 MiB \
-         page cache and the OS page cache: their defaults"
-            .to_string(),
+        caches_note(cfg),
         "Zipfian keys: YCSB's generator, θ = 0.99, ranks mapped to keys by a bijection so hot \
          keys are spread over the key space; the mix's keys are Zipfian (YCSB workload A)"
             .to_string(),
@@ -137,6 +164,15 @@ pub fn print(report: &KvReport) {
 /// Runs the subcommand: the matrix, the table, and the files asked for.
 pub fn run(args: &KvArgs) -> Result<(), BoxError> {
     let cfg = Config::from_args(args)?;
+    let left_out: Vec<Comparison> = EngineName::value_variants()
+        .iter()
+        .filter_map(|e| e.comparison())
+        .filter(|c| !c.is_compiled())
+        .collect();
+    if args.engines.is_empty() && !left_out.is_empty() && !cfg.quiet {
+        let names: Vec<&str> = left_out.iter().map(|c| c.feature()).collect();
+        eprintln!("kv: {} left out: {}", names.join(", "), not_compiled(&left_out, "kv"));
+    }
     let report = execute(&cfg)?;
     print(&report);
     if let Some(path) = &args.json {

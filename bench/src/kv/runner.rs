@@ -161,6 +161,12 @@ fn evict(dir: &Path) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// A stored value for a message: its text in quotes (the values are ASCII; anything else is
+/// shown as the replacement character).
+fn value_text(v: &[u8]) -> String {
+    format!("'{}'", String::from_utf8_lossy(v))
+}
+
 /// Fails unless `store` holds what `model` says for a sample of `verify` keys (every key of a
 /// small data set), for every updated key, and holds nothing for a key never loaded.
 pub fn verify(
@@ -178,10 +184,10 @@ pub fn verify(
         match store.get(k)? {
             Some(v) if v == want => {}
             got => {
+                let held = got.map_or("nothing".into(), |v| value_text(&v));
                 return Err(format!(
-                    "{label}: key {k:#x} holds {:?}, the model says {:?}",
-                    got.map(|v| String::from_utf8_lossy(&v).into_owned()),
-                    String::from_utf8_lossy(&want)
+                    "{label}: key {k:#x} holds {held}, the model says {}",
+                    value_text(&want)
                 )
                 .into());
             }
@@ -189,7 +195,8 @@ pub fn verify(
     }
     // Item n was never loaded, and `key` is a bijection: its key is no loaded key's.
     if let Some(v) = store.get(key(n))? {
-        return Err(format!("{label}: key {:#x} was never loaded, yet holds {v:?}", key(n)).into());
+        let held = value_text(&v);
+        return Err(format!("{label}: key {:#x} was never loaded, yet holds {held}", key(n)).into());
     }
     Ok(())
 }
@@ -211,7 +218,7 @@ impl Runner<'_> {
         // Loads run with a pool as large as the data (about 200 bytes an entry with the index).
         let load_pool = (n * 256).max(MIN_POOL_BYTES);
         for (order, keys) in orders {
-            let sub = dir.join(format!("{order:?}").to_lowercase());
+            let sub = dir.join(order.name());
             let workload = if *order == LoadOrder::Sorted {
                 Workload::LoadSorted
             } else {
@@ -236,7 +243,7 @@ impl Runner<'_> {
             }
             self.progress.inc(1);
         }
-        let db = dir.join(format!("{kept:?}").to_lowercase());
+        let db = dir.join(kept.name());
         let data =
             if engine.has_pool() { db.join(DATA_FILE).metadata()?.len() } else { data_bytes(&db)? };
         let pools: Vec<Option<f64>> = if engine.has_pool() {
@@ -540,6 +547,8 @@ mod tests {
         let bad = key(123);
         let e = verify(&loaded(n, Some(bad)), &model, n, n, "fake").unwrap_err().to_string();
         assert!(e.contains(&format!("{bad:#x}")), "{e}");
+        // The values are quoted text, not a Rust `Some("…")`.
+        assert!(e.contains("holds '") && !e.contains("Some("), "{e}");
     }
 
     #[test]

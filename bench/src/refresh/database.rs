@@ -108,14 +108,28 @@ fn check_snapshot(
         return Ok(());
     }
     Err(format!(
-        "{q}: a reader of snapshot {snapshot} (refresh sets {sets:?} present) got an answer that \
-         is not that snapshot's: {}",
+        "{q}: a reader of snapshot {snapshot} (refresh sets {} present) got an answer that is \
+         not that snapshot's: {}",
+        list(sets),
         diff(want, got)
     )
     .into())
 }
 
 /// Row counts of the refreshed tables in a fresh snapshot.
+/// `items` for a message: "1, 2, 3", or "none".
+fn list(items: &[u64]) -> String {
+    if items.is_empty() {
+        return "none".into();
+    }
+    items.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Row counts by table for a message: "lineitem 60175, orders 15000".
+pub fn counts_text(counts: &BTreeMap<String, u64>) -> String {
+    counts.iter().map(|(t, n)| format!("{t} {n}")).collect::<Vec<_>>().join(", ")
+}
+
 pub fn row_counts(db: &Database) -> Result<BTreeMap<String, u64>, BoxError> {
     let rx = db.begin_read()?;
     let mut out = BTreeMap::new();
@@ -362,5 +376,19 @@ impl<'a> OneDatabase<'a> {
             snapshot_checks_with_sets: self.checks_with_sets,
             peak_version_bytes: self.peak_version_bytes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_sets_read_as_words() {
+        let counts: BTreeMap<String, u64> =
+            [("lineitem".to_string(), 60), ("orders".to_string(), 15)].into();
+        assert_eq!(counts_text(&counts), "lineitem 60, orders 15");
+        assert_eq!(list(&[1, 2]), "1, 2");
+        assert_eq!(list(&[]), "none");
     }
 }

@@ -4,6 +4,7 @@
 use comfy_table::{Cell, Table};
 use serde::Serialize;
 
+use super::database::counts_text;
 use super::records::{QueryRun, RefreshRun, Report};
 use crate::report::{new_table, right};
 use crate::stats::{median, summarize};
@@ -365,15 +366,15 @@ pub fn print(report: &Report) {
     for d in &report.databases {
         println!(
             "  {}/{}: {} refresh pairs; {} answers checked against their snapshot's state ({} \
-             of snapshots holding a refresh set); rows after the last pair {:?} (loaded {:?}); \
+             of snapshots holding a refresh set); rows after the last pair: {} (loaded: {}); \
              data file {:.1} → {:.1} MiB; versions peaked at {} MiB",
             d.layer,
             medium_label(&d.medium),
             d.refresh_pairs,
             d.snapshot_checks,
             d.snapshot_checks_with_sets,
-            d.rows_after,
-            d.rows_loaded,
+            counts_text(&d.rows_after),
+            counts_text(&d.rows_loaded),
             d.data_bytes_start as f64 / (1 << 20) as f64,
             d.data_bytes_after as f64 / (1 << 20) as f64,
             mib(d.peak_version_bytes as f64)

@@ -18,7 +18,7 @@ use std::path::Path;
 use nvpage::Layer;
 
 use super::args::Config;
-use super::database::{OneDatabase, REFRESHED, Sink, row_counts};
+use super::database::{OneDatabase, REFRESHED, Sink, counts_text, row_counts};
 use super::functions::Lookup;
 use super::model::History;
 use super::output;
@@ -52,7 +52,7 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
         let loaded = base.path().join("loaded");
         let pb = bar(
             cfg.quiet,
-            crate::tpch::load::estimated_rows(cfg.sf),
+            crate::tpch::load::row_count(cfg.sf),
             "load {prefix:>14} {msg:9} [{bar:30}] {human_pos}/{human_len} rows {per_sec} {eta}",
         );
         pb.set_prefix(format!("{}/{}", cfg.layers[0], medium.name()));
@@ -181,8 +181,10 @@ fn run_database(
         let rows = row_counts(&db)?;
         if rows != *rows_loaded {
             return Err(format!(
-                "{name}, run {run}: after whole refresh pairs the row counts are {rows:?}, not \
-                 the loaded {rows_loaded:?}"
+                "{name}, run {run}: after whole refresh pairs the row counts are {}, not the \
+                 loaded {}",
+                counts_text(&rows),
+                counts_text(rows_loaded)
             )
             .into());
         }

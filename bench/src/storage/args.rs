@@ -228,7 +228,7 @@ mod tests {
     #[test]
     fn a_bad_layer_is_a_clear_error() {
         let e = parse(&["--layers", "pread,mmap"]).unwrap_err();
-        assert!(e.contains("--layers") && e.contains("unknown layer \"mmap\""), "{e}");
+        assert!(e.contains("--layers") && e.contains("unknown layer 'mmap'"), "{e}");
         assert!(e.contains("pread, se1 or se2"), "{e}");
     }
 

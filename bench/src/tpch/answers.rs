@@ -13,6 +13,7 @@
 
 use super::postgres::round_to;
 use super::queries::{Query, QueryResult};
+use super::runner::row_text;
 
 /// The scale factor at which the tests check every plan against the plain-Rust reference
 /// (`bench/tests/tpch_answers_match_reference.rs`), as the report says.
@@ -81,7 +82,7 @@ pub fn check_sf1_counted(q: Query, ours: &QueryResult) -> Result<usize, String> 
     }
     let mut within = 0;
     for (i, (a, b)) in ours.rows.iter().zip(&rows).enumerate() {
-        let differs = || format!("row {i}: {a:?} vs the answer set's {b:?}");
+        let differs = || format!("row {i}: {} vs the answer set's {}", row_text(a), row_text(b));
         if a.len() != b.len() {
             return Err(differs());
         }

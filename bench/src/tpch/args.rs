@@ -73,8 +73,9 @@ pub struct TpchArgs {
     /// Draw the query times as an SVG chart to PATH
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
-    /// Write the detailed tables (every query in every configuration) to PATH instead of
-    /// printing them after the summary
+    /// Write the detail (every query in every configuration, system CPU shares, the durability
+    /// of every file, notes) to PATH; `-` prints it after the summary [default: tpch-detail.txt
+    /// beside --json's file, else beside --svg's, else in the working directory]
     #[arg(long, value_name = "PATH")]
     pub detail: Option<PathBuf>,
     /// Also print the summary as a Markdown table (the README's)
@@ -106,7 +107,7 @@ pub const REDUCED_QUERIES: [Query; 4] = [Query::Q01, Query::Q03, Query::Q06, Que
 pub const REDUCED_POOL_FRACTION: f64 = 0.1;
 
 pub(crate) fn parse_sf(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
     if !(v.is_finite() && v > 0.0 && v <= 1000.0) {
         return Err(format!("the scale factor must be in (0, 1000], not {s}"));
     }
@@ -123,7 +124,7 @@ pub(crate) fn parse_layer(s: &str) -> Result<Layer, String> {
 
 /// A pool fraction from the command line: a number in (0, 4].
 pub fn parse_fraction(s: &str) -> Result<f64, String> {
-    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
+    let v: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number"))?;
     if !(v.is_finite() && v > 0.0 && v <= 4.0) {
         return Err(format!("a pool fraction must be in (0, 4], not {s}"));
     }
@@ -133,7 +134,7 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
 pub(crate) fn parse_query(s: &str) -> Result<Query, String> {
     Query::parse(s).ok_or_else(|| {
         let names: Vec<String> = Query::ALL.iter().map(|q| q.name()).collect();
-        format!("unknown query {s:?}: expected one of {}", names.join(", "))
+        format!("unknown query '{s}': expected one of {}", names.join(", "))
     })
 }
 

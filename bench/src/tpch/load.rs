@@ -48,14 +48,25 @@ pub fn date(d: TPCHDate) -> Date {
     Date(d.to_unix_epoch())
 }
 
-/// The rows the generator makes at scale factor `sf`, as an estimate for the progress bar
-/// (lineitem's count is drawn at random, about four per order).
-pub fn estimated_rows(sf: f64) -> u64 {
-    let orders = OrderGenerator::calculate_row_count(sf, 1, 1) as u64;
+/// The rows the generator makes at scale factor `sf` in all eight tables, exactly: a load bar's
+/// length. Lineitem's count is drawn at random (one to seven lines per order), so it is drawn
+/// here the same way, from the generator's own stream of line counts, one value per order.
+pub fn row_count(sf: f64) -> u64 {
+    let orders = OrderGenerator::calculate_row_count(sf, 1, 1);
+    let mut line_counts = OrderGenerator::create_line_count_random();
+    let mut lineitems = 0u64;
+    for _ in 0..orders {
+        lineitems += line_counts.next_value() as u64;
+        line_counts.row_finished();
+    }
+    let parts = PartGenerator::calculate_row_count(sf, 1, 1) as u64;
+    // Region's 5 rows and nation's 25 are fixed; partsupp has four rows per part.
     30 + SupplierGenerator::calculate_row_count(sf, 1, 1) as u64
         + CustomerGenerator::calculate_row_count(sf, 1, 1) as u64
-        + 5 * PartGenerator::calculate_row_count(sf, 1, 1) as u64
-        + 5 * orders
+        + parts
+        + 4 * parts
+        + orders as u64
+        + lineitems
 }
 
 /// Inserts rows of one table, committing every [`BATCH_ROWS`].
@@ -260,4 +271,38 @@ fn load_table(sink: &mut Sink<'_>, name: &str, sf: f64) -> nvpage::Result<()> {
         other => unreachable!("unknown table {other}"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use nvpage::Layer;
+
+    use super::*;
+
+    #[test]
+    fn a_load_bar_ends_exactly_at_its_length() {
+        let sf = 0.002;
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder().layer(Layer::compiled()[0]).open(dir.path()).unwrap();
+        let bar = ProgressBar::hidden();
+        bar.set_length(row_count(sf));
+        let loaded: u64 = load_all(&db, sf, &bar).unwrap().iter().map(|t| t.rows).sum();
+        assert_eq!(bar.position(), loaded);
+        assert_eq!(bar.length(), Some(loaded), "the bar's length is not the rows loaded");
+    }
+
+    #[test]
+    fn the_row_count_is_what_the_generators_make() {
+        for sf in [0.001, 0.01, 0.03] {
+            let made = RegionGenerator::new(sf, 1, 1).iter().count()
+                + NationGenerator::new(sf, 1, 1).iter().count()
+                + SupplierGenerator::new(sf, 1, 1).iter().count()
+                + CustomerGenerator::new(sf, 1, 1).iter().count()
+                + PartGenerator::new(sf, 1, 1).iter().count()
+                + PartSuppGenerator::new(sf, 1, 1).iter().count()
+                + OrderGenerator::new(sf, 1, 1).iter().count()
+                + LineItemGenerator::new(sf, 1, 1).iter().count();
+            assert_eq!(row_count(sf), made as u64, "SF {sf}");
+        }
+    }
 }

@@ -5,8 +5,10 @@
 //! - [`queries`]: hand-written plans over nvpage scans for all 22 queries.
 //! - [`runner`]: the matrix of media × layers × pool sizes × cold/warm × runs; every answer is
 //!   checked against the first, so the layers and passes must agree.
-//! - [`summary`], [`output`] and [`chart`]: the paper's table first, then the detailed tables
-//!   (or into a file), the SVG chart; the JSON is [`runner::Report`] as DESIGN.md's "The
+//! - [`screen`], [`summary`] and [`verdict`]: what the command prints, one screen — the loads,
+//!   the paper's table, and a sentence naming the fastest layer per medium and pool size and what
+//!   the answers were checked against; [`output`]: the detail, written to a file by default
+//!   (`--detail`); [`chart`]: the SVG chart; the JSON is [`runner::Report`] as DESIGN.md's "The
 //!   benchmark" shapes it.
 //!
 //! What it is not: an audited TPC-H run (no refresh functions here: `nvpage-bench refresh` runs
@@ -28,7 +30,9 @@ pub mod queries;
 pub mod runner;
 pub mod scaling;
 pub mod schema;
+pub mod screen;
 pub mod summary;
+pub mod verdict;
 
 pub use args::{Config, Medium, TpchArgs};
 pub use queries::{Query, QueryResult};
@@ -39,8 +43,8 @@ use std::path::{Path, PathBuf};
 
 use crate::BoxError;
 
-/// Runs the subcommand: the matrix (at each scale factor of `--scaling`), the summary, the
-/// detailed tables, and the files asked for.
+/// Runs the subcommand: the matrix (at each scale factor of `--scaling`), the screen, the
+/// detail, and the files asked for.
 pub fn run(args: &TpchArgs) -> Result<(), BoxError> {
     let cfg = Config::from_args(args)?;
     if cfg.with_postgres {
@@ -74,8 +78,24 @@ fn with_sf(path: &Path, sf: f64) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// One matrix at `cfg.sf`: runs it, checks the answers, prints the summary and the details,
-/// writes the files asked for (each path through `file`).
+/// The detail file's name when `--detail` does not give one.
+pub const DEFAULT_DETAIL: &str = "tpch-detail.txt";
+
+/// Where the detail goes: `--detail`'s path, else [`DEFAULT_DETAIL`] beside `--json`'s file, or
+/// beside `--svg`'s, or in the working directory; `None` for standard output (`--detail -`).
+pub fn detail_path(args: &TpchArgs) -> Option<PathBuf> {
+    match &args.detail {
+        Some(p) if p.as_os_str() == "-" => None,
+        Some(p) => Some(p.clone()),
+        None => {
+            let beside = args.json.as_deref().or(args.svg.as_deref()).and_then(Path::parent);
+            Some(beside.unwrap_or(Path::new("")).join(DEFAULT_DETAIL))
+        }
+    }
+}
+
+/// One matrix at `cfg.sf`: runs it, checks the answers, prints the screen, writes the detail
+/// and the files asked for (each path through `file`).
 fn run_one(
     args: &TpchArgs,
     cfg: &Config,
@@ -89,29 +109,30 @@ fn run_one(
             ("Answers: the check FAILED (the error follows the report).".to_string(), Some(e))
         }
     };
+    let detail = detail_path(args).map(|p| file(&p));
     let mut stdout = std::io::stdout().lock();
-    output::write_summary(&report, &checked, &mut stdout)?;
+    let shown = detail.as_ref().map(|p| p.display().to_string());
+    screen::write_screen(&report, &checked, shown.as_deref(), &mut stdout)?;
+    match &detail {
+        Some(path) => {
+            let mut f = std::io::BufWriter::new(
+                std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?,
+            );
+            output::write_detail(&report, &checked, &mut f)?;
+            f.flush()?;
+        }
+        None => {
+            writeln!(stdout)?;
+            output::write_detail(&report, &checked, &mut stdout)?;
+        }
+    }
     if args.markdown {
         let rows = summary::summarize(&output::lines(&report.runs), &report.runs);
         writeln!(stdout, "\nThe summary in Markdown:\n\n{}", summary::markdown(&rows))?;
     }
-    match args.detail.as_deref().map(&file) {
-        Some(path) => {
-            let mut f = std::io::BufWriter::new(
-                std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?,
-            );
-            output::write_detail(&report, &mut f)?;
-            f.flush()?;
-            writeln!(stdout, "\nDetailed tables written to {}", path.display())?;
-        }
-        None => {
-            writeln!(stdout)?;
-            output::write_detail(&report, &mut stdout)?;
-        }
-    }
     if let Some(path) = args.json.as_deref().map(&file) {
         write_json(&report, &path)?;
-        writeln!(stdout, "\nJSON written to {}", path.display())?;
+        writeln!(stdout, "JSON written to {}", path.display())?;
     }
     if let Some(path) = args.svg.as_deref().map(&file) {
         let title = format!("TPC-H SF {} on nvpage: median query time per layer", cfg.sf);
@@ -177,7 +198,12 @@ pub fn check_answers(report: &Report) -> Result<String, BoxError> {
             answers::REFERENCE_TEST_SF
         ));
     }
-    Ok(format!("Answers of the {} queries: {}.", report.results.len(), against.join("; ")))
+    Ok(format!(
+        "Every answer of the {} quer{} was checked: {}.",
+        report.results.len(),
+        if report.results.len() == 1 { "y" } else { "ies" },
+        against.join("; ")
+    ))
 }
 
 /// Writes the report as pretty JSON.
@@ -185,4 +211,30 @@ pub fn write_json(report: &Report, path: &std::path::Path) -> Result<(), BoxErro
     let text = serde_json::to_string_pretty(report)?;
     std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        tpch: TpchArgs,
+    }
+
+    fn detail(argv: &[&str]) -> Option<PathBuf> {
+        detail_path(&Cli::parse_from(std::iter::once("tpch").chain(argv.iter().copied())).tpch)
+    }
+
+    #[test]
+    fn the_detail_goes_beside_the_json_or_where_asked() {
+        assert_eq!(detail(&[]), Some(PathBuf::from("tpch-detail.txt")));
+        assert_eq!(detail(&["--json", "out/r.json"]), Some(PathBuf::from("out/tpch-detail.txt")));
+        assert_eq!(detail(&["--svg", "out/c.svg"]), Some(PathBuf::from("out/tpch-detail.txt")));
+        assert_eq!(detail(&["--json", "r.json", "--detail", "d.txt"]), Some("d.txt".into()));
+        assert_eq!(detail(&["--detail", "-"]), None);
+    }
 }

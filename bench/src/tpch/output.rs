@@ -1,9 +1,8 @@
-//! What the report prints: first the summary ([`super::summary`], the paper's table) with the
-//! lines a reader needs to trust it — what the answers were checked against, the loads, the
-//! memory floor, the durability of every file, the notes —; then the detailed tables (or into a
-//! file, `--detail`): the loads, one line per query and configuration (median and range over
-//! runs, CPU split, pages), and each query's time relative to pread's. Every column names its
-//! unit.
+//! The detail behind the screen ([`super::screen`]): the run's configuration and caveats, the
+//! summary with the system shares of CPU time, the durability of every file, the loads in full,
+//! one line per query and configuration (median and range over runs, CPU split, pages), and each
+//! query's time relative to pread's; written to a file by default (`--detail`). Every column
+//! names its unit.
 
 use std::io::{self, Write};
 
@@ -135,19 +134,10 @@ fn ms(v: f64) -> String {
     if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.1}") }
 }
 
-/// The loads.
+/// The loads, with their CPU time (the durability of each file is listed apart).
 pub fn load_table(loads: &[LoadRecord]) -> Table {
-    let mut t = new_table(&[
-        "layer",
-        "medium",
-        "rows",
-        "load s",
-        "rows/s",
-        "user s",
-        "sys s",
-        "data MiB",
-        "durability",
-    ]);
+    let mut t =
+        new_table(&["layer", "medium", "rows", "load s", "rows/s", "user s", "sys s", "data MiB"]);
     for l in loads {
         t.add_row(vec![
             Cell::new(&l.layer),
@@ -158,7 +148,6 @@ pub fn load_table(loads: &[LoadRecord]) -> Table {
             right(l.user_ms.map_or("-".into(), |v| format!("{:.2}", v / 1e3))),
             right(l.sys_ms.map_or("-".into(), |v| format!("{:.2}", v / 1e3))),
             right(format!("{:.1}", l.data_bytes as f64 / (1 << 20) as f64)),
-            Cell::new(&l.durability),
         ]);
     }
     t
@@ -314,8 +303,12 @@ pub fn floor_line(report: &Report) -> Option<String> {
     ))
 }
 
-/// Writes the summary: configuration, the answers' check, the paper's table, durability, notes.
-pub fn write_summary(report: &Report, checked: &str, out: &mut dyn Write) -> io::Result<()> {
+/// Writes everything the screen ([`super::screen`]) leaves out, after what it shows: the run's
+/// configuration, what the answers were checked against (`checked`), the loads, the memory floor
+/// and limit, the summary with the system shares of CPU time, the durability of every file, the
+/// notes; then the load table in full, every query in every configuration, and each query
+/// relative to pread.
+pub fn write_detail(report: &Report, checked: &str, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", report.machine.summary())?;
     let c = &report.config.options;
     writeln!(
@@ -337,9 +330,9 @@ pub fn write_summary(report: &Report, checked: &str, out: &mut dyn Write) -> io:
     }
     let lines = lines(&report.runs);
     let rows = summary::summarize(&lines, &report.runs);
-    writeln!(out, "\n{}", summary::times_legend(report.results.len()))?;
+    writeln!(out, "\n{}", summary::times_legend(report.results.len(), c.with_postgres))?;
     writeln!(out, "{}", summary::times_table(&rows))?;
-    writeln!(out, "{}", summary::SYS_LEGEND)?;
+    writeln!(out, "{}", summary::sys_legend(c.with_postgres))?;
     writeln!(out, "{}", summary::sys_table(&rows))?;
     let mut durabilities: Vec<(String, String, String)> = Vec::new();
     for r in &report.runs {
@@ -356,14 +349,7 @@ pub fn write_summary(report: &Report, checked: &str, out: &mut dyn Write) -> io:
     for n in &report.config.notes {
         writeln!(out, "  - {n}")?;
     }
-    Ok(())
-}
-
-/// Writes the detailed tables: loads, every query in every configuration, each query relative
-/// to pread.
-pub fn write_detail(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "Loading (generation included):\n{}", load_table(&report.config.loads))?;
-    let lines = lines(&report.runs);
+    writeln!(out, "\nLoading (generation included):\n{}", load_table(&report.config.loads))?;
     writeln!(out, "\nQuery times (medians over runs):\n{}", query_table(&lines))?;
     writeln!(
         out,

@@ -40,6 +40,7 @@ use tpchgen::generators::{
 
 use super::pg_sql;
 use super::queries::{Query, QueryResult};
+use super::runner::row_text;
 use super::schema::{self, TABLES};
 use crate::BoxError;
 use crate::cputime::{CpuTimes, parse_stat, parse_stat_reaped};
@@ -450,7 +451,7 @@ pub fn compare(ours: &QueryResult, pg: &[Vec<String>]) -> Option<String> {
     for (i, (a, b)) in ours.rows.iter().zip(pg).enumerate() {
         let same = a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y));
         if !same {
-            return Some(format!("row {i}: {a:?} vs PostgreSQL's {b:?}"));
+            return Some(format!("row {i}: {} vs PostgreSQL's {}", row_text(a), row_text(b)));
         }
     }
     None

@@ -82,12 +82,12 @@ impl Progress {
         ));
     }
 
-    /// A bar for a load of about `rows` rows (hidden when quiet or not on a terminal), showing
-    /// the rows so far and, after its first second, the rate.
+    /// A bar for a load of exactly `rows` rows ([`super::load::row_count`]; hidden when quiet or
+    /// not on a terminal), showing the rows so far and, after its first second, the rate.
     pub fn load_bar(&mut self, rows: u64, prefix: &str) -> ProgressBar {
         self.bar = self.new_bar(
             rows,
-            "load {prefix:>14} {msg:9} [{bar:30}] {human_pos}/~{human_len} rows {rate}",
+            "load {prefix:>14} {msg:9} [{bar:30}] {human_pos}/{human_len} rows {rate}",
             prefix,
         );
         self.bar.clone()

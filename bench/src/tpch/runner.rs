@@ -192,14 +192,20 @@ impl Checker {
 /// The first difference between two answers, for the error message.
 pub fn diff(a: &QueryResult, b: &QueryResult) -> String {
     if a.columns != b.columns {
-        return format!("columns {:?} vs {:?}", a.columns, b.columns);
+        return format!("columns {} vs {}", row_text(&a.columns), row_text(&b.columns));
     }
     for i in 0..a.rows.len().max(b.rows.len()) {
         if a.rows.get(i) != b.rows.get(i) {
-            return format!("row {i}: {:?} vs {:?}", a.rows.get(i), b.rows.get(i));
+            let row = |r: Option<&Vec<String>>| r.map_or("no row".into(), |r| row_text(r));
+            return format!("row {i}: {} vs {}", row(a.rows.get(i)), row(b.rows.get(i)));
         }
     }
     "equal".into()
+}
+
+/// A row of an answer for a message, as psql prints one: `1998-09-02 | 1.00 | R`.
+pub fn row_text(row: &[impl AsRef<str>]) -> String {
+    row.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(" | ")
 }
 
 /// How to open the databases of one medium: the mapped layers on tmpfs persist with cache-line
@@ -432,7 +438,7 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
                 &format!("an nvpage database at SF {}", cfg.sf),
                 &format!("--dir-{}", medium.name()),
             )?;
-            let pb = ctx.progress.load_bar(load::estimated_rows(cfg.sf), &what);
+            let pb = ctx.progress.load_bar(load::row_count(cfg.sf), &what);
             let (rec, _) = load_database(&dir, layer, medium, cfg.sf, &pb)?;
             ctx.progress.clear_bar();
             ctx.progress.load_done(
@@ -557,4 +563,24 @@ fn run_pool(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(columns: &[&str], rows: &[&[&str]]) -> QueryResult {
+        let own = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        QueryResult { columns: own(columns), rows: rows.iter().map(|r| own(r)).collect() }
+    }
+
+    #[test]
+    fn a_difference_is_shown_as_rows_are_printed() {
+        let a = answer(&["flag", "sum"], &[&["A", "1.00"], &["R", "2.00"]]);
+        let b = answer(&["flag", "sum"], &[&["A", "1.00"]]);
+        assert_eq!(diff(&a, &b), "row 1: R | 2.00 vs no row");
+        let c = answer(&["flag"], &[]);
+        assert_eq!(diff(&a, &c), "columns flag | sum vs flag");
+        assert_eq!(diff(&a, &a), "equal");
+    }
 }

@@ -1,11 +1,11 @@
-//! The paper's table, printed first: per medium, pool size and pass, each layer's query time
-//! relative to pread's and its system share of CPU time — a screen, where the detailed tables
-//! ([`super::output`]) are pages.
+//! The paper's table: per medium, pool size and pass, each layer's query time relative to
+//! pread's ([`times_table`], on the screen) and its system share of CPU time ([`sys_table`], in
+//! the detail); both in one Markdown table for the README ([`markdown`]).
 //!
 //! A layer's relative time is the geometric mean, over the queries both ran, of its median time
 //! divided by pread's: the mean TPC-H's power metric takes, which weighs a query that halves
-//! and one that doubles alike (the arithmetic mean of ratios, which this report printed before,
-//! does not). The system share is `sys / (user + sys)` over every measured run of every query.
+//! and one that doubles alike (the arithmetic mean of ratios does not). The system share is
+//! `sys / (user + sys)` over every measured run of every query.
 
 use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
@@ -244,21 +244,31 @@ pub fn markdown(rows: &[SummaryRow]) -> String {
     t.to_string()
 }
 
-/// The legend of the times table.
-pub fn times_legend(queries: usize) -> String {
-    format!(
-        "Each layer's time relative to pread's: per query the ratio of median wall times, then the \
-         geometric mean over the {queries} queries (as TPC-H's power metric; earlier reports took \
-         the arithmetic mean); below 100% is faster. pread ms (geo): the geometric mean of \
-         pread's median times. pool holds: the buffer pool's size (PostgreSQL: shared_buffers) as \
-         a share of the data."
-    )
+/// The legend of the times table; PostgreSQL's terms only `with_postgres`.
+pub fn times_legend(queries: usize, with_postgres: bool) -> String {
+    let mut text = format!(
+        "Query times. ms (geo): the geometric mean of a layer's median times over the {queries} \
+         queries; / pread: the geometric mean of its per-query ratios to pread's median times \
+         (as TPC-H's power metric averages), below 100% is faster. pool holds: the buffer \
+         pool's size as a share of the data. tmpfs (NVM): emulated NVM."
+    );
+    if with_postgres {
+        text.push_str(
+            " postgres: PostgreSQL with its default parallelism; postgres-1w: with one worker \
+             (max_parallel_workers_per_gather = 0); its pool is shared_buffers.",
+        );
+    }
+    text
 }
 
-/// The legend of the system-share table.
-pub const SYS_LEGEND: &str = "System share of CPU time, sys / (user + sys), over every measured \
-                              run of every query (nvpage: the whole process; PostgreSQL: the \
-                              backend and its parallel workers):";
+/// The legend of the system-share table; PostgreSQL's share explained only `with_postgres`.
+pub fn sys_legend(with_postgres: bool) -> String {
+    format!(
+        "System share of CPU time, sys / (user + sys), over every measured run of every query \
+         (nvpage: the whole process{}):",
+        if with_postgres { "; PostgreSQL: the backend and its parallel workers" } else { "" }
+    )
+}
 
 #[cfg(test)]
 mod tests {

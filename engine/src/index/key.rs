@@ -18,7 +18,7 @@
 //! `[p, successor(p))`.
 
 use crate::error::{Error, Result};
-use crate::row::{RowRef, Value};
+use crate::row::{RowRef, Value, decimal_misfit, misfit};
 use crate::schema::{ColumnType, Schema};
 use crate::table::RowId;
 
@@ -144,7 +144,6 @@ pub fn encode_values(
     }
     for (&c, v) in columns.iter().zip(values) {
         let col = &schema.columns()[usize::from(c)];
-        let misfit = |why: String| Error::ValueDoesNotFit { column: col.name.clone(), reason: why };
         if let Value::Null = v {
             out.push(NULL);
             continue;
@@ -156,7 +155,7 @@ pub fn encode_values(
             (ColumnType::I64, Value::I64(x)) => put_i64(out, *x),
             (ColumnType::Decimal { scale }, Value::Decimal(d)) => put_i64(
                 out,
-                d.rescale(scale).ok_or_else(|| misfit(format!("{d} at scale {scale}")))?,
+                d.rescale(scale).ok_or_else(|| misfit(col, v, Some(decimal_misfit(*d, scale))))?,
             ),
             (ColumnType::Char { .. } | ColumnType::VarChar { .. }, Value::Str(s)) => {
                 let b = s.as_bytes();
@@ -165,7 +164,7 @@ pub fn encode_values(
                     if matches!(col.ty, ColumnType::Char { .. }) { trim_blanks(b) } else { b },
                 )
             }
-            (ty, v) => return Err(misfit(format!("{v:?} for a {ty} column"))),
+            (_, v) => return Err(misfit(col, v, None)),
         }
     }
     Ok(())

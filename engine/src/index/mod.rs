@@ -21,16 +21,24 @@ use std::sync::Arc;
 pub(crate) use scan::get_by;
 pub use scan::{IndexIds, IndexScan};
 
-use crate::catalog::{IndexMeta, TableMeta};
+use crate::catalog::{IndexMeta, Stamp, TableMeta};
 use crate::error::Result;
 use crate::row::RowRef;
 use crate::schema::Schema;
+use crate::table::DropTarget;
 
-/// A handle on an index, from [`ReadOps::index`](crate::ReadOps::index). Cheap to clone; valid
-/// across transactions for as long as the index exists.
+/// A handle on an index, from [`ReadOps::index`](crate::ReadOps::index) or
+/// [`WriteTxn::create_index`](crate::WriteTxn::create_index). Cheap to clone.
+///
+/// A handle names one index for its whole life, as a [`Table`](crate::Table) does (see there):
+/// wherever the index it was made for does not exist in the transaction's view — its create not
+/// committed in the reader's snapshot or rolled back, the index or its table dropped (even where
+/// another took its name or id since), another database, an earlier open of this one — every
+/// operation given the handle is [`Error::UnknownIndex`](crate::Error::UnknownIndex), never a
+/// lookup in another index.
 #[derive(Clone, Debug)]
 pub struct Index {
-    pub(crate) id: u32,
+    pub(crate) stamp: Stamp,
     name: Arc<str>,
     table: Arc<str>,
     columns: Arc<[String]>,
@@ -41,7 +49,7 @@ impl Index {
     pub(crate) fn from_meta(x: &IndexMeta, t: &TableMeta) -> Self {
         let names = x.columns.iter().map(|&c| t.schema.columns()[usize::from(c)].name.clone());
         Self {
-            id: x.id,
+            stamp: x.stamp,
             name: x.name.as_str().into(),
             table: t.name.as_str().into(),
             columns: names.collect(),
@@ -70,6 +78,12 @@ impl Index {
     }
 }
 
+impl<'a> From<&'a Index> for DropTarget<'a, Index> {
+    fn from(handle: &'a Index) -> Self {
+        DropTarget::Handle(handle)
+    }
+}
+
 /// Sets `out` to the entry key of `row` (of `schema`) in index `x`: its columns, then its row
 /// id unless the index is unique and no column is NULL.
 pub(crate) fn row_key(
@@ -92,7 +106,7 @@ pub(crate) fn describe_key(x: &IndexMeta, row: &RowRef<'_>) -> String {
         .columns
         .iter()
         .map(|&c| match row.value(usize::from(c)) {
-            Ok(v) => format!("{v:?}"),
+            Ok(v) => v.as_value().to_string(),
             Err(_) => "?".into(),
         })
         .collect();

@@ -97,12 +97,10 @@ fn exclude(bound: &mut Bound<Vec<u8>>, key: &[u8]) {
     *bound = Bound::Excluded(v);
 }
 
-/// `index`'s entry in `ctx`'s catalog, and its table's.
+/// `index`'s entry in `ctx`'s catalog (the index the handle was made for, if it exists there),
+/// and its table's.
 fn metas<'t>(ctx: &Ctx<'t>, index: &Index) -> Result<(&'t IndexMeta, &'t TableMeta)> {
-    let meta = ctx
-        .catalog
-        .index_by_id(index.id)
-        .ok_or_else(|| Error::UnknownIndex(index.name().into()))?;
+    let meta = ctx.index_meta(index)?;
     let tmeta = ctx
         .catalog
         .table_by_id(meta.table_id)
@@ -113,9 +111,7 @@ fn metas<'t>(ctx: &Ctx<'t>, index: &Index) -> Result<(&'t IndexMeta, &'t TableMe
 /// The first row whose key starts with `values`, as `ctx` sees it ([`ReadOps::get_by`]). A whole
 /// key of a unique index with no NULL — in the index at most once, as its bytes alone — is
 /// found by one descent and one search of the leaf ([`find_exact`]), the leaf released before
-/// the row is read; any other key by a range scan's first step. The catalog's entry decides,
-/// not the handle (a handle made in a transaction that was rolled back may carry the id of a
-/// later index, which may not be unique, or have more columns).
+/// the row is read; any other key by a range scan's first step. The catalog's entry decides.
 ///
 /// [`ReadOps::get_by`]: crate::ReadOps::get_by
 pub(crate) fn get_by<'t>(
@@ -149,7 +145,7 @@ fn indexed_row<'t>(
     get_in(ctx, table, id).map_err(|e| match e {
         Error::UnknownRow(id) => corrupt(
             id.page,
-            format!("index {:?} holds row {id}, which is not a live row of its table", meta.name),
+            format!("index {} holds row {id}, which is not a live row of its table", meta.name),
         ),
         e => e,
     })

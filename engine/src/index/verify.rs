@@ -48,7 +48,7 @@ struct Walk<'a, 'r> {
 
 impl Walk<'_, '_> {
     fn damaged(&mut self, page: u64, what: impl std::fmt::Display) {
-        self.damage.push(format!("index {:?}, page {page}: {what}", self.x.name));
+        self.damage.push(format!("index {}, page {page}: {what}", self.x.name));
     }
 
     fn node(
@@ -71,7 +71,7 @@ impl Walk<'_, '_> {
         let n = match Node::new(&bytes, self.x.id, page) {
             Ok(n) => n,
             Err(e) => {
-                self.damage.push(format!("index {:?}: {e}", self.x.name));
+                self.damage.push(format!("index {}: {e}", self.x.name));
                 return Ok(());
             }
         };
@@ -87,14 +87,14 @@ impl Walk<'_, '_> {
             match (0..n.len()).map(|i| Ok((n.key(i)?, n.value(i)?))).collect::<Result<_>>() {
                 Ok(e) => e,
                 Err(e) => {
-                    self.damage.push(format!("index {:?}: {e}", self.x.name));
+                    self.damage.push(format!("index {}: {e}", self.x.name));
                     return Ok(());
                 }
             };
         match n.head_damage() {
             Ok(None) => {}
             Ok(Some(what)) => self.damaged(page, what),
-            Err(e) => self.damage.push(format!("index {:?}: {e}", self.x.name)),
+            Err(e) => self.damage.push(format!("index {}: {e}", self.x.name)),
         }
         for i in 1..entries.len() {
             if entries[i - 1].0 >= entries[i].0 {
@@ -171,7 +171,7 @@ pub(crate) fn verify(
         let want_next = w.leaves.get(i + 1).map_or(0, |l| l.0);
         if (prev, next) != (want_prev, want_next) {
             w.damage.push(format!(
-                "index {name:?}, page {page}: leaf links {prev} and {next}, its neighbours are {want_prev} and {want_next}"
+                "index {name}, page {page}: leaf links {prev} and {next}, its neighbours are {want_prev} and {want_next}"
             ));
         }
     }
@@ -181,10 +181,10 @@ pub(crate) fn verify(
         for p in s..s + n {
             match (w.seen.contains(&p), free.contains(&p)) {
                 (true, true) => {
-                    w.damage.push(format!("index {name:?}, page {p}: free and in the tree"))
+                    w.damage.push(format!("index {name}, page {p}: free and in the tree"))
                 }
                 (false, false) => {
-                    w.damage.push(format!("index {name:?}, page {p}: neither in the tree nor free"))
+                    w.damage.push(format!("index {name}, page {p}: neither in the tree nor free"))
                 }
                 _ => {}
             }
@@ -193,7 +193,7 @@ pub(crate) fn verify(
     let found = w.entries.len() as u64;
     if found != x.entries {
         w.damage.push(format!(
-            "index {name:?}: the catalog counts {} entries, its leaves hold {found}",
+            "index {name}: the catalog counts {} entries, its leaves hold {found}",
             x.entries
         ));
     }
@@ -215,16 +215,16 @@ pub(crate) fn verify(
         };
         if shown < 10 {
             w.damage.push(if missing {
-                format!("index {name:?}: row {} of {table:?} has no entry under its key", expected[j].1)
+                format!("index {name}: row {} of {table} has no entry under its key", expected[j].1)
             } else {
-                format!("index {name:?}: an entry for row {}, which is no live row of {table:?} with that key", entries[i].1)
+                format!("index {name}: an entry for row {}, which is no live row of {table} with that key", entries[i].1)
             });
         }
         shown += 1;
         if missing { j += 1 } else { i += 1 }
     }
     if shown > 10 {
-        w.damage.push(format!("index {name:?}: {} more disagreements with its table", shown - 10));
+        w.damage.push(format!("index {name}: {} more disagreements with its table", shown - 10));
     }
     in_use.extend(w.seen.iter().copied());
     Ok(IndexReport {

@@ -8,15 +8,15 @@
 use nvpage_buffer::View;
 use nvpage_storage::PageId;
 
-use super::WriteTxn;
-use crate::catalog::IndexMeta;
+use super::{Live, WriteTxn};
+use crate::catalog::{IndexMeta, Stamp};
 use crate::error::{Error, Result};
 use crate::heap::HeapPage;
 use crate::index::node;
 use crate::index::tree::{TreeWriter, find_exact};
 use crate::index::{Index, describe_key, key, row_key};
 use crate::row::RowRef;
-use crate::table::{RowId, Table};
+use crate::table::{DropTarget, RowId, Table};
 use crate::txn::ReadOps;
 
 /// Tables of up to this many rows are indexed by reading every key into memory and sorting
@@ -29,7 +29,10 @@ impl WriteTxn<'_> {
     /// share a key, ordered by row id. Rows the table holds are indexed by a sorted bottom-up
     /// build. Index names are their own namespace (an index may share a table's name).
     pub fn create_index(&mut self, name: &str, table: &Table, columns: &[&str]) -> Result<Index> {
-        self.statement(|t| t.create_index_inner(name, table, columns, false))
+        self.statement(|t| {
+            let table = t.live(table)?;
+            t.create_index_inner(name, table, columns, false)
+        })
     }
 
     /// Creates unique index `name` over `columns` of `table`: no two rows may have one key
@@ -42,13 +45,16 @@ impl WriteTxn<'_> {
         table: &Table,
         columns: &[&str],
     ) -> Result<Index> {
-        self.statement(|t| t.create_index_inner(name, table, columns, true))
+        self.statement(|t| {
+            let table = t.live(table)?;
+            t.create_index_inner(name, table, columns, true)
+        })
     }
 
     fn create_index_inner(
         &mut self,
         name: &str,
-        table: &Table,
+        table: Live<'_>,
         columns: &[&str],
         unique: bool,
     ) -> Result<Index> {
@@ -58,7 +64,7 @@ impl WriteTxn<'_> {
         if self.catalog.index(name).is_some() {
             return Err(Error::IndexExists(name.into()));
         }
-        let schema = self.meta(table)?.schema.clone();
+        let schema = self.meta(&table)?.schema.clone();
         if columns.is_empty() {
             return Err(Error::InvalidSchema("an index needs at least one column".into()));
         }
@@ -66,19 +72,21 @@ impl WriteTxn<'_> {
         for c in columns {
             let i = schema.index_of(c)? as u16;
             if cols.contains(&i) {
-                return Err(Error::InvalidSchema(format!("column {c:?} twice in one index")));
+                return Err(Error::InvalidSchema(format!("column {c} twice in index {name}")));
             }
             cols.push(i);
         }
         let (bytes, max) = (key::max_len(&schema, &cols, true), node::max_key(self.db.page_size()));
         if bytes > max {
-            return Err(Error::KeyTooLarge { bytes, max });
+            let columns = columns.iter().map(|c| c.to_string()).collect();
+            return Err(Error::KeyTooLarge { index: name.into(), columns, bytes, max });
         }
         let id = self.catalog.next_table_id;
         let next_id =
             id.checked_add(1).ok_or_else(|| Error::InvalidSchema("table ids exhausted".into()))?;
         let meta = IndexMeta {
             id,
+            stamp: Stamp::fresh(),
             name: name.into(),
             table_id: table.id,
             columns: cols,
@@ -96,10 +104,10 @@ impl WriteTxn<'_> {
         // Otherwise every key is read into one buffer and sorted, before anything changes: two
         // rows with one key in a unique index leave the transaction as it was.
         let ascending =
-            self.meta(table)?.rows > IN_MEMORY_BUILD_ROWS && self.keys_ascend(table, &meta)?;
+            self.meta(&table)?.rows > IN_MEMORY_BUILD_ROWS && self.keys_ascend(table, &meta)?;
         let (mut keys, mut entries, mut buf) = (Vec::new(), Vec::new(), Vec::new());
         if !ascending {
-            self.for_each_row(table, |row| {
+            self.for_each_row(&table, |row| {
                 row_key(&meta, &schema, &row, &mut buf)?;
                 entries.push((keys.len(), buf.len(), row.id()));
                 keys.extend_from_slice(&buf);
@@ -109,12 +117,12 @@ impl WriteTxn<'_> {
         let key_of = |&(at, len, _): &(usize, usize, RowId)| &keys[at..at + len];
         entries.sort_unstable_by(|a, b| key_of(a).cmp(key_of(b)));
         if let Some(w) = entries.windows(2).find(|w| key_of(&w[0]) == key_of(&w[1])) {
-            let row = self.get(table, w[1].2)?;
+            let row = self.get(&table, w[1].2)?;
             let key = describe_key(&meta, &row.row()?);
             return Err(Error::UniqueViolation { index: name.into(), key });
         }
         let pages: Vec<PageId> =
-            if ascending { self.meta(table)?.pages().collect() } else { Vec::new() };
+            if ascending { self.meta(&table)?.pages().collect() } else { Vec::new() };
         self.catalog.next_table_id = next_id;
         self.catalog.indexes.push(meta);
         self.catalog_dirty = true;
@@ -148,15 +156,15 @@ impl WriteTxn<'_> {
             }
             tree.build_finish(b)?;
         }
-        let t = self.meta(table)?;
+        let t = self.meta(&table)?;
         Ok(Index::from_meta(&self.catalog.indexes[ix], t))
     }
 
     /// Whether `table`'s rows, in scan order, have strictly ascending keys in index `x` (stops
     /// at the first that does not).
-    fn keys_ascend(&self, table: &Table, x: &IndexMeta) -> Result<bool> {
+    fn keys_ascend(&self, table: Live<'_>, x: &IndexMeta) -> Result<bool> {
         let (mut last, mut k): (Option<Vec<u8>>, Vec<u8>) = (None, Vec::new());
-        for page in self.scan(table)? {
+        for page in self.scan(&table)? {
             let page = page?;
             for row in page.rows() {
                 row_key(x, table.schema(), &row?, &mut k)?;
@@ -169,11 +177,20 @@ impl WriteTxn<'_> {
         Ok(true)
     }
 
-    /// Drops index `name`. Its pages become free to reuse once no read transaction that can
-    /// still see the index is live.
-    pub fn drop_index(&mut self, name: &str) -> Result<()> {
+    /// Drops an index: the index named so (`&str`, `&String`), or the one a handle was made for
+    /// (`&Index`), which is [`Error::UnknownIndex`] wherever that one does not exist, even if
+    /// another index has its name now (see [`DropTarget`]). Its pages become free to reuse once
+    /// no read transaction that can still see the index is live.
+    pub fn drop_index<'a>(&mut self, index: impl Into<DropTarget<'a, Index>>) -> Result<()> {
+        let index = index.into();
         self.statement(|t| {
-            let i = t.catalog.indexes.iter().position(|x| x.name == name);
+            let indexes = &t.catalog.indexes;
+            let (i, name) = match index {
+                DropTarget::Name(name) => (indexes.iter().position(|x| x.name == name), name),
+                DropTarget::Handle(h) => {
+                    (indexes.iter().position(|x| x.stamp == h.stamp), h.name())
+                }
+            };
             let x = t.catalog.indexes.remove(i.ok_or_else(|| Error::UnknownIndex(name.into()))?);
             t.release_index(&x)
         })
@@ -193,7 +210,7 @@ impl WriteTxn<'_> {
     }
 
     /// Whether `table` has an index.
-    pub(super) fn indexed(&self, table: &Table) -> bool {
+    pub(super) fn indexed(&self, table: Live<'_>) -> bool {
         self.catalog.indexes.iter().any(|x| x.table_id == table.id)
     }
 
@@ -201,7 +218,7 @@ impl WriteTxn<'_> {
     /// index a key another row holds; `except` is the row being updated, which may keep its key.
     pub(super) fn check_unique(
         &self,
-        table: &Table,
+        table: Live<'_>,
         row: &[u8],
         except: Option<RowId>,
     ) -> Result<()> {
@@ -234,12 +251,12 @@ impl WriteTxn<'_> {
     }
 
     /// Adds row `id` (encoded as `row`) to each of `table`'s indexes.
-    pub(super) fn index_insert(&mut self, table: &Table, row: &[u8], id: RowId) -> Result<()> {
+    pub(super) fn index_insert(&mut self, table: Live<'_>, row: &[u8], id: RowId) -> Result<()> {
         self.index_change(table, None, Some((row, id)))
     }
 
     /// Takes row `id` (encoded as `row`) out of each of `table`'s indexes.
-    pub(super) fn index_delete(&mut self, table: &Table, row: &[u8], id: RowId) -> Result<()> {
+    pub(super) fn index_delete(&mut self, table: Live<'_>, row: &[u8], id: RowId) -> Result<()> {
         self.index_change(table, Some((row, id)), None)
     }
 
@@ -247,7 +264,7 @@ impl WriteTxn<'_> {
     /// its id), where its key or id changed.
     pub(super) fn index_update(
         &mut self,
-        table: &Table,
+        table: Live<'_>,
         old: (&[u8], RowId),
         new: (&[u8], RowId),
     ) -> Result<()> {
@@ -256,7 +273,7 @@ impl WriteTxn<'_> {
 
     fn index_change(
         &mut self,
-        table: &Table,
+        table: Live<'_>,
         old: Option<(&[u8], RowId)>,
         new: Option<(&[u8], RowId)>,
     ) -> Result<()> {

@@ -110,7 +110,7 @@ impl FromStr for Layer {
         Layer::ALL
             .into_iter()
             .find(|l| l.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown layer {s:?}: expected pread, se1 or se2"))
+            .ok_or_else(|| format!("unknown layer '{s}': expected pread, se1 or se2"))
     }
 }
 

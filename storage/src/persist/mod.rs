@@ -5,8 +5,14 @@
 //! | [`Dax`]         | `mmap(MAP_SHARED_VALIDATE \| MAP_SYNC)` succeeds          | CLWB/CLFLUSHOPT/CLFLUSH per line, SFENCE    | power loss |
 //! | [`EmulatedNvm`] | the option or `NVPAGE_EMULATE_NVM=1`, on tmpfs/ramfs only | the same cache-line path                    | process crash only |
 //! | (either, eADR)  | [`PersistRequest::Eadr`] only: eADR cannot be detected     | SFENCE alone, no flush                      | as above, if the platform has eADR |
-//! | [`Msync`]       | default for mapped files                                 | `msync(MS_SYNC)` of the range's OS pages    | power loss, as far as the FS keeps its promise |
+//! | [`Msync`]       | default for mapped files                                 | `msync(MS_SYNC)` of the range's OS pages (a log's records: `fdatasync`) | power loss, as far as the FS keeps its promise |
 //! | [`Fdatasync`]   | the pread layer                                          | `fdatasync` of the file                     | power loss, as far as the FS keeps its promise |
+//!
+//! In the two sync modes the bytes reach the page cache by `pwrite`, the mapping (in [`Msync`]
+//! mode) serving reads: a store into a clean page of a shared mapping would make the file system
+//! dirty its whole folio. [`Durability`]'s text says so ("msync on disk (pwrite, then msync or
+//! fdatasync)": [`Durability::write_path`]), so that no report suggests that pages are written
+//! through the mapping.
 //!
 //! Emulated NVM is DRAM: its flushes model NVM's cost, not durability, and no report calls it
 //! durable. A mapped disk file is never put on cache-line flushes: asking for them, by the option
@@ -44,6 +50,9 @@ pub enum PersistMode {
     /// `msync(MS_SYNC)` over a shared mapping. Survives power loss as far as the file system
     /// keeps `msync`'s promise. Pages are written back with `pwrite` in this mode, and Linux's
     /// `msync` syncs the file's range however its pages were dirtied ([`crate::RawFile::sync`]).
+    /// A log's records are written with `pwrite` on a disk (copied into the mapping on memory)
+    /// and made durable by `fdatasync`, each committer through an open file description of its
+    /// own ([`crate::RawFile::sync_own`]).
     Msync,
     /// `fdatasync` after `pwrite`. Survives power loss as far as the file system keeps
     /// `fdatasync`'s promise.
@@ -156,15 +165,31 @@ impl Durability {
                  eADR keeps the CPU caches in the power-fail domain (asked for, not detected)"
             }
             (PersistMode::Dax, _) => "power loss, by the kernel's contract for MAP_SYNC mappings",
-            (PersistMode::EmulatedNvm, _) | (_, true) => {
+            (PersistMode::EmulatedNvm, _) => {
                 "a process crash only: the medium is DRAM, flushes model NVM's cost, not durability"
             }
+            (_, true) => "a process crash only: the medium is DRAM",
             (PersistMode::Msync, false) => {
-                "power loss, as far as the file system keeps msync's promise"
+                "power loss, as far as the file system keeps msync's and fdatasync's promise"
             }
             (PersistMode::Fdatasync, false) => {
                 "power loss, as far as the file system keeps fdatasync's promise"
             }
+        }
+    }
+
+    /// How bytes reach the file and are made durable in the two sync modes, as the code does
+    /// it: pages and records are written with `pwrite` (in [`PersistMode::Msync`] mode the
+    /// mapping serves reads; on a memory medium a log's records are copied into it instead),
+    /// then made durable by `msync` of the range (pages, a log's state word) or by `fdatasync`
+    /// (the pread layer; a record log's commits, each through an open file description of its
+    /// own). `None` for the cache-line modes, whose name and instruction say it.
+    pub fn write_path(&self) -> Option<&'static str> {
+        match (self.mode, self.medium.is_memory()) {
+            (PersistMode::Msync, false) => Some("pwrite, then msync or fdatasync"),
+            (PersistMode::Msync, true) => Some("pwrite or a copy, then msync or fdatasync"),
+            (PersistMode::Fdatasync, _) => Some("pwrite, then fdatasync"),
+            (PersistMode::Dax | PersistMode::EmulatedNvm, _) => None,
         }
     }
 
@@ -179,6 +204,9 @@ impl fmt::Display for Durability {
         write!(f, "{} on {}", self.mode, self.medium.name())?;
         if let Some(instr) = self.flush.filter(|_| self.mode.uses_cache_lines()) {
             write!(f, " ({})", instr.name())?;
+        }
+        if let Some(path) = self.write_path() {
+            write!(f, " ({path})")?;
         }
         write!(f, ": survives {}", self.guarantee())
     }

@@ -15,9 +15,10 @@ use std::path::Path;
 
 use nvpage_wal::Uuid;
 use nvpage_wal::layout::{
-    DATA_OFFSET, Decoded, FIRST_GENERATION, FORMAT_VERSION, GENERATION_MASK, HeaderFault, LogFault,
-    LogHeader, MAGIC, MAX_CAPACITY, RECORD_HEADER_LEN, RecordCheck, STATE_OFFSET, Scan, State,
-    decode_log, scan_records,
+    CAPACITY_WORD_OFFSET, DATA_OFFSET, Decoded, FIRST_GENERATION, FORMAT_VERSION, GENERATION_MASK,
+    GROWABLE_VERSION, HeaderFault, LogFault, LogHeader, MAGIC, MAX_CAPACITY, RECORD_HEADER_LEN,
+    RecordCheck, STATE_OFFSET, Scan, State, decode_capacity, decode_log, encode_capacity,
+    scan_records,
 };
 use nvpage_wal::{Framing, Log, OpenOptions, WalError};
 
@@ -92,8 +93,9 @@ fn file_version(file: &[u8]) -> u32 {
 }
 
 /// The format version a fuzz input's flags ask for: 3 if bit 5 is set, else 4 if bit 6 is, else
-/// the current one (5): every format this build reads is fuzzed (3: the prefixed check; 4: the
-/// seeded check with 8-byte alignment; 5: records on whole lines).
+/// the current one (6): every record check this build reads is fuzzed (3: the prefixed check;
+/// 4: the seeded check with 8-byte alignment; 5 and 6: records on whole lines, 6 with its
+/// capacity word).
 fn version_of_flags(flags: u8) -> u32 {
     if flags & 32 == 32 {
         3
@@ -102,6 +104,16 @@ fn version_of_flags(flags: u8) -> u32 {
     } else {
         FORMAT_VERSION
     }
+}
+
+/// The capacity an open of `file` must find (its header is whole and sound): from format 6 the
+/// capacity word's, if it decodes, else the header's.
+fn capacity_of(file: &[u8]) -> u64 {
+    let header = u64_at(file, CAPACITY_OFFSET);
+    if file_version(file) < GROWABLE_VERSION {
+        return header;
+    }
+    decode_capacity(u64_at(file, CAPACITY_WORD_OFFSET)).unwrap_or(header)
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -221,8 +233,9 @@ fn is_valid_record(rest: &[u8], at: u64, generation: u32, version: u32) -> bool 
 
 /// Repairs the checks of a log file's bytes as the mode byte of `log_records` and `log_decode`
 /// asks, so that mutations reach what lies behind them: bit 4 reseals the records found from
-/// the start of the data area to the state word's generation, bit 3 the state word's check byte,
-/// bit 0 the header's checksum (in that order: the header's checksum covers neither).
+/// the start of the data area to the state word's generation, bit 3 the state word's check byte
+/// and (format 6 on) the capacity word's, bit 0 the header's checksum (in that order: the
+/// header's checksum covers none of them).
 fn reseal_file(file: &mut [u8], mode: u8) {
     if file.len() >= DATA_OFFSET {
         let word = u64_at(file, STATE_OFFSET);
@@ -236,6 +249,11 @@ fn reseal_file(file: &mut [u8], mode: u8) {
         }
         if mode & 8 == 8 {
             file[STATE_OFFSET..STATE_OFFSET + 8].copy_from_slice(&state.encode().to_le_bytes());
+            if file_version(file) >= GROWABLE_VERSION {
+                let capacity = u64_at(file, CAPACITY_WORD_OFFSET) & MAX_CAPACITY;
+                let sealed = encode_capacity(capacity).to_le_bytes();
+                file[CAPACITY_WORD_OFFSET..CAPACITY_WORD_OFFSET + 8].copy_from_slice(&sealed);
+            }
         }
     }
     if mode & 1 == 1 && file.len() >= HEADER_LEN {
@@ -244,8 +262,8 @@ fn reseal_file(file: &mut [u8], mode: u8) {
 }
 
 /// Target `log_records`: arbitrary bytes as a log file. Input byte 0: bit 0 repairs the header
-/// checksum, bit 3 the state word's check byte, bit 4 reseals the records (so mutations reach
-/// the state word and the records; see `reseal_file`), bit 1 opens read-only; byte 1 is walk's
+/// checksum, bit 3 the state and capacity words' check bytes, bit 4 reseals the records (so
+/// mutations reach those words and the records; see `reseal_file`), bit 1 opens read-only; byte 1 is walk's
 /// chunk size; the rest is the file.
 pub fn log_records(data: &[u8]) {
     let mut input = Input::new(data);
@@ -327,6 +345,10 @@ pub fn log_recovery(data: &[u8]) {
     let sealed = flags & 16 == 0;
     let state = if sealed { State { tail, generation }.encode() } else { word };
     file[STATE_OFFSET..STATE_OFFSET + 8].copy_from_slice(&state.to_le_bytes());
+    if version >= GROWABLE_VERSION {
+        let word = encode_capacity(capacity).to_le_bytes();
+        file[CAPACITY_WORD_OFFSET..CAPACITY_WORD_OFFSET + 8].copy_from_slice(&word);
+    }
     file.extend_from_slice(&area);
     let cut_short = flags & 8 == 8 && cut > 0;
     if cut_short {
@@ -490,12 +512,13 @@ pub fn log_scan(data: &[u8]) {
 /// (`decode_log`, which `Log::open` runs over the mapped file) but with no file, so it runs
 /// many times faster than `log_records`, whose input format it extends (its corpus started
 /// from `log_records`'s): byte 0 — bit 0 repairs the header checksum, bit 2 expects the
-/// database UUID 07070707-…, bit 3 repairs the state word's check byte, bit 4 reseals the
+/// database UUID 07070707-…, bit 3 repairs the state and capacity words' check bytes, bit 4 reseals the
 /// records found from the start of the data area to the state word's generation (so that
 /// mutations reach the records behind the checks); byte 1 is unused; the rest is the file.
 ///
 /// Properties: no panic; every outcome is checked against the bytes independently — a decoded
-/// log has a header that encodes back to itself, the length its capacity needs, the state word
+/// log has a header that encodes back to itself, the capacity of its format (from format 6
+/// the capacity word's, never below the header's), the length its capacity needs, the state word
 /// found at its offset with its tail within the capacity, and (a record log) exactly the
 /// records `reference_scan` finds; each error names a fault the bytes really have.
 pub fn log_decode(data: &[u8]) {
@@ -507,12 +530,13 @@ pub fn log_decode(data: &[u8]) {
     let expect = (mode & 4 == 4).then(|| Uuid::from_bytes([7; 16]));
     let word = (file.len() >= STATE_OFFSET + 8).then(|| u64_at(&file, STATE_OFFSET));
     match decode_log(&file, expect) {
-        Ok(Decoded { header, state, scan }) => {
+        Ok(Decoded { header, capacity, state, scan }) => {
             let mut head = [0u8; HEADER_LEN];
             head.copy_from_slice(&file[..HEADER_LEN]);
             assert_eq!(LogHeader::decode(&head), Ok(header), "the header decodes alone");
             assert_eq!(LogHeader::decode(&header.encode()), Ok(header), "header round trip");
-            let capacity = header.capacity;
+            assert_eq!(capacity, capacity_of(&file), "the capacity of the file's format");
+            assert!(capacity >= header.capacity, "a capacity below the one at create decoded");
             assert!(file.len() as u64 >= DATA_OFFSET as u64 + capacity, "a truncated log decoded");
             assert!(expect.is_none_or(|u| u == header.uuid), "a foreign log decoded");
             assert_eq!(word.map(State::decode), Some(Ok(state)), "the state word at its offset");
@@ -545,14 +569,20 @@ pub fn log_decode(data: &[u8]) {
             assert_ne!(expected, found);
             assert_eq!(&file[UUID_OFFSET..DATA_OFFSET_OFFSET], found.as_bytes());
         }
+        Err(LogFault::Capacity { word: w, reason }) => {
+            assert!(file_version(&file) >= GROWABLE_VERSION, "a capacity word in format < 6");
+            assert_eq!(w, u64_at(&file, CAPACITY_WORD_OFFSET), "another word than the capacity's");
+            let bad = decode_capacity(w).map_or(true, |c| c < u64_at(&file, CAPACITY_OFFSET));
+            assert!(bad, "a sound capacity word reported damaged: {reason}");
+        }
         Err(LogFault::State { word: w, reason }) => {
             assert_eq!(Some(w), word, "another word than the one at the state offset");
-            let capacity = u64_at(&file, CAPACITY_OFFSET);
+            let capacity = capacity_of(&file);
             let bad = State::decode(w).map_or(true, |s| s.tail > capacity);
             assert!(bad, "a sound state word reported damaged: {reason}");
         }
         Err(LogFault::Record(fault)) => {
-            let capacity = u64_at(&file, CAPACITY_OFFSET);
+            let capacity = capacity_of(&file);
             let state = word.map(State::decode).expect("a word").expect("a sound word");
             let got = reference_scan(data_area(&file, capacity), state, file_version(&file));
             assert_eq!(got, Err(fault.offset), "damage at another record: {}", fault.reason);

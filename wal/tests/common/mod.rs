@@ -56,6 +56,13 @@ pub fn open(path: &Path, persistence: PersistRequest) -> Result<Log> {
     r
 }
 
+/// Opens `path` allowed to grow to `max_bytes`.
+pub fn open_growing(path: &Path, persistence: PersistRequest, max_bytes: u64) -> Result<Log> {
+    let opts =
+        nvpage_wal::OpenOptions { persistence, max_bytes: Some(max_bytes), ..Default::default() };
+    Log::open_with(path, &opts)
+}
+
 /// What holds `path`'s `flock`, for a failed open's report: the lines of `/proc/locks` for its
 /// file (device and inode), this process's descriptors and mappings of it, and after how many
 /// yields, if within a thousand, that lock line is gone (a holder that was closing at the time).

@@ -130,11 +130,11 @@ pub fn run_sized(
     false
 }
 
-/// A failed append: `LogFull` changes nothing (Some); anything else leaves the record possibly
-/// there and the log poisoned (None).
+/// A failed append: `LogFull`, and `NoSpace` for a growth, change nothing (Some); anything
+/// else leaves the record possibly there and the log poisoned (None).
 fn failed(e: WalError, model: &mut Model, rec: Vec<u8>) -> Option<()> {
     match e {
-        WalError::LogFull { .. } => Some(()),
+        WalError::LogFull { .. } | WalError::NoSpace { .. } => Some(()),
         _ => {
             model.pending.push(rec);
             None

@@ -7,10 +7,16 @@
 //! | LMDB (`heed`) | a B+tree entry, key the 8 big-endian bytes | its read-only mapping: the OS page cache | durable at return (`fdatasync`; LMDB's defaults) |
 //! | redb | a B+tree entry, key a `u64` | its own cache (1 GiB by default) over `pread` and the OS page cache | durable at return (`Durability::Immediate`, the default) |
 //! | SQLite (`rusqlite`, bundled) | a row of a `WITHOUT ROWID` table, `k BLOB PRIMARY KEY` | its page cache (2 MiB by default) over `pread` and the OS page cache | durable at return (`journal_mode=WAL`, `synchronous=FULL`: the WAL is synced at every commit) |
+//!
+//! LMDB, redb and SQLite are compiled in only with the bench's features `lmdb`, `redb` and
+//! `sqlite` ([`crate::features`]); opening one this build left out is an error naming its feature.
 
+#[cfg(feature = "lmdb")]
 mod lmdb_store;
 mod nvpage_store;
+#[cfg(feature = "redb")]
 mod redb_store;
+#[cfg(feature = "sqlite")]
 mod sqlite_store;
 
 use std::path::Path;
@@ -21,6 +27,7 @@ use serde::Serialize;
 
 use super::workload::Op;
 use crate::BoxError;
+use crate::features::Comparison;
 use crate::tpch::Medium;
 
 /// A database of the data set, open, as the runner drives it. Every method runs on the calling
@@ -84,7 +91,34 @@ pub enum Engine {
     Sqlite,
 }
 
+impl EngineName {
+    /// The engine nvpage is compared with, for all but nvpage.
+    pub fn comparison(self) -> Option<Comparison> {
+        match self {
+            EngineName::Nvpage => None,
+            EngineName::Lmdb => Some(Comparison::Lmdb),
+            EngineName::Redb => Some(Comparison::Redb),
+            EngineName::Sqlite => Some(Comparison::Sqlite),
+        }
+    }
+
+    /// Whether this build has the engine (nvpage always; the others with their features).
+    pub fn is_compiled(self) -> bool {
+        self.comparison().is_none_or(Comparison::is_compiled)
+    }
+}
+
 impl Engine {
+    /// The engine nvpage is compared with, for all but nvpage.
+    pub fn comparison(self) -> Option<Comparison> {
+        match self {
+            Engine::Nvpage(_) => None,
+            Engine::Lmdb => Some(Comparison::Lmdb),
+            Engine::Redb => Some(Comparison::Redb),
+            Engine::Sqlite => Some(Comparison::Sqlite),
+        }
+    }
+
     /// The engine's name: `nvpage`, `lmdb`, `redb`, `sqlite`.
     pub fn name(self) -> &'static str {
         match self {
@@ -129,7 +163,10 @@ impl Engine {
     }
 
     /// Opens (creating if missing) the engine's database in directory `dir` on `medium`; nvpage
-    /// with a pool of `pool_bytes`.
+    /// with a pool of `pool_bytes`. An engine this build left out is an error naming its
+    /// feature.
+    // `entries` sizes LMDB's map only.
+    #[cfg_attr(not(feature = "lmdb"), allow(unused_variables))]
     pub fn open(
         self,
         dir: &Path,
@@ -141,15 +178,24 @@ impl Engine {
             Engine::Nvpage(layer) => {
                 Box::new(nvpage_store::NvStore::open(dir, layer, medium, pool_bytes)?)
             }
+            #[cfg(feature = "lmdb")]
             Engine::Lmdb => Box::new(lmdb_store::LmdbStore::open(dir, medium, entries)?),
+            #[cfg(feature = "redb")]
             Engine::Redb => Box::new(redb_store::RedbStore::open(dir, medium)?),
+            #[cfg(feature = "sqlite")]
             Engine::Sqlite => Box::new(sqlite_store::SqliteStore::open(dir, medium)?),
+            #[cfg(not(all(feature = "lmdb", feature = "redb", feature = "sqlite")))]
+            left_out => {
+                let missing: Vec<Comparison> = left_out.comparison().into_iter().collect();
+                return Err(crate::features::not_compiled(&missing, "kv").into());
+            }
         })
     }
 }
 
 /// The durability of the engines other than nvpage: how their commit is made durable, the
 /// medium, and what that survives.
+#[cfg(any(feature = "lmdb", feature = "redb", feature = "sqlite"))]
 fn durability(how: &str, medium: Medium) -> String {
     let survives = match medium {
         Medium::Disk => "power loss",

@@ -1,5 +1,5 @@
-//! Criterion benches of the file layers (issue 2): read a page, write a page back, and write a
-//! page back durably, per layer, on a disk directory (`/var/tmp`, the benchmarks' one default:
+//! Criterion benches of the file layers: read a page, write a page back, and write a page back
+//! durably, per layer, on a disk directory (`/var/tmp`, the benchmarks' one default:
 //! see `nvpage_bench::dirs`) and on tmpfs (`/dev/shm`, emulated NVM for the mapped layers), over
 //! a small file of random pages.
 //!

@@ -1,16 +1,14 @@
 //! nvpage's benchmarks as a library, so the `nvpage-bench` binary and the criterion benches share
 //! fixtures and measuring code.
 //!
-//! - [`engine`]: small durable transactions beside SQLite's, bulk loads and recovery time
-//!   (issues 5 and 17).
+//! - [`engine`]: small durable transactions beside SQLite's, bulk loads and recovery time.
 //! - [`kv`]: point lookups, range scans and an update mix on a key-value data set, nvpage's
-//!   indexed table beside LMDB, redb and SQLite (issue 18).
-//! - [`log`]: the log beside `write`+`fdatasync` and libpmemlog (issue 3).
+//!   indexed table beside LMDB, redb and SQLite.
+//! - [`log`]: the log beside `write`+`fdatasync` and libpmemlog.
 //! - [`refresh`]: TPC-H's refresh functions in a loop of write transactions beside Q1 and Q6,
-//!   which read snapshots (issue 15).
-//! - [`storage`]: the file layers against each other and against the machine (issue 2).
-//! - [`tpch`]: the TPC-H query-time comparison across layers, media, pool sizes, cold and warm
-//!   (issue 6).
+//!   which read snapshots.
+//! - [`storage`]: the file layers against each other and against the machine.
+//! - [`tpch`]: the TPC-H query-time comparison across layers, media, pool sizes, cold and warm.
 //! - [`features`]: the engines nvpage is compared with (SQLite, LMDB, redb), each compiled in
 //!   only with its Cargo feature (`sqlite`, `lmdb`, `redb`; `compare` for all three).
 //! - [`chart`], [`cputime`], [`dirs`], [`machine`], [`memlimit`], [`memory`], [`report`],

@@ -1,4 +1,4 @@
-//! `nvpage-bench log`: the log side by side, in one run (issue 3). Systems: nvpage's log (raw and
+//! `nvpage-bench log`: the log side by side, in one run. Systems: nvpage's log (raw and
 //! record framing; on the disk also created zero-filled, `Prefill::Zeros`), `pwrite` + `fdatasync` per append on a plain file, and — with the Cargo
 //! feature `pmdk` — PMDK's libpmemlog through `nvpage_wal::pmdk`. Media: tmpfs with the
 //! cache-line path forced (emulated NVM: survives a process crash only), tmpfs with `msync`, and a

@@ -1,4 +1,4 @@
-//! `nvpage-bench`: one subcommand per benchmark. `storage` (issue 2) measures the file layers;
+//! `nvpage-bench`: one subcommand per benchmark. `storage` measures the file layers;
 //! `log` the persistent-memory log, `tpch` the main job, `engine` the engine's small durable
 //! transactions beside SQLite's, its loads and recovery,
 //! `refresh` TPC-H's refresh functions beside queries that read snapshots, `kv` key-value

@@ -5,8 +5,8 @@
 //! charged to the cgroup that reads it).
 //!
 //! The bench does not set a limit itself (creating a cgroup and moving into it needs a delegated
-//! hierarchy, which `systemd-run --scope -p MemoryMax=...` or `cgexec` provide; the README says
-//! how); it reads the one it runs under.
+//! hierarchy, which `systemd-run --scope -p MemoryMax=...` or `cgexec` provide;
+//! `docs/benchmarks.md`, "Larger scale factors", says how); it reads the one it runs under.
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! Why the pool's page table is a dense array and not `dashmap` (issue 14 asked): a lookup of a
+//! Why the pool's page table is a dense array and not `dashmap`: a lookup of a
 //! page's entry by page id, the first step of every fetch, in the two shapes — a chunked array
 //! indexed by page id (what `pool/mod.rs` keeps: chunks of 65,536 entries allocated on first
 //! use, an entry found with two dependent loads) and a `DashMap<u64, u32>` (sharded hash map,

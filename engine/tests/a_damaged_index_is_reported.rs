@@ -1,4 +1,4 @@
-//! Goal: a damaged index page is reported, never a panic or a hang (issue 18), on every layer.
+//! Goal: a damaged index page is reported, never a panic or a hang, on every layer.
 //! A unique index over long names (4 KiB pages, keys sharing a 150-byte prefix, so the tree
 //! has inner nodes below its root) is closed, and its pages in the data file are damaged in
 //! seventeen distinct ways, each on its own copy of the file:

@@ -1,5 +1,5 @@
-//! Goal: a durable commit on a disk costs three device flushes however many pages it changed
-//! (issue 17): one for all its before-images together (the log, before the first page is stored
+//! Goal: a durable commit on a disk costs three device flushes however many pages it changed:
+//! one for all its before-images together (the log, before the first page is stored
 //! in place), one for its pages (the data file's sync), one for the commit point (the log's
 //! rewind) — counted on the power-loss simulator, on every layer, for a single-row insert (one
 //! page logged, its heap page: a commit that changes only the row count does not write the

@@ -1,4 +1,4 @@
-//! Goal: rule 6 with nothing written back yet (issue 14): a write transaction whose file growth
+//! Goal: rule 6 with nothing written back yet: a write transaction whose file growth
 //! fails at its `fsync` — before any page was written back — poisons the database at once, on
 //! every layer: `is_poisoned()` says so as soon as the persist failed (not only after a commit
 //! met it), the commit fails, no later transaction begins, and a reopen recovers the last commit.

@@ -1,4 +1,4 @@
-//! Goal: a reader holding a guard never makes a commit fail, poison or deadlock (issue 15, R8),
+//! Goal: a reader holding a guard never makes a commit fail, poison or deadlock (R8),
 //! on every layer. A reader thread holds a `RowGuard` on a row while the writer updates that
 //! row's page and commits: in SE2, where the guard points into the mapping, the commit waits for
 //! it (counted as a write-back wait) — and while it waits, the reader runs a parallel scan over

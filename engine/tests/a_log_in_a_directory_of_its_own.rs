@@ -1,4 +1,4 @@
-//! Goal: the log in a directory of its own (issue 17), as PostgreSQL's `pg_wal` on a device of
+//! Goal: the log in a directory of its own, as PostgreSQL's `pg_wal` on a device of
 //! its own: data on the disk, the log on tmpfs (emulated NVM, cache-line persistence), on every
 //! layer. Each file reports its own durability and the database the weaker of the two; a commit
 //! costs one device flush on the data file's side (the log's persists are cache-line fences);

@@ -1,5 +1,5 @@
 //! Goal: a panic that unwinds out of a commit or an abort leaves the database poisoned, never
-//! half-done and usable (issue 14), on every layer: failpoints (feature `failpoints`) panic
+//! half-done and usable, on every layer: failpoints (feature `failpoints`) panic
 //! after the commit's pages are forced, after its commit point, and in the middle of an abort
 //! whose transaction stole pages. Afterwards `is_poisoned()` holds, no transaction begins, a
 //! reader that began before keeps its snapshot, and a reopen recovers: the transaction is absent

@@ -1,4 +1,4 @@
-//! Goal: an index is as atomic and durable as the table it indexes (issue 18). A workload of
+//! Goal: an index is as atomic and durable as the table it indexes. A workload of
 //! long keys — so that leaves and inner nodes split, empty and are freed within each
 //! transaction, through a pool of 8 frames that steals index pages mid-transaction — runs on
 //! the storage simulator and is cut at every persist it makes (the fault once, or for good),

@@ -1,4 +1,4 @@
-//! Goal: indexes behave as a user of a storage engine expects (issue 18), on every layer — a
+//! Goal: indexes behave as a user of a storage engine expects, on every layer — a
 //! bulk build on a loaded table equals an index kept row by row; trees grow deep and shrink back
 //! as rows come and go, their pages reused rather than the file grown; a unique violation is a
 //! typed error that leaves the transaction usable; a reader's snapshot keeps its index contents

@@ -1,4 +1,4 @@
-//! Goal: an index answers exactly what a sorted map of the table's rows answers (issue 18).
+//! Goal: an index answers exactly what a sorted map of the table's rows answers.
 //! Random sequences of inserts, updates (rows that grow and move), deletes, commits and aborts
 //! run on a table with a unique index and a composite non-unique one over nullable columns,
 //! with 4 KiB pages, long keys (trees several levels deep) and a pool of 12 frames (pages

@@ -1,8 +1,8 @@
-//! Goal: the page-at-a-time fold (`ReadOps::par_fold_pages`, issue 16's scan API) reads what the
-//! row-at-a-time API reads — every committed row once, a write transaction's own changes, NULLs
-//! as NULLs — on every layer, with the pool holding all of the table or a few pages of it, with
-//! several workers each taking several chunks of pages; and a handle made for another table
-//! whose column there is not laid out as this one's is the typed `ColumnMismatch` (a
+//! Goal: the page-at-a-time fold (`ReadOps::par_fold_pages`, a scan that hands the fold whole
+//! pages) reads what the row-at-a-time API reads — every committed row once, a write transaction's
+//! own changes, NULLs as NULLs — on every layer, with the pool holding all of the table or a few
+//! pages of it, with several workers each taking several chunks of pages; and a handle made for
+//! another table whose column there is not laid out as this one's is the typed `ColumnMismatch` (a
 //! row-at-a-time getter compares only the fixed areas' lengths), a NULL read with `get` `Null`.
 
 mod common;

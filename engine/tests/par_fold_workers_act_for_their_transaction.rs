@@ -1,5 +1,5 @@
 //! Goal: a parallel scan's worker threads carry their transaction's protection against waiting
-//! for themselves (issue 14): a fold closure that calls `begin_read` inside the write
+//! for themselves: a fold closure that calls `begin_read` inside the write
 //! transaction gets `WriteTxnHeld`, and one that calls `begin_write` inside a read transaction
 //! gets `ReadTxnHeld`, on every worker — as on the calling thread — instead of hanging; while a
 //! fold inside a read transaction may begin another read transaction (it never waits for the

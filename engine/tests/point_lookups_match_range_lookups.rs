@@ -1,5 +1,5 @@
 //! Goal: `get_by` on a unique index with a whole key and no NULL — which searches one leaf
-//! instead of running a range scan (session 13) — finds exactly what the range lookup finds:
+//! instead of running a range scan — finds exactly what the range lookup finds:
 //! the row with the key, or none; in a reader's snapshot and in the writer's own changes
 //! (inserted, deleted, moved to another key); on every layer, with trees several levels deep
 //! (4 KiB pages). Keys with a NULL, and key prefixes, take the range path and agree with it

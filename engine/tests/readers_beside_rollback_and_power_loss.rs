@@ -1,4 +1,4 @@
-//! Goal: readers beside rollback and power loss (issue 15), on every layer, on the power-loss
+//! Goal: readers beside rollback and power loss, on every layer, on the power-loss
 //! simulator. A reader holding its snapshot reads it unchanged while the writer steals pages
 //! mid-transaction (an 8-frame pool), while the writer aborts — its before-images restored in
 //! place beside the reader —, after a commit, and while a last transaction with stolen pages is

@@ -1,5 +1,5 @@
-//! Goal: what a reader holds never makes the writer fail, poison or hang (issue 15, R8; found by
-//! a review in session 6), in the cases a review built: `check` on a thread holding a read
+//! Goal: what a reader holds never makes the writer fail, poison or hang (R8), in the cases a
+//! review built: `check` on a thread holding a read
 //! transaction is `ReadTxnHeld` instead of waiting for a commit that waits for that thread; a
 //! commit whose log fills part-way through its flush rolls back without waiting for a reader that
 //! holds a guard on a page it logged but never stored, and the reader begins another read

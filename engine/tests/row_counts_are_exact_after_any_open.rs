@@ -1,6 +1,6 @@
 //! Goal: a table's row count and an index's entry count are exact after any open, although a
-//! commit that changes only counts does not write the catalog (issue 17: rewriting the catalog
-//! page for its row count was about a third of a single-row insert's commit). After a clean
+//! commit that changes only counts does not write the catalog (rewriting the catalog page for its
+//! row count was about a third of a single-row insert's commit). After a clean
 //! close (`Database::close`, or a drop) the next open reads no table page to know them; after a
 //! crash that left the file's counts behind its rows — commits that changed counts since the
 //! catalog was last written, then the power cut while every write of the process fails, so its

@@ -1,4 +1,4 @@
-//! Goal: snapshot isolation, checked against a model (issue 15). On every layer and both media, a
+//! Goal: snapshot isolation, checked against a model. On every layer and both media, a
 //! writer runs the random workload — inserts, updates that grow and move rows, deletes, tables
 //! created and dropped, aborts, the file grown — through a pool of 8 frames, so that pages are
 //! stolen (written back in place, then restored on abort) mid-transaction. Reader threads begin

@@ -1,8 +1,8 @@
 //! Goal: every corruption of the bytes the engine reads is reported — as a typed error at open,
 //! on a read or scan, or as damage by `Database::check` (`nvpage check`) — never a wrong answer,
-//! never a panic. Issue 7's campaign: one corruption per run, chosen by seed, into a closed
-//! database, which is then reopened and read in full on each of the three layers (one corrupted
-//! image, three reads):
+//! never a panic. The campaign (`docs/reliability.md`, "Corruption"): one corruption per run,
+//! chosen by seed, into a closed database, which is then reopened and read in full on each of
+//! the three layers (one corrupted image, three reads):
 //!
 //! - a bit flip in a page in use (the header, the catalog, every page of every table): the page
 //!   CRC32C covers every byte but the checksum itself, which is compared, so there is no unused

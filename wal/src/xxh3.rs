@@ -5,15 +5,15 @@
 //! tests compare them on every length around the algorithm's boundaries, and on random ones).
 //!
 //! Why a second implementation: `twox-hash` hashes a 4 KiB page in about 100 ns here, before the
-//! record's first store; streaming the record out takes about 350 ns more, most of it waiting
-//! for the stores to drain. Folded in beside the stores, the hash runs while they drain, and
-//! most of its cost is hidden (README, "The log", session 16). The accumulators are [`Lanes`]:
-//! four SSE2 registers ([`Acc`]: x86_64's baseline, intrinsics that take no pointers), two AVX2
-//! ones where the CPU has AVX2 (`Acc256`, half the instructions per stripe; chosen at run time
-//! by `layout::store_record_lines` for payloads hashed in its loop), plain integers off x86_64.
-//! A loop of 4 KiB appends on emulated NVM (a scratch program, six invocations of four rounds,
-//! alternated with the SSE2 build): 2.00–2.12 M/s with SSE2, 2.06–2.31 with AVX2 (medians 2.08
-//! and 2.26); storing each line as two 32-byte streaming stores as well
+//! record's first store; streaming the record out takes about 350 ns more, most of it waiting for
+//! the stores to drain. Folded in beside the stores, the hash runs while they drain, and most of
+//! its cost is hidden (`docs/design.md`, "Framing is fixed at create"). The accumulators are
+//! [`Lanes`]: four SSE2 registers ([`Acc`]: x86_64's baseline, intrinsics that take no pointers),
+//! two AVX2 ones where the CPU has AVX2 (`Acc256`, half the instructions per stripe; chosen at run
+//! time by `layout::store_record_lines` for payloads hashed in its loop), plain integers off
+//! x86_64. A loop of 4 KiB appends on emulated NVM (a scratch program, six invocations of four
+//! rounds, alternated with the SSE2 build): 2.00–2.12 M/s with SSE2, 2.06–2.31 with AVX2 (medians
+//! 2.08 and 2.26); storing each line as two 32-byte streaming stores as well
 //! (`LineStreamer::store_avx2`), six more invocations alternated: 2.07–2.26 → 2.21–2.42 M/s
 //! (medians 2.19 → 2.30).
 //!

@@ -1,6 +1,5 @@
 //! `nvpage-bench engine`: the engine's small durable transactions beside SQLite's, its bulk-load
-//! rate and its recovery time, per layer and medium (issues 5 and 17). Every figure names its
-//! durability.
+//! rate and its recovery time, per layer and medium. Every figure names its durability.
 //!
 //! - **txn** ([`txn`]): small durable transactions — one row inserted, and 1, 10 and 100 rows
 //!   updated in place (same size, so each keeps its place) — on every layer, and in the same run
@@ -8,7 +7,7 @@
 //!   (`journal_mode=DELETE`) and with `WAL`, both `synchronous=FULL` ([`sqlite`]). Commits per
 //!   second and the p50 and p99 latency of a transaction (begin to durable commit); then each
 //!   layer's rate divided by SQLite's for the same workload, medium and run (medians of the
-//!   per-run ratios), and the targets of issue 17.
+//!   per-run ratios), and the project's targets for durable single-row inserts against SQLite.
 //! - **load**: one write transaction inserting many rows, then its commit; rows per second
 //!   including the commit's force.
 //! - **recovery**: open time of a database whose log holds before-images of an unfinished

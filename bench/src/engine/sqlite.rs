@@ -1,4 +1,4 @@
-//! SQLite beside nvpage (issue 17): the bundled SQLite through `rusqlite`, one connection, the
+//! SQLite beside nvpage: the bundled SQLite through `rusqlite`, one connection, the
 //! same table and rows, `synchronous=FULL`, each transaction `BEGIN ... COMMIT`, in one of two
 //! journal modes — `DELETE`, a rollback journal of before-images as nvpage's undo log is, and
 //! `WAL`. Its page size and page cache are nvpage's page size and pool, so both keep the whole

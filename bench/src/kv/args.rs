@@ -66,7 +66,7 @@ impl WorkloadName {
 /// Options of `nvpage-bench kv`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct KvArgs {
-    /// Entries (8-byte keys, 100-byte values); issue 18 measures 10 M
+    /// Entries (8-byte keys, 100-byte values); the README's figures use 10 M
     #[arg(long, value_name = "N", default_value_t = 10_000_000,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub entries: u64,

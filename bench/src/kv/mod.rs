@@ -1,4 +1,4 @@
-//! `nvpage-bench kv`: a key-value benchmark (issue 18). 8-byte keys and 100-byte values,
+//! `nvpage-bench kv`: a key-value benchmark. 8-byte keys and 100-byte values,
 //! loaded in sorted and in random order; then uniform and Zipfian point lookups, 100-entry
 //! range scans, and a 50/50 lookup/update mix with a durable commit per 100 updates, on one
 //! and more threads — nvpage per layer and pool size beside LMDB (heed), redb and SQLite
@@ -145,7 +145,9 @@ pub fn print(report: &KvReport) {
     }
     let targets = output::targets(&report.rows);
     if targets.iter().any(|t| t.1.is_some()) {
-        println!("\nIssue 18's targets (tmpfs, 1 thread, warm uniform lookups):");
+        println!(
+            "\nTargets: warm uniform lookups on tmpfs, 1 thread, SE2 against pread, redb and LMDB:"
+        );
         for (what, r, met) in targets {
             let verdict = match met {
                 Some(true) => "met",

@@ -1,6 +1,6 @@
 //! What the terminal shows (one line per configuration: median and range of operations per
-//! second over runs; the durability of every write figure; issue 18's targets), the SVG chart
-//! and the JSON report.
+//! second over runs; the durability of every write figure; the targets for warm uniform lookups),
+//! the SVG chart and the JSON report.
 
 use comfy_table::{Cell, Table};
 use serde::Serialize;
@@ -173,8 +173,8 @@ fn ratio(lines: &[Line], a: (&str, Option<f64>), b: (&str, Option<f64>)) -> Opti
     Some(find(a)?.median_ops_per_s / find(b)?.median_ops_per_s)
 }
 
-/// Issue 18's targets (tmpfs, one thread, warm uniform lookups), each with its measured ratio:
-/// `(what, ratio, met)`.
+/// The targets for warm uniform lookups (tmpfs, one thread): SE2 against pread, redb and LMDB,
+/// each with its measured ratio: `(what, ratio, met)`.
 pub fn targets(lines: &[Line]) -> Vec<(String, Option<f64>, Option<bool>)> {
     let se2 = "nvpage/se2";
     let cases = [

@@ -1,5 +1,5 @@
 //! `nvpage-bench refresh`: TPC-H's refresh functions in a loop of write transactions beside a
-//! query stream (issue 15). For Q1 and Q6 on one thread: the query time alone and beside the
+//! query stream. For Q1 and Q6 on one thread: the query time alone and beside the
 //! refresh loop, the loop's throughput alone and beside the queries, per layer and medium, with
 //! the memory old page versions hold and the readers' page-latch waits.
 //!

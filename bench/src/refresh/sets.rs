@@ -12,9 +12,9 @@
 //!
 //! Where this differs from `dbgen -U`: dbgen's update sets put their keys in the gaps of the
 //! sparse key space (its `mk_sparse` adds the update number into the unused bits) and its RF2
-//! deletes orders of the loaded population. Here new keys lie above the loaded maximum, as the
-//! issue asks, and RF2 deletes the orders an earlier RF1 inserted, so the database returns to its
-//! loaded state after every pair and a snapshot's expected answers are known (see `model`).
+//! deletes orders of the loaded population. Here new keys lie above the loaded maximum, and RF2
+//! deletes the orders an earlier RF1 inserted, so the database returns to its loaded state
+//! after every pair and a snapshot's expected answers are known (see `model`).
 
 use tpchgen::generators::{LineItem, LineItemGenerator, Order, OrderGenerator};
 

@@ -1,5 +1,4 @@
-//! `nvpage-bench storage`: the file layers measured against each other and against the machine
-//! (issue 2's benchmark).
+//! `nvpage-bench storage`: the file layers measured against each other and against the machine.
 //!
 //! Per layer and medium: a sequential pass over a large file that reads every byte (cold, then
 //! warm in the same open), reported in GB/s with the process's system-CPU share; random
@@ -366,8 +365,8 @@ fn standard_notes(cfg: &Config) -> Vec<String> {
             "rand-*: random pages of a {} MiB file already read once in this open. rand-read \
              fetches a page and reads every byte; rand-write is write_page (seal with CRC32C, then \
              pwrite, copy, or copy + flush); rand-write+sync adds sync() per page (in the \
-             cache-line modes a fence, since session 17: nothing is left for fdatasync) ({} \
-             ops or 2 s per run, whichever ends first).",
+             cache-line modes a fence: nothing is left for fdatasync) ({} ops or 2 s per run, \
+             whichever ends first).",
             cfg.random_bytes >> 20,
             cfg.sync_ops
         ),

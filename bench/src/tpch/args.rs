@@ -78,7 +78,7 @@ pub struct TpchArgs {
     /// beside --json's file, else beside --svg's, else in the working directory]
     #[arg(long, value_name = "PATH")]
     pub detail: Option<PathBuf>,
-    /// Also print the summary as a Markdown table (the README's)
+    /// Also print the summary as a Markdown table (the one in docs/benchmarks.md)
     #[arg(long)]
     pub markdown: bool,
     /// Also run PostgreSQL on the same data, on each medium (a throwaway server with its data

@@ -1,5 +1,5 @@
 //! `nvpage-bench tpch`: the TPC-H query-time comparison across the file layers, on disk and on
-//! emulated NVM, cold and warm (issue 6; the experiment of Mustafa et al., 2016, on our engine).
+//! emulated NVM, cold and warm (the experiment of Mustafa et al., 2016, on our engine).
 //!
 //! - [`load`]: `tpchgen`'s rows into nvpage tables with exact types ([`schema`]).
 //! - [`queries`]: hand-written plans over nvpage scans for all 22 queries.

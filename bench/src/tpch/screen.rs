@@ -31,6 +31,8 @@ fn persisted_by(l: &LoadRecord) -> String {
         return "fsync (its WAL)".into();
     }
     let head = l.durability.split(": survives").next().unwrap_or_default();
+    // How pages are written (`(pwrite, then msync or fdatasync)`) is in the detail file.
+    let head = head.split(" (pwrite").next().unwrap_or(head);
     head.replace(&format!(" on {}", l.medium), "")
 }
 

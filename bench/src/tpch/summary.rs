@@ -1,6 +1,6 @@
 //! The paper's table: per medium, pool size and pass, each layer's query time relative to
 //! pread's ([`times_table`], on the screen) and its system share of CPU time ([`sys_table`], in
-//! the detail); both in one Markdown table for the README ([`markdown`]).
+//! the detail); both in one Markdown table, as `docs/benchmarks.md` shows it ([`markdown`]).
 //!
 //! A layer's relative time is the geometric mean, over the queries both ran, of its median time
 //! divided by pread's: the mean TPC-H's power metric takes, which weighs a query that halves
@@ -232,7 +232,8 @@ pub fn sys_table(rows: &[SummaryRow]) -> Table {
     terminal_table(rows, Part::SysShare)
 }
 
-/// The summary as a Markdown table (the README's).
+/// The summary as a Markdown table (the one in `docs/benchmarks.md`, "SF 0.1, every layer and
+/// medium").
 pub fn markdown(rows: &[SummaryRow]) -> String {
     let (header, body) = cells(rows, Part::Both, " ");
     let mut t = Table::new();

@@ -294,7 +294,7 @@ impl BufferPool {
     /// background on a disk. Nothing on a file that is memory (tmpfs, ramfs), whose pages need
     /// no reading: there the layer's hint fills the mapping's page tables ahead of the reader
     /// (`MADV_POPULATE_READ`, on the reader's thread), which cost cold scans more than the page
-    /// faults it saved (session 13, `tpch --sf 1 --queries 1,6 --layers pread,se1,se2 --media
+    /// faults it saved (`tpch --sf 1 --queries 1,6 --layers pread,se1,se2 --media
     /// tmpfs --pool-fraction 1.0,0.1 --runs 3`, cold: Q6 on SE2 107–111 ms without it, 126–138
     /// with it).
     pub fn will_need(&self, first: PageId, count: u64) {

@@ -121,7 +121,7 @@ impl BatchBuilder {
     }
 }
 
-fn gather(g: &mut Gathered, page: PageRows<'_>, batch: &PageBatch<'_, '_>) -> nvpage::Result<()> {
+fn gather<'p>(g: &mut Gathered, page: PageRows<'p>, batch: &PageBatch<'p, '_>) -> nvpage::Result<()> {
     let valid = g.valid.as_mut();
     match &mut g.values {
         Values::I32(c, v) => batch.gather(page.col(*c)?, v, valid),

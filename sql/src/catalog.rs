@@ -2,7 +2,6 @@
 //! transaction, as the transaction does), beside tables of the session's own that live outside
 //! the database (`CREATE EXTERNAL TABLE` over CSV or Parquet files, views).
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -76,10 +75,6 @@ fn lookup(rx: &impl ReadOps, name: &str) -> crate::error::Result<Option<(nvpage:
 
 #[async_trait]
 impl SchemaProvider for NvpageSchema {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn table_names(&self) -> Vec<String> {
         let mut names = self.nvpage_names().unwrap_or_default();
         names.extend(self.outside.lock().keys().cloned());
@@ -104,7 +99,7 @@ impl SchemaProvider for NvpageSchema {
         if self.table_exist(&name) {
             return Err(DataFusionError::Plan(format!("table {name} exists already")));
         }
-        let Some(mem) = table.as_any().downcast_ref::<MemTable>() else {
+        let Some(mem) = table.downcast_ref::<MemTable>() else {
             return Ok(self.outside.lock().insert(name, table));
         };
         let schema = schema_of(&mem.schema()).map_err(df)?;

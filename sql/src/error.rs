@@ -13,6 +13,9 @@ pub enum Error {
     /// mismatch, as its message says.
     #[error(transparent)]
     DataFusion(#[from] DataFusionError),
+    /// Arrow refused a batch or a value (a type it cannot cast, a malformed array).
+    #[error(transparent)]
+    Arrow(#[from] datafusion::arrow::error::ArrowError),
     /// A statement the SQL layer cannot carry out as written (a type with no nvpage
     /// counterpart, a value that does not fit its column), with what and why.
     #[error("{0}")]

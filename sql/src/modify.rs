@@ -2,7 +2,6 @@
 //! and the `SET` expressions evaluated by DataFusion on those rows, then the changes applied —
 //! every row found first, then changed, so that a row the statement moves is never met again.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -149,8 +148,8 @@ impl ModifyExec {
                     let v = e.evaluate(&batch)?.into_array(batch.num_rows())?;
                     cols[*i] = v;
                 }
-                let updated = RecordBatch::try_new(batch.schema(), cols).map_err(Error::from_arrow)?;
-                found.new_rows.push(filter_record_batch(&updated, &keep).map_err(Error::from_arrow)?);
+                let updated = RecordBatch::try_new(batch.schema(), cols)?;
+                found.new_rows.push(filter_record_batch(&updated, &keep)?);
             }
             Ok(())
         };
@@ -222,10 +221,6 @@ impl DisplayAs for ModifyExec {
 impl ExecutionPlan for ModifyExec {
     fn name(&self) -> &str {
         "ModifyExec"
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {

@@ -2,7 +2,6 @@
 //! the page fold, exact row counts as statistics, and `INSERT`, `UPDATE`, `DELETE` through the
 //! session's writer.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -69,10 +68,6 @@ impl NvpageTable {
 
 #[async_trait]
 impl TableProvider for NvpageTable {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }

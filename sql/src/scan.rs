@@ -9,7 +9,6 @@
 //! transaction the pages are the writer's, read on the session's writer thread
 //! (`writer.rs`), a chunk of pages per request.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -135,10 +134,6 @@ impl DisplayAs for NvpageScan {
 impl ExecutionPlan for NvpageScan {
     fn name(&self) -> &str {
         "NvpageScan"
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {

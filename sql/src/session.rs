@@ -35,10 +35,18 @@ pub const CATALOG: &str = "nvpage";
 pub const SCHEMA: &str = "public";
 
 /// A SQL session over an nvpage database (see the crate's docs).
-#[derive(Debug)]
 pub struct Session {
     ctx: SessionContext,
     writer: Writer,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("database", &self.writer.db().path())
+            .field("in_transaction", &self.writer.in_transaction())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Session {
@@ -49,9 +57,15 @@ impl Session {
     }
 
     /// A session over `db` with `config` (batch size, target partitions, …); its default
-    /// catalog and schema become the database's.
+    /// catalog and schema become the database's, and numeric literals with a point are exact
+    /// decimals (`sql_parser.parse_float_as_decimal`).
     pub fn with_config(db: Arc<Database>, config: SessionConfig) -> Result<Self> {
         let writer = Writer::start(db)?;
+        let mut config = config;
+        // `1.5` is an exact decimal, as in PostgreSQL, not a float: nvpage's numbers are
+        // integers and decimals, and a float's rounding would change the value stored or
+        // compared (99999999999999.9999 as a float is 10^14).
+        config.options_mut().sql_parser.parse_float_as_decimal = true;
         let config = config
             .with_information_schema(true)
             .with_create_default_catalog_and_schema(false)
@@ -73,6 +87,15 @@ impl Session {
     /// The database.
     pub fn database(&self) -> &Arc<Database> {
         self.writer.db()
+    }
+
+    /// Ends the session: a transaction left open is rolled back, and the session lets go of
+    /// the database (dropping the session does the same, without waiting for its writer
+    /// thread to end).
+    pub fn close(self) {
+        let writer = self.writer.clone();
+        drop(self);
+        writer.stop();
     }
 
     /// Whether `BEGIN` has opened a transaction that `COMMIT` or `ROLLBACK` has not ended.
@@ -141,8 +164,10 @@ impl Session {
         }
     }
 
+    /// The result of a statement that returns no rows: no columns, no rows.
     fn empty(&self) -> Result<DataFrame> {
-        Ok(self.ctx.read_empty()?)
+        let none = datafusion::arrow::datatypes::Schema::empty();
+        Ok(self.ctx.read_batch(datafusion::arrow::array::RecordBatch::new_empty(Arc::new(none)))?)
     }
 
     /// Inside a doomed transaction nothing runs but `COMMIT` and `ROLLBACK`.

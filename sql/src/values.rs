@@ -5,7 +5,7 @@ use datafusion::arrow::array::{
     Array, AsArray, Date32Array, Decimal128Array, Int8Array, Int16Array, Int32Array, Int64Array,
     UInt8Array, UInt16Array, UInt32Array,
 };
-use datafusion::arrow::datatypes::{DataType, Decimal128Type};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, DecimalType};
 use datafusion::arrow::record_batch::RecordBatch;
 use nvpage::{ColumnType, Date, Decimal, Table, Value, WriteTxn};
 
@@ -27,7 +27,7 @@ pub(crate) fn insert_batch(txn: &mut WriteTxn<'_>, table: &Table, batch: &Record
 }
 
 /// Readers of `batch`'s columns as values of `table`'s columns, in order.
-pub(crate) fn readers<'b>(table: &Table, batch: &'b RecordBatch) -> Result<Vec<ColumnReader<'b>>> {
+pub(crate) fn readers<'b>(table: &'b Table, batch: &'b RecordBatch) -> Result<Vec<ColumnReader<'b>>> {
     let cols = table.schema().columns();
     if batch.num_columns() != cols.len() {
         return Err(Error::Plan(format!(

@@ -30,6 +30,8 @@ pub(crate) struct Slot<'db> {
     doomed: Option<String>,
     /// Whether the running statement has changed something.
     changed: bool,
+    /// Set by [`Writer::stop`]: the thread ends after this job.
+    stopping: bool,
 }
 
 impl<'db> Slot<'db> {
@@ -75,6 +77,8 @@ type Job = Box<dyn for<'db> FnOnce(&mut Slot<'db>) + Send>;
 #[derive(Clone, Debug)]
 pub(crate) struct Writer {
     jobs: std::sync::mpsc::Sender<Job>,
+    /// The thread, joined by [`Writer::stop`].
+    thread: Arc<parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>>,
     /// Whether `BEGIN` has opened a transaction (read without a round trip by the scans and the
     /// catalog, which then read the transaction's own changes).
     explicit: Arc<AtomicBool>,
@@ -86,7 +90,7 @@ impl Writer {
     pub(crate) fn start(db: Arc<Database>) -> Result<Self> {
         let (jobs, rx) = std::sync::mpsc::channel::<Job>();
         let owned = db.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("nvpage-sql-writer".into())
             .spawn(move || {
                 let mut slot = Slot {
@@ -95,15 +99,29 @@ impl Writer {
                     explicit: false,
                     doomed: None,
                     changed: false,
+                    stopping: false,
                 };
                 for job in rx {
                     job(&mut slot);
+                    if slot.stopping {
+                        break;
+                    }
                 }
                 // Dropping an open transaction rolls it back.
                 drop(slot.txn.take());
             })
             .map_err(|e| Error::Plan(format!("cannot start the session's writer thread: {e}")))?;
-        Ok(Self { jobs, explicit: Arc::new(AtomicBool::new(false)), db })
+        let thread = Arc::new(parking_lot::Mutex::new(Some(thread)));
+        Ok(Self { jobs, thread, explicit: Arc::new(AtomicBool::new(false)), db })
+    }
+
+    /// Ends the writer thread, rolling back a transaction left open, and waits until it has
+    /// let go of the database.
+    pub(crate) fn stop(&self) {
+        let _ = self.jobs.send(Box::new(|slot: &mut Slot<'_>| slot.stopping = true));
+        if let Some(t) = self.thread.lock().take() {
+            let _ = t.join();
+        }
     }
 
     /// The database.

@@ -237,7 +237,13 @@ impl Printer {
                     // Each piece is an array: its elements join the one array of the result.
                     let body = buf.strip_prefix(b"[").and_then(|b| b.strip_suffix(b"]"));
                     if let Some(body) = body.filter(|b| !b.is_empty()) {
-                        let sep: &[u8] = if self.rows > 0 { b"," } else if self.begun { b"" } else { b"[" };
+                        let sep: &[u8] = if self.rows > 0 {
+                            b","
+                        } else if self.begun {
+                            b""
+                        } else {
+                            b"["
+                        };
                         out.write_all(sep).map_err(io)?;
                         out.write_all(body).map_err(io)?;
                         self.rows += b.num_rows();

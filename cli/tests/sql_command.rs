@@ -68,7 +68,17 @@ fn statements_run_in_order_in_one_session_in_every_format() {
     // its header.
     assert!(stdout.ends_with("k,v\n1,one\n2,two\n3,\nk\n"), "{stdout}");
 
-    let json = ok(&nvpage(&dir, &["--format", "json", "-c", "SELECT k, v FROM t WHERE k < 3 ORDER BY k", "-c", "SELECT k FROM t WHERE k > 10"]));
+    let json = ok(&nvpage(
+        &dir,
+        &[
+            "--format",
+            "json",
+            "-c",
+            "SELECT k, v FROM t WHERE k < 3 ORDER BY k",
+            "-c",
+            "SELECT k FROM t WHERE k > 10",
+        ],
+    ));
     assert_eq!(json, "[{\"k\":1,\"v\":\"one\"},{\"k\":2,\"v\":\"two\"}]\n[]\n");
 
     let table = ok(&nvpage(&dir, &["-c", "SELECT count(*) AS n FROM t"]));
@@ -98,12 +108,16 @@ fn the_first_failing_statement_ends_the_run_with_its_error() {
         ("INSERT INTO t VALUES ('x', DATE '2020-01-01')", "Cannot cast string 'x'"),
         ("SELECT d + d FROM t", "Date32 + Date32"),
     ] {
-        let out = nvpage(&dir, &["--format", "csv", "-c", sql, "-c", "INSERT INTO t VALUES (1, NULL)"]);
+        let out =
+            nvpage(&dir, &["--format", "csv", "-c", sql, "-c", "INSERT INTO t VALUES (1, NULL)"]);
         fails(&out, names);
         assert!(out.stdout.is_empty(), "{sql}: {}", String::from_utf8_lossy(&out.stdout));
     }
     // Nothing after a failure ran: the table is still empty.
-    assert_eq!(ok(&nvpage(&dir, &["--format", "csv", "-c", "SELECT count(*) AS n FROM t"])), "n\n0\n");
+    assert_eq!(
+        ok(&nvpage(&dir, &["--format", "csv", "-c", "SELECT count(*) AS n FROM t"])),
+        "n\n0\n"
+    );
     // A missing database with --read-only is an error, not a new database.
     let out = nvpage(&tmp.path().join("none"), &["--read-only", "-c", "SELECT 1"]);
     fails(&out, "none");

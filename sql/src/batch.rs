@@ -10,7 +10,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use nvpage::{Col, ColumnType, PageBatch, PageRows, RowId, RowPlaces, Schema, kind};
+use nvpage::{Col, ColumnType, PageBatch, PageRows, RowId, RowPlaces, RowRef, Schema, kind};
 
 use crate::error::{Error, Result};
 use crate::filter::Pred;
@@ -98,7 +98,7 @@ impl BatchBuilder {
     pub(crate) fn append(&mut self, page: PageRows<'_>, limit: usize) -> Result<usize> {
         let mut batch = page.locate(&mut self.places)?;
         if let Some(pred) = &self.pred {
-            batch.retain(|row| Ok(pred.eval(&row)? == Some(true)))?;
+            batch.retain(|row| Ok(pred.eval(&row.row())? == Some(true)))?;
         }
         batch.truncate(limit);
         if let Some(ids) = &mut self.ids {
@@ -111,6 +111,47 @@ impl BatchBuilder {
         Ok(batch.len())
     }
 
+    /// Appends `row` if the predicate keeps it; returns whether it did. For rows reached one at
+    /// a time (through an index), where [`BatchBuilder::append`] gathers a page's at once.
+    pub(crate) fn append_row(&mut self, row: &RowRef<'_>) -> Result<bool> {
+        if let Some(pred) = &self.pred {
+            if pred.eval(row)? != Some(true) {
+                return Ok(false);
+            }
+        }
+        if let Some(ids) = &mut self.ids {
+            ids.push(row.id());
+        }
+        for g in &mut self.cols {
+            let present = match &mut g.values {
+                Values::I32(c, v) => push(v, row.get_opt(*c)?),
+                Values::I64(c, v) => push(v, row.get_opt(*c)?),
+                Values::Decimal(c, _, v) => push(v, row.get_opt(*c)?),
+                Values::Date(c, v) => push(v, row.get_opt(*c)?.map(|d| d.0)),
+                Values::Str(c, data, ends) => {
+                    let value = row.get_opt(*c)?;
+                    data.extend_from_slice(value.unwrap_or_default());
+                    let end = i32::try_from(data.len()).map_err(|_| {
+                        Error::Plan("a string column gathers past 2 GiB of bytes".into())
+                    })?;
+                    ends.push(end);
+                    value.is_some()
+                }
+            };
+            match &mut g.valid {
+                Some(valid) => valid.push(present),
+                None if !present => {
+                    return Err(Error::Engine(nvpage::Error::CorruptRow(
+                        "a NULL in a column that is NOT NULL".into(),
+                    )));
+                }
+                None => {}
+            }
+        }
+        self.rows += 1;
+        Ok(true)
+    }
+
     /// The rows gathered so far as a record batch; the builder starts again empty.
     pub(crate) fn finish(&mut self) -> Result<RecordBatch> {
         let rows = std::mem::take(&mut self.rows);
@@ -121,7 +162,18 @@ impl BatchBuilder {
     }
 }
 
-fn gather<'p>(g: &mut Gathered, page: PageRows<'p>, batch: &PageBatch<'p, '_>) -> nvpage::Result<()> {
+/// Pushes `value` (its type's default for NULL); returns whether it was present.
+fn push<T: Default>(v: &mut Vec<T>, value: Option<T>) -> bool {
+    let present = value.is_some();
+    v.push(value.unwrap_or_default());
+    present
+}
+
+fn gather<'p>(
+    g: &mut Gathered,
+    page: PageRows<'p>,
+    batch: &PageBatch<'p, '_>,
+) -> nvpage::Result<()> {
     let valid = g.valid.as_mut();
     match &mut g.values {
         Values::I32(c, v) => batch.gather(page.col(*c)?, v, valid),
@@ -136,8 +188,12 @@ fn gather<'p>(g: &mut Gathered, page: PageRows<'p>, batch: &PageBatch<'p, '_>) -
 fn take_array(g: &mut Gathered) -> Result<ArrayRef> {
     let nulls = g.valid.as_mut().map(|v| NullBuffer::from(std::mem::take(v)));
     Ok(match &mut g.values {
-        Values::I32(_, v) => Arc::new(Int32Array::new(ScalarBuffer::from(std::mem::take(v)), nulls)),
-        Values::I64(_, v) => Arc::new(Int64Array::new(ScalarBuffer::from(std::mem::take(v)), nulls)),
+        Values::I32(_, v) => {
+            Arc::new(Int32Array::new(ScalarBuffer::from(std::mem::take(v)), nulls))
+        }
+        Values::I64(_, v) => {
+            Arc::new(Int64Array::new(ScalarBuffer::from(std::mem::take(v)), nulls))
+        }
         Values::Date(_, v) => {
             Arc::new(Date32Array::new(ScalarBuffer::from(std::mem::take(v)), nulls))
         }

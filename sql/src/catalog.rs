@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
-use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use nvpage::ReadOps;
 use parking_lot::Mutex;
@@ -85,7 +85,11 @@ impl SchemaProvider for NvpageSchema {
         if let Some(t) = self.outside.lock().get(name) {
             return Ok(Some(t.clone()));
         }
-        Ok(self.nvpage_table(name).await.map_err(df)?.map(|t| Arc::new(t) as Arc<dyn TableProvider>))
+        Ok(self
+            .nvpage_table(name)
+            .await
+            .map_err(df)?
+            .map(|t| Arc::new(t) as Arc<dyn TableProvider>))
     }
 
     /// A table DataFusion made: its own `CREATE TABLE` (an in-memory table, with or without

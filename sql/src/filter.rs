@@ -12,10 +12,12 @@
 //! every value and its order (a wider integer or decimal, another string type). Anything else
 //! is left to DataFusion.
 
+use std::ops::Bound;
+
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator, expr::InList};
-use nvpage::{Col, ColumnType, PageRow, Schema, kind};
+use nvpage::{Col, ColumnType, RowRef, Schema, kind};
 
 use crate::error::Result;
 
@@ -28,17 +30,41 @@ pub(crate) enum Pred {
     Or(Vec<Pred>),
     Not(Box<Pred>),
     /// `col IS NULL` (or `IS NOT NULL` when negated).
-    IsNull { col: ColRef, negated: bool },
+    IsNull {
+        col: ColRef,
+        negated: bool,
+    },
     /// A numeric column (integers, decimals, dates) scaled by `scale_up`, against `lit`.
-    Num { col: ColRef, scale_up: i128, op: Cmp, lit: i128 },
+    Num {
+        col: ColRef,
+        scale_up: i128,
+        op: Cmp,
+        lit: i128,
+    },
     /// A string column's bytes against `lit`.
-    Str { col: ColRef, op: Cmp, lit: Vec<u8> },
+    Str {
+        col: ColRef,
+        op: Cmp,
+        lit: Vec<u8>,
+    },
     /// `col IN (…)`: numeric values (scaled as in `Num`), or strings; `null` if the list holds
     /// a NULL (then a miss is unknown, not false).
-    NumIn { col: ColRef, scale_up: i128, list: Vec<i128>, null: bool },
-    StrIn { col: ColRef, list: Vec<Vec<u8>>, null: bool },
+    NumIn {
+        col: ColRef,
+        scale_up: i128,
+        list: Vec<i128>,
+        null: bool,
+    },
+    StrIn {
+        col: ColRef,
+        list: Vec<Vec<u8>>,
+        null: bool,
+    },
     /// `col LIKE 'prefix%'`.
-    Prefix { col: ColRef, prefix: Vec<u8> },
+    Prefix {
+        col: ColRef,
+        prefix: Vec<u8>,
+    },
 }
 
 /// A comparison operator.
@@ -107,14 +133,13 @@ enum Reader {
 
 impl ColRef {
     #[inline]
-    fn is_null(&self, row: &PageRow<'_>) -> bool {
-        row.row().is_null(self.index)
+    fn is_null(&self, row: &RowRef<'_>) -> bool {
+        row.is_null(self.index)
     }
 
     /// The column's value as a number (`None` for NULL).
     #[inline]
-    fn num(&self, row: &PageRow<'_>) -> nvpage::Result<Option<i128>> {
-        let r = row.row();
+    fn num(&self, r: &RowRef<'_>) -> nvpage::Result<Option<i128>> {
         Ok(match self.read {
             Reader::I32(c) => r.get_opt(c)?.map(i128::from),
             Reader::I64(c) => r.get_opt(c)?.map(i128::from),
@@ -125,9 +150,9 @@ impl ColRef {
     }
 
     #[inline]
-    fn bytes<'p>(&self, row: &PageRow<'p>) -> nvpage::Result<Option<&'p [u8]>> {
+    fn bytes<'p>(&self, row: &RowRef<'p>) -> nvpage::Result<Option<&'p [u8]>> {
         match self.read {
-            Reader::Bytes(c) => row.row().get_opt(c),
+            Reader::Bytes(c) => row.get_opt(c),
             _ => Ok(None),
         }
     }
@@ -135,7 +160,7 @@ impl ColRef {
 
 impl Pred {
     /// The predicate's value on `row`: `Some(true)` keeps it.
-    pub(crate) fn eval(&self, row: &PageRow<'_>) -> nvpage::Result<Option<bool>> {
+    pub(crate) fn eval(&self, row: &RowRef<'_>) -> nvpage::Result<Option<bool>> {
         Ok(match self {
             Pred::Const(v) => *v,
             Pred::And(ps) => {
@@ -166,9 +191,9 @@ impl Pred {
                 col.num(row)?.map(|v| op.holds(&(v * scale_up), lit))
             }
             Pred::Str { col, op, lit } => col.bytes(row)?.map(|v| op.holds(v, lit.as_slice())),
-            Pred::NumIn { col, scale_up, list, null } => col
-                .num(row)?
-                .and_then(|v| in_list(list.contains(&(v * scale_up)), *null)),
+            Pred::NumIn { col, scale_up, list, null } => {
+                col.num(row)?.and_then(|v| in_list(list.contains(&(v * scale_up)), *null))
+            }
             Pred::StrIn { col, list, null } => {
                 col.bytes(row)?.and_then(|v| in_list(list.iter().any(|l| l == v), *null))
             }
@@ -267,7 +292,13 @@ impl Compiler<'_> {
                 let p = self.in_list(self.operand(expr)?, list)?;
                 Some(if *negated { Pred::Not(Box::new(p)) } else { p })
             }
-            Expr::Like(Like { negated, expr, pattern, escape_char: None, case_insensitive: false }) => {
+            Expr::Like(Like {
+                negated,
+                expr,
+                pattern,
+                escape_char: None,
+                case_insensitive: false,
+            }) => {
                 let col = self.operand(expr)?;
                 let prefix = like_prefix(&string_literal(literal(pattern)?)??)?;
                 if !col.string {
@@ -320,11 +351,18 @@ impl Compiler<'_> {
             (ColumnType::I32, DataType::Int32 | DataType::Int64) => true,
             (ColumnType::I64, DataType::Int64) => true,
             (ColumnType::Date, DataType::Date32) => true,
-            (ColumnType::I32 | ColumnType::I64 | ColumnType::Decimal { .. }, DataType::Decimal128(p, s)) => {
+            (
+                ColumnType::I32 | ColumnType::I64 | ColumnType::Decimal { .. },
+                DataType::Decimal128(p, s),
+            ) => {
                 // Every value fits: as many digits before the point, and at least the scale.
-                *s >= op.scale && i16::from(*p) - i16::from(*s) >= i16::from(digits) - i16::from(op.scale)
+                *s >= op.scale
+                    && i16::from(*p) - i16::from(*s) >= i16::from(digits) - i16::from(op.scale)
             }
-            (ColumnType::Char { .. } | ColumnType::VarChar { .. }, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => true,
+            (
+                ColumnType::Char { .. } | ColumnType::VarChar { .. },
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View,
+            ) => true,
             _ => false,
         };
         // A cast that keeps every value reads the same number at the same scale.
@@ -409,7 +447,8 @@ struct NumLit {
 
 fn literal(e: &Expr) -> Option<Lit> {
     let Expr::Literal(v, _) = e else { return None };
-    let num = |units: i128, scale: i8| Some(Lit::Num(NumLit { num: Num { units, scale }, date: false }));
+    let num =
+        |units: i128, scale: i8| Some(Lit::Num(NumLit { num: Num { units, scale }, date: false }));
     if v.is_null() {
         return Some(Lit::Null);
     }
@@ -423,15 +462,17 @@ fn literal(e: &Expr) -> Option<Lit> {
         ScalarValue::UInt32(Some(x)) => num(i128::from(*x), 0),
         ScalarValue::UInt64(Some(x)) => num(i128::from(*x), 0),
         // Literals past 10^-19 or of more than 19 digits are left to DataFusion.
-        ScalarValue::Decimal128(Some(x), _, s) if (0..=19).contains(s) && x.unsigned_abs() < 10u128.pow(30) => {
+        ScalarValue::Decimal128(Some(x), _, s)
+            if (0..=19).contains(s) && x.unsigned_abs() < 10u128.pow(30) =>
+        {
             num(*x, *s)
         }
         ScalarValue::Date32(Some(d)) => {
             Some(Lit::Num(NumLit { num: Num { units: i128::from(*d), scale: 0 }, date: true }))
         }
-        ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-            Some(Lit::Str(s.as_bytes().to_vec()))
-        }
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => Some(Lit::Str(s.as_bytes().to_vec())),
         _ => None,
     }
 }
@@ -473,4 +514,84 @@ mod tests {
         // Against 24 (scale 0): 24.00 is 2400 units.
         assert_eq!(align(2, n(24, 0)), Some((1, 2400)));
     }
+}
+
+/// A bound on one column's values that an index range can read: a number at the column's own
+/// scale, or a string's bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum KeyLit {
+    Num(i128),
+    Str(Vec<u8>),
+}
+
+/// Bounds on the values of one column that every row a predicate keeps lies within.
+pub(crate) type KeyRange = (Bound<KeyLit>, Bound<KeyLit>);
+
+impl Pred {
+    /// What the predicate's conjuncts say of column `column`'s values, as an index range: its
+    /// comparisons of the column with a number at the column's own scale (`=`, `<`, `<=`, `>`,
+    /// `>=`, `BETWEEN`), each narrowing the range, or its equality with a string. `None` if no
+    /// conjunct bounds the column. Every row the predicate keeps lies in the range; the scan
+    /// still evaluates the whole predicate on each row it reads.
+    pub(crate) fn key_range(&self, column: usize) -> Option<KeyRange> {
+        let mut conjuncts = Vec::new();
+        self.conjuncts(&mut conjuncts);
+        let (mut lo, mut hi) = (Bound::Unbounded, Bound::Unbounded);
+        let mut string = None;
+        for p in conjuncts {
+            match p {
+                Pred::Num { col, scale_up: 1, op, lit } if col.index == column => {
+                    let v = *lit;
+                    match op {
+                        Cmp::Eq => {
+                            lo = tighter(lo, Bound::Included(v), true);
+                            hi = tighter(hi, Bound::Included(v), false);
+                        }
+                        Cmp::Lt => hi = tighter(hi, Bound::Excluded(v), false),
+                        Cmp::Le => hi = tighter(hi, Bound::Included(v), false),
+                        Cmp::Gt => lo = tighter(lo, Bound::Excluded(v), true),
+                        Cmp::Ge => lo = tighter(lo, Bound::Included(v), true),
+                        Cmp::Ne => {}
+                    }
+                }
+                Pred::Str { col, op: Cmp::Eq, lit } if col.index == column => {
+                    string = Some(lit.clone());
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = string {
+            return Some((
+                Bound::Included(KeyLit::Str(s.clone())),
+                Bound::Included(KeyLit::Str(s)),
+            ));
+        }
+        if matches!((&lo, &hi), (Bound::Unbounded, Bound::Unbounded)) {
+            return None;
+        }
+        Some((lo.map(KeyLit::Num), hi.map(KeyLit::Num)))
+    }
+
+    fn conjuncts<'a>(&'a self, out: &mut Vec<&'a Pred>) {
+        match self {
+            Pred::And(list) => list.iter().for_each(|p| p.conjuncts(out)),
+            p => out.push(p),
+        }
+    }
+}
+
+/// The narrower of two bounds of one side: the higher low bound (`low`), or the lower high one;
+/// at the same value, the excluding one.
+fn tighter(a: Bound<i128>, b: Bound<i128>, low: bool) -> Bound<i128> {
+    let (va, vb) = match (&a, &b) {
+        (Bound::Unbounded, _) => return b,
+        (_, Bound::Unbounded) => return a,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            (*x, *y)
+        }
+    };
+    if va == vb {
+        return if matches!(a, Bound::Excluded(_)) { a } else { b };
+    }
+    if (va > vb) == low { a } else { b }
 }

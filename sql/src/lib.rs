@@ -45,6 +45,7 @@
 
 #![forbid(unsafe_code)]
 
+mod access;
 mod batch;
 mod catalog;
 mod error;

@@ -134,14 +134,17 @@ impl ModifyExec {
         let txn = slot.txn()?;
         let mut found = Found { ids: Vec::new(), new_rows: Vec::new() };
         let all: Vec<usize> = (0..schema.fields().len()).collect();
-        let mut builder = BatchBuilder::new(table.schema(), &all, schema.clone(), None)?.keeping_ids();
+        let mut builder =
+            BatchBuilder::new(table.schema(), &all, schema.clone(), None)?.keeping_ids();
         let mut failure = None;
         let mut take = |batch: RecordBatch, ids: Vec<RowId>| -> Result<()> {
             let keep = match filter {
                 Some(f) => mask(f, &batch)?,
                 None => BooleanArray::from(vec![true; batch.num_rows()]),
             };
-            found.ids.extend(ids.iter().zip(keep.iter()).filter(|(_, k)| *k == Some(true)).map(|(id, _)| *id));
+            found.ids.extend(
+                ids.iter().zip(keep.iter()).filter(|(_, k)| *k == Some(true)).map(|(id, _)| *id),
+            );
             if let Change::Update(sets) = change {
                 let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
                 for (i, e) in sets {
@@ -188,7 +191,9 @@ impl ModifyExec {
                         for r in &readers {
                             row.push(r.value(i)?);
                         }
-                        let id = ids.next().ok_or_else(|| Error::Plan("an updated row lost its id".into()))?;
+                        let id = ids
+                            .next()
+                            .ok_or_else(|| Error::Plan("an updated row lost its id".into()))?;
                         txn.update(table, *id, &row)?;
                     }
                 }

@@ -19,6 +19,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use futures::StreamExt;
 use nvpage::{Database, ReadOps, Table};
 
+use crate::access;
 use crate::error::{Error, df};
 use crate::filter;
 use crate::modify::{self, ModifyExec};
@@ -92,8 +93,16 @@ impl TableProvider for NvpageTable {
             Source::Snapshot(s) => Some(s.row_count(&self.table).map_err(df)?),
             Source::Txn(_) => None,
         };
-        let partitions = state.config().target_partitions().max(1);
-        let spec = ScanSpec { table: self.table.clone(), projection, schema, pred, limit };
+        let via = match (&source, &pred) {
+            (Source::Snapshot(snap), Some(pred)) => {
+                access::choose(snap, &self.table, pred).map_err(df)?.map(Arc::new)
+            }
+            _ => None,
+        };
+        // Rows read through an index are few (at most a quarter of the pages' count): one
+        // partition reads them in the heap's order.
+        let partitions = if via.is_some() { 1 } else { state.config().target_partitions().max(1) };
+        let spec = ScanSpec { table: self.table.clone(), projection, schema, pred, limit, via };
         Ok(Arc::new(NvpageScan::new(source, spec, partitions, rows)))
     }
 
@@ -111,7 +120,10 @@ impl TableProvider for NvpageTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
-        Some(Statistics::new_unknown(&self.schema).with_num_rows(Precision::Exact(self.rows as usize)))
+        Some(
+            Statistics::new_unknown(&self.schema)
+                .with_num_rows(Precision::Exact(self.rows as usize)),
+        )
     }
 
     async fn insert_into(
@@ -121,9 +133,15 @@ impl TableProvider for NvpageTable {
         op: InsertOp,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         if op != InsertOp::Append {
-            return Err(df(Error::Plan(format!("{op} is not supported: INSERT INTO appends rows"))));
+            return Err(df(Error::Plan(format!(
+                "{op} is not supported: INSERT INTO appends rows"
+            ))));
         }
-        let sink = InsertSink { table: self.table.clone(), schema: self.schema.clone(), writer: self.writer.clone() };
+        let sink = InsertSink {
+            table: self.table.clone(),
+            schema: self.schema.clone(),
+            writer: self.writer.clone(),
+        };
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 
@@ -133,7 +151,12 @@ impl TableProvider for NvpageTable {
         filters: Vec<Expr>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let filter = modify::physical_filter(state, &self.table, &self.schema, &filters)?;
-        Ok(Arc::new(ModifyExec::delete(self.table.clone(), self.schema.clone(), filter, self.writer.clone())))
+        Ok(Arc::new(ModifyExec::delete(
+            self.table.clone(),
+            self.schema.clone(),
+            filter,
+            self.writer.clone(),
+        )))
     }
 
     async fn update(
@@ -144,7 +167,13 @@ impl TableProvider for NvpageTable {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let filter = modify::physical_filter(state, &self.table, &self.schema, &filters)?;
         let sets = modify::physical_assignments(state, &self.table, &self.schema, &assignments)?;
-        Ok(Arc::new(ModifyExec::update(self.table.clone(), self.schema.clone(), filter, sets, self.writer.clone())))
+        Ok(Arc::new(ModifyExec::update(
+            self.table.clone(),
+            self.schema.clone(),
+            filter,
+            sets,
+            self.writer.clone(),
+        )))
     }
 }
 

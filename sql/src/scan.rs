@@ -25,7 +25,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
-use nvpage::{Partition, ReadOps, Snapshot, Table};
+use nvpage::{Partition, ReadOps, RowId, Snapshot, Table};
 
 use crate::batch::BatchBuilder;
 use crate::error::{Result, df};
@@ -47,6 +47,16 @@ pub(crate) struct ScanSpec {
     pub(crate) schema: SchemaRef,
     pub(crate) pred: Option<Arc<Pred>>,
     pub(crate) limit: Option<usize>,
+    /// The rows an index range named, when the plan reads them rather than every page
+    /// (`access.rs`).
+    pub(crate) via: Option<Arc<IndexRead>>,
+}
+
+/// Rows to read through an index: the ids its range yielded, sorted by where they live.
+#[derive(Debug)]
+pub(crate) struct IndexRead {
+    pub(crate) index: String,
+    pub(crate) ids: Vec<RowId>,
 }
 
 impl ScanSpec {
@@ -60,8 +70,15 @@ impl ScanSpec {
         batch_rows: usize,
         mut send: impl FnMut(RecordBatch) -> bool,
     ) -> Result<()> {
-        let mut builder =
-            BatchBuilder::new(self.table.schema(), &self.projection, self.schema.clone(), self.pred.clone())?;
+        let mut builder = BatchBuilder::new(
+            self.table.schema(),
+            &self.projection,
+            self.schema.clone(),
+            self.pred.clone(),
+        )?;
+        if let Some(via) = &self.via {
+            return self.run_ids(rx, via, part, batch_rows, builder, send);
+        }
         let mut left = self.limit.unwrap_or(usize::MAX);
         let mut sent = false;
         let mut pages = rx.scan_partition(&self.table, part)?;
@@ -70,6 +87,46 @@ impl ScanSpec {
             let page = page?;
             left -= page.with_rows(|rows| builder.append(rows, left))?;
             drop(page);
+            if builder.rows() >= batch_rows {
+                sent = true;
+                if !send(builder.finish()?) {
+                    return Ok(());
+                }
+            }
+        }
+        if builder.rows() > 0 || !sent {
+            send(builder.finish()?);
+        }
+        Ok(())
+    }
+}
+
+impl ScanSpec {
+    /// [`ScanSpec::run`] over the rows `via` names: partition `part`'s share of them, one row
+    /// held at a time.
+    fn run_ids(
+        &self,
+        rx: &impl ReadOps,
+        via: &IndexRead,
+        part: Partition,
+        batch_rows: usize,
+        mut builder: BatchBuilder,
+        mut send: impl FnMut(RecordBatch) -> bool,
+    ) -> Result<()> {
+        let n = via.ids.len();
+        let (i, count) = (part.index(), part.count());
+        let mine = &via.ids[i * n / count..(i + 1) * n / count];
+        let mut left = self.limit.unwrap_or(usize::MAX);
+        let mut sent = false;
+        for &id in mine {
+            if left == 0 {
+                break;
+            }
+            let row = rx.get(&self.table, id)?;
+            if builder.append_row(&row.row()?)? {
+                left -= 1;
+            }
+            drop(row);
             if builder.rows() >= batch_rows {
                 sent = true;
                 if !send(builder.finish()?) {
@@ -95,7 +152,12 @@ pub(crate) struct NvpageScan {
 }
 
 impl NvpageScan {
-    pub(crate) fn new(source: Source, spec: ScanSpec, partitions: usize, rows: Option<u64>) -> Self {
+    pub(crate) fn new(
+        source: Source,
+        spec: ScanSpec,
+        partitions: usize,
+        rows: Option<u64>,
+    ) -> Self {
         let props = PlanProperties::new(
             EquivalenceProperties::new(spec.schema.clone()),
             Partitioning::UnknownPartitioning(partitions),
@@ -110,7 +172,8 @@ impl DisplayAs for NvpageScan {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match t {
             DisplayFormatType::Default | DisplayFormatType::Verbose => {
-                let cols: Vec<&str> = self.spec.schema.fields().iter().map(|f| f.name().as_str()).collect();
+                let cols: Vec<&str> =
+                    self.spec.schema.fields().iter().map(|f| f.name().as_str()).collect();
                 write!(
                     f,
                     "NvpageScan: table={}, partitions={}, projection=[{}]",
@@ -120,6 +183,9 @@ impl DisplayAs for NvpageScan {
                 )?;
                 if self.spec.pred.is_some() {
                     write!(f, ", filter=pushed")?;
+                }
+                if let Some(via) = &self.spec.via {
+                    write!(f, ", index={} ({} rows in range)", via.index, via.ids.len())?;
                 }
                 if let Some(l) = self.spec.limit {
                     write!(f, ", limit={l}")?;
@@ -188,9 +254,8 @@ impl ExecutionPlan for NvpageScan {
             }
             Source::Txn(writer) => writer.scan(spec, part, batch_rows, tx),
         }
-        let stream = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|b| (b, rx))
-        });
+        let stream =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
         Ok(Box::pin(RecordBatchStreamAdapter::new(self.spec.schema.clone(), stream)))
     }
 

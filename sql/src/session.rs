@@ -11,8 +11,8 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::ast::{
-    ColumnOption, CreateIndex, CreateTable, Expr as SqlExpr, Ident, ObjectName,
-    ObjectNamePart, ObjectType, Statement as SqlStatement, TableConstraint,
+    ColumnOption, CreateIndex, CreateTable, Expr as SqlExpr, Ident, ObjectName, ObjectNamePart,
+    ObjectType, Statement as SqlStatement, TableConstraint,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use futures::StreamExt;
@@ -222,7 +222,9 @@ impl Session {
     async fn create_table_as(&self, ct: &CreateTable) -> Result<()> {
         let name = table_name(&ct.name)?;
         let query = Statement::Statement(Box::new(SqlStatement::Query(
-            ct.query.clone().ok_or_else(|| Error::Plan("CREATE TABLE … AS without a query".into()))?,
+            ct.query
+                .clone()
+                .ok_or_else(|| Error::Plan("CREATE TABLE … AS without a query".into()))?,
         )));
         let df = self.datafusion(query).await?;
         let schema = if ct.columns.is_empty() {
@@ -274,10 +276,12 @@ impl Session {
             .iter()
             .map(|c| match &c.column.expr {
                 SqlExpr::Identifier(id) => Ok(ident(id)),
-                SqlExpr::CompoundIdentifier(ids) if !ids.is_empty() => Ok(ident(&ids[ids.len() - 1])),
-                other => Err(Error::Plan(format!(
-                    "an index is over columns, not expressions ({other})"
-                ))),
+                SqlExpr::CompoundIdentifier(ids) if !ids.is_empty() => {
+                    Ok(ident(&ids[ids.len() - 1]))
+                }
+                other => {
+                    Err(Error::Plan(format!("an index is over columns, not expressions ({other})")))
+                }
             })
             .collect::<Result<Vec<_>>>()?;
         let name = match &ci.name {

@@ -106,8 +106,7 @@ pub fn declared_type(name: &str, dt: &ast::DataType) -> Result<ColumnType> {
                 ExactNumberInfo::Precision(p) => (*p, 0),
                 ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s),
             };
-            if precision > u64::from(DECIMAL_PRECISION) || scale < 0 || scale as u64 > precision
-            {
+            if precision > u64::from(DECIMAL_PRECISION) || scale < 0 || scale as u64 > precision {
                 return Err(Error::Plan(format!(
                     "column {name}: DECIMAL({precision}, {scale}) does not fit an nvpage \
                      decimal (precision at most {DECIMAL_PRECISION}, scale 0 to the precision)"

@@ -13,7 +13,11 @@ use crate::error::{Error, Result};
 
 /// Inserts every row of `batch` (its columns in the table's order) into `table`; returns how
 /// many.
-pub(crate) fn insert_batch(txn: &mut WriteTxn<'_>, table: &Table, batch: &RecordBatch) -> Result<u64> {
+pub(crate) fn insert_batch(
+    txn: &mut WriteTxn<'_>,
+    table: &Table,
+    batch: &RecordBatch,
+) -> Result<u64> {
     let readers = readers(table, batch)?;
     let mut row = Vec::with_capacity(readers.len());
     for i in 0..batch.num_rows() {
@@ -27,7 +31,10 @@ pub(crate) fn insert_batch(txn: &mut WriteTxn<'_>, table: &Table, batch: &Record
 }
 
 /// Readers of `batch`'s columns as values of `table`'s columns, in order.
-pub(crate) fn readers<'b>(table: &'b Table, batch: &'b RecordBatch) -> Result<Vec<ColumnReader<'b>>> {
+pub(crate) fn readers<'b>(
+    table: &'b Table,
+    batch: &'b RecordBatch,
+) -> Result<Vec<ColumnReader<'b>>> {
     let cols = table.schema().columns();
     if batch.num_columns() != cols.len() {
         return Err(Error::Plan(format!(
@@ -89,7 +96,11 @@ impl<'b> ColumnReader<'b> {
             match self.ty {
                 ColumnType::I64 => Ok(Value::I64(v)),
                 _ => i32::try_from(v).map(Value::I32).map_err(|_| {
-                    Error::Plan(format!("column {}: {v} does not fit an i32 (row {})", self.name, i + 1))
+                    Error::Plan(format!(
+                        "column {}: {v} does not fit an i32 (row {})",
+                        self.name,
+                        i + 1
+                    ))
                 }),
             }
         };

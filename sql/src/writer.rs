@@ -301,7 +301,8 @@ impl Writer {
         let k = share.div_ceil(CHUNK_PAGES).max(1) as usize;
         let mut left = s.limit;
         for j in 0..k {
-            let chunk = Partition::new(part.index() * k + j, part.count() * k).map_err(crate::error::df)?;
+            let chunk =
+                Partition::new(part.index() * k + j, part.count() * k).map_err(crate::error::df)?;
             let mut spec = (*s).clone();
             spec.limit = left;
             let batches = self

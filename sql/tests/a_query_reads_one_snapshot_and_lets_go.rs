@@ -15,7 +15,8 @@ use nvpage::{Database, Layer};
 use nvpage_sql::Session;
 
 fn small_batches(dir: &std::path::Path, layer: Layer) -> (Arc<Database>, Session) {
-    let db = Arc::new(Database::builder().layer(layer).page_size(4096).open(dir.join("db")).unwrap());
+    let db =
+        Arc::new(Database::builder().layer(layer).page_size(4096).open(dir.join("db")).unwrap());
     let config = SessionConfig::new().with_batch_size(64).with_target_partitions(2);
     (db.clone(), Session::with_config(db, config).unwrap())
 }
@@ -87,12 +88,14 @@ fn dropped_and_forgotten_streams_hold_no_commit() {
             // A LIMIT stops the scan early: far fewer pages read than the table has.
             let pages = {
                 let snap = db.snapshot().unwrap();
-                nvpage::ReadOps::page_count(&snap, &nvpage::ReadOps::table(&snap, "t1").unwrap()).unwrap()
+                nvpage::ReadOps::page_count(&snap, &nvpage::ReadOps::table(&snap, "t1").unwrap())
+                    .unwrap()
             };
             let c0 = db.counters();
             assert_eq!(rows(&s, "SELECT k FROM t1 LIMIT 5").await.len(), 5);
             let c1 = db.counters();
-            let read = (c1.hits + c1.misses + c1.redirected_reads) - (c0.hits + c0.misses + c0.redirected_reads);
+            let read = (c1.hits + c1.misses + c1.redirected_reads)
+                - (c0.hits + c0.misses + c0.redirected_reads);
             assert!(read * 4 < pages, "{layer:?}: LIMIT 5 read {read} of {pages} pages");
 
             // A stream forgotten half read: the writer's commit over every page completes.

@@ -14,7 +14,11 @@ fn csv_in_parquet_out_and_back() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("people.csv");
-    std::fs::write(&csv, "id,name,born,score\n1,Ada,1815-12-10,9.5\n2,Alan,1912-06-23,8.25\n3,Grace,1906-12-09,\n").unwrap();
+    std::fs::write(
+        &csv,
+        "id,name,born,score\n1,Ada,1815-12-10,9.5\n2,Alan,1912-06-23,8.25\n3,Grace,1906-12-09,\n",
+    )
+    .unwrap();
     let parquet = dir.path().join("out.parquet");
     let s = session(dir.path(), Layer::best_compiled());
     rt.block_on(async {

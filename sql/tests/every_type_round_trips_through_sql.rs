@@ -27,20 +27,40 @@ fn values_come_back_as_they_went_in_on_every_layer() {
                    (0, 1, 0.0001, DATE '1970-01-01', '  a', 'tail  ', ' lead')",
             )
             .await;
-            let got = rows(&s, "SELECT i, b, d, e, c, v, x, length(c), length(v) FROM t ORDER BY b").await;
+            let got =
+                rows(&s, "SELECT i, b, d, e, c, v, x, length(c), length(v) FROM t ORDER BY b")
+                    .await;
             let want: Vec<Vec<&str>> = vec![
-                vec!["-2147483648", "-9223372036854775808", "-99999999999999.9999", "0001-01-01", "abcde", "", "x", "5", "0"],
+                vec![
+                    "-2147483648",
+                    "-9223372036854775808",
+                    "-99999999999999.9999",
+                    "0001-01-01",
+                    "abcde",
+                    "",
+                    "x",
+                    "5",
+                    "0",
+                ],
                 vec!["NULL", "0", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL"],
                 vec!["0", "1", "0.0001", "1970-01-01", "  a", "tail  ", " lead", "3", "6"],
-                vec!["2147483647", "9223372036854775807", "99999999999999.9999", "9999-12-31", "ab", "héllo", "", "2", "5"],
+                vec![
+                    "2147483647",
+                    "9223372036854775807",
+                    "99999999999999.9999",
+                    "9999-12-31",
+                    "ab",
+                    "héllo",
+                    "",
+                    "2",
+                    "5",
+                ],
             ];
             assert_eq!(got, want, "{layer:?}");
             // What the table reads as, column by column.
             let described = rows(&s, "DESCRIBE t").await;
-            let types: Vec<(&str, &str, &str)> = described
-                .iter()
-                .map(|r| (r[0].as_str(), r[1].as_str(), r[2].as_str()))
-                .collect();
+            let types: Vec<(&str, &str, &str)> =
+                described.iter().map(|r| (r[0].as_str(), r[1].as_str(), r[2].as_str())).collect();
             assert_eq!(
                 types,
                 [
@@ -78,10 +98,16 @@ fn a_value_a_column_cannot_hold_names_the_column_and_stores_nothing() {
         let e = try_rows(&s, "CREATE TABLE f (x DECIMAL(20, 2))").await.unwrap_err();
         assert!(e.contains("column x") && e.contains("DECIMAL(20, 2)"), "{e}");
         // A decimal result wider than 18 digits is checked value by value, naming the row.
-        let e = try_rows(&s, "CREATE TABLE w AS SELECT CAST(12345678901234567890 AS DECIMAL(38, 0)) AS big")
-            .await
-            .unwrap_err();
+        let e = try_rows(
+            &s,
+            "CREATE TABLE w AS SELECT CAST(12345678901234567890 AS DECIMAL(38, 0)) AS big",
+        )
+        .await
+        .unwrap_err();
         assert!(e.contains("column big") && e.contains("row 1"), "{e}");
-        assert!(try_rows(&s, "SELECT * FROM w").await.is_err(), "the failed CREATE TABLE … AS left a table");
+        assert!(
+            try_rows(&s, "SELECT * FROM w").await.is_err(),
+            "the failed CREATE TABLE … AS left a table"
+        );
     });
 }

@@ -44,9 +44,9 @@ fn atom() -> impl Strategy<Value = String> {
         (num_col, prop::collection::vec(int, 1..4), any::<bool>()).prop_map(|(c, l, n)| {
             format!("{c} {}IN ({})", if n { "NOT " } else { "" }, l.join(", "))
         }),
-        (str_col.clone(), prop::collection::vec(text, 1..3), any::<bool>()).prop_map(|(c, l, n)| {
-            format!("{c} {}IN ({})", if n { "NOT " } else { "" }, l.join(", "))
-        }),
+        (str_col.clone(), prop::collection::vec(text, 1..3), any::<bool>()).prop_map(
+            |(c, l, n)| { format!("{c} {}IN ({})", if n { "NOT " } else { "" }, l.join(", ")) }
+        ),
         (any_col, any::<bool>())
             .prop_map(|(c, n)| format!("{c} IS {}NULL", if n { "NOT " } else { "" })),
         (str_col, prefix, any::<bool>())
@@ -127,7 +127,8 @@ fn the_predicates_it_evaluates_are_pushed_into_the_scan() {
     let dir = tempfile::tempdir().unwrap();
     let s = session(dir.path(), Layer::best_compiled());
     rt.block_on(async {
-        run_all(&s, "CREATE TABLE t (k BIGINT NOT NULL, d DECIMAL(10, 2), s VARCHAR(8), e DATE)").await;
+        run_all(&s, "CREATE TABLE t (k BIGINT NOT NULL, d DECIMAL(10, 2), s VARCHAR(8), e DATE)")
+            .await;
         for p in [
             "k < 5",
             "d BETWEEN 1.5 AND 3",

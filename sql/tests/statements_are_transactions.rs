@@ -110,10 +110,17 @@ fn updates_and_deletes_change_exactly_the_rows_named() {
             // Rows that grow move between pages; none is met twice.
             let n = rows(&s, "UPDATE t SET note = repeat('x', 150), n = n + 100 WHERE n = 3").await;
             assert_eq!(n, [["429"]], "{layer:?}");
-            assert_eq!(rows(&s, "SELECT count(*) FROM t WHERE n = 103 AND length(note) = 150").await, [["429"]]);
+            assert_eq!(
+                rows(&s, "SELECT count(*) FROM t WHERE n = 103 AND length(note) = 150").await,
+                [["429"]]
+            );
             let n = rows(&s, "DELETE FROM t WHERE k % 2 = 0 OR note IS NOT NULL").await;
             assert_eq!(n, [["1715"]], "{layer:?}");
-            assert_eq!(rows(&s, "SELECT count(*), sum(k) FROM t").await, [["1285", "1927285"]], "{layer:?}");
+            assert_eq!(
+                rows(&s, "SELECT count(*), sum(k) FROM t").await,
+                [["1285", "1927285"]],
+                "{layer:?}"
+            );
             // The primary key's index follows: a deleted key can be inserted again, a live one not.
             run_all(&s, "INSERT INTO t VALUES (2, 0, NULL)").await;
             assert!(try_rows(&s, "INSERT INTO t VALUES (1, 0, NULL)").await.is_err());

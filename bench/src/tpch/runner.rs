@@ -181,8 +181,9 @@ impl Checker {
         };
         match super::postgres::compare_text(want, rows, "the SQL's") {
             None => Ok(()),
-            Some(d) => Err(format!("{q}: the answer of {label} differs from that of {from}: {d}")
-                .into()),
+            Some(d) => {
+                Err(format!("{q}: the answer of {label} differs from that of {from}: {d}").into())
+            }
         }
     }
 

@@ -36,7 +36,8 @@ pub fn text(q: Query, sf: f64) -> String {
     }
 }
 
-const Q02: &str = "select s_acctbal, s_name, n_name, p_partkey, p_mfgr, s_address, s_phone, s_comment
+const Q02: &str =
+    "select s_acctbal, s_name, n_name, p_partkey, p_mfgr, s_address, s_phone, s_comment
 from part, supplier, partsupp, nation, region
 where p_partkey = ps_partkey and s_suppkey = ps_suppkey and p_size = 15
   and p_type like '%BRASS' and s_nationkey = n_nationkey and n_regionkey = r_regionkey
@@ -75,6 +76,7 @@ fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, BoxError> {
 }
 
 /// `nvpage-sql` over one open database.
+#[derive(Debug)]
 pub struct NvpageSql {
     rt: tokio::runtime::Runtime,
     session: Session,
@@ -107,6 +109,12 @@ pub struct InMemory {
     ctx: SessionContext,
 }
 
+impl std::fmt::Debug for InMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemory").field("session", &self.ctx.session_id()).finish()
+    }
+}
+
 impl InMemory {
     /// Copies the eight tables of `db` into memory (each split into `threads` partitions, as
     /// the nvpage scans are), in a context with the same settings as [`NvpageSql`]'s.
@@ -119,9 +127,10 @@ impl InMemory {
                 let df = session.sql(&format!("select * from {t}")).await?;
                 let schema = Arc::new(df.schema().as_arrow().clone());
                 let batches = df.collect().await?;
-                let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); threads.max(1)];
+                let n = threads.max(1);
+                let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); n];
                 for (i, b) in batches.into_iter().enumerate() {
-                    parts[i % parts.len()].push(b);
+                    parts[i % n].push(b);
                 }
                 ctx.register_table(t, Arc::new(MemTable::try_new(schema, parts)?))?;
             }
@@ -139,8 +148,7 @@ impl InMemory {
             let mut state = self.ctx.state();
             state.config_mut().options_mut().sql_parser.parse_float_as_decimal = true;
             let plan = state.create_logical_plan(&sql).await?;
-            let batches =
-                datafusion::dataframe::DataFrame::new(state, plan).collect().await?;
+            let batches = datafusion::dataframe::DataFrame::new(state, plan).collect().await?;
             rows(&batches)
         })
     }
@@ -220,14 +228,21 @@ pub fn write_section(
         let mut t = comfy_table::Table::new();
         t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
         t.set_header(vec![
-            "query", "plan se2", "SQL pread", "SQL se2", "DataFusion", "storage cost", "floor",
+            "query",
+            "plan se2",
+            "SQL pread",
+            "SQL se2",
+            "DataFusion",
+            "storage cost",
+            "floor",
             "cost / floor",
         ]);
         let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
         let (mut se2_vs_df, mut se2_vs_pread) = (Vec::new(), Vec::new());
         for &q in &c.queries {
             let name = q.name();
-            let (sql_se2, sql_pread, mem) = (at("se2+sql", &name), at("pread+sql", &name), df(&name));
+            let (sql_se2, sql_pread, mem) =
+                (at("se2+sql", &name), at("pread+sql", &name), df(&name));
             let floor: u64 = tables_read(q, c.sf).iter().filter_map(|t| bytes.get(*t)).sum();
             let floor_ms = floor as f64 / rate * 1e3;
             let cost = sql_se2.zip(mem).map(|(a, b)| a - b);

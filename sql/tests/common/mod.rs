@@ -41,8 +41,11 @@ pub fn text(batches: &[RecordBatch]) -> Vec<Vec<String>> {
     let opts = FormatOptions::default().with_null("NULL");
     let mut out = Vec::new();
     for b in batches {
-        let fmts: Vec<_> =
-            b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap()).collect();
+        let fmts: Vec<_> = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap())
+            .collect();
         for i in 0..b.num_rows() {
             out.push(fmts.iter().map(|f| f.value(i).to_string()).collect());
         }

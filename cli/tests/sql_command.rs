@@ -123,3 +123,49 @@ fn the_first_failing_statement_ends_the_run_with_its_error() {
     fails(&out, "none");
     assert!(!tmp.path().join("none").exists());
 }
+
+/// Goal: an `INSERT` cut by SIGKILL halfway leaves nothing: the next open rolls back what it had
+/// written, and the table holds exactly its rows from before.
+#[test]
+fn a_statement_cut_by_sigkill_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ok(&nvpage(
+        &db,
+        &[
+            "-c",
+            "CREATE TABLE t (k BIGINT PRIMARY KEY, v VARCHAR(40))",
+            "-c",
+            "INSERT INTO t SELECT value, 'kept' FROM generate_series(1, 1000)",
+        ],
+    ));
+    let log = db.join("log.nvpage");
+    let log_at_rest = std::fs::metadata(&log).unwrap().len();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nvpage"))
+        .arg("sql")
+        .arg(&db)
+        .args(["-c", "INSERT INTO t SELECT value + 1000, 'cut' FROM generate_series(1, 100000000)"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The log grows past its size at rest only while the statement's before-images fill it:
+    // then the statement is halfway, with pages of the table written back.
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the statement ended ({status}) before it was cut");
+        }
+        if std::fs::metadata(&log).unwrap().len() > log_at_rest {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nvpage")).arg("recover").arg(&db).output().unwrap();
+    let said = ok(&out);
+    assert!(said.contains("rolled back 1 unfinished transaction"), "{said}");
+    let counted = ok(&nvpage(&db, &["--format", "csv", "-c", "SELECT count(*) AS n, min(v) AS v FROM t"]));
+    assert_eq!(counted, "n,v\n1000,kept\n");
+}

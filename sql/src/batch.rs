@@ -114,10 +114,10 @@ impl BatchBuilder {
     /// Appends `row` if the predicate keeps it; returns whether it did. For rows reached one at
     /// a time (through an index), where [`BatchBuilder::append`] gathers a page's at once.
     pub(crate) fn append_row(&mut self, row: &RowRef<'_>) -> Result<bool> {
-        if let Some(pred) = &self.pred {
-            if pred.eval(row)? != Some(true) {
-                return Ok(false);
-            }
+        if let Some(pred) = &self.pred
+            && pred.eval(row)? != Some(true)
+        {
+            return Ok(false);
         }
         if let Some(ids) = &mut self.ids {
             ids.push(row.id());

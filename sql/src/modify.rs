@@ -157,8 +157,8 @@ impl ModifyExec {
             Ok(())
         };
         {
-            let mut pages = nvpage::ReadOps::scan_partition(&*txn, table, Partition::WHOLE)?;
-            while let Some(page) = pages.next() {
+            let pages = nvpage::ReadOps::scan_partition(&*txn, table, Partition::WHOLE)?;
+            for page in pages {
                 page?.with_rows(|rows| builder.append(rows, usize::MAX))?;
                 if builder.rows() >= 8192 {
                     let batch = builder.finish()?;

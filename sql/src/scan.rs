@@ -261,11 +261,12 @@ impl ExecutionPlan for NvpageScan {
 
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
         let mut stats = Statistics::new_unknown(&self.spec.schema);
-        if partition.is_none() && self.spec.pred.is_none() {
-            if let Some(rows) = self.rows {
-                let rows = self.spec.limit.map_or(rows, |l| rows.min(l as u64));
-                stats = stats.with_num_rows(Precision::Exact(rows as usize));
-            }
+        if partition.is_none()
+            && self.spec.pred.is_none()
+            && let Some(rows) = self.rows
+        {
+            let rows = self.spec.limit.map_or(rows, |l| rows.min(l as u64));
+            stats = stats.with_num_rows(Precision::Exact(rows as usize));
         }
         Ok(Arc::new(stats))
     }

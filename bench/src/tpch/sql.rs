@@ -275,3 +275,19 @@ pub fn write_section(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_reads_the_tables_its_text_names_each_once() {
+        assert_eq!(tables_read(Query::Q06, 1.0), ["lineitem"]);
+        assert_eq!(
+            tables_read(Query::Q02, 1.0),
+            ["region", "nation", "supplier", "part", "partsupp"]
+        );
+        // Column names share the tables' prefixes but are not tables.
+        assert_eq!(tables_read(Query::Q14, 1.0), ["part", "lineitem"]);
+    }
+}

@@ -1,5 +1,5 @@
 //! The engines the benchmarks compare nvpage with, each compiled in only with its Cargo feature
-//! (`sqlite`, `lmdb`, `redb`; `compare` turns on all three): they are built from source, C code
+//! (`sqlite`, `lmdb`, `redb`, `sql`; `compare` turns on all four): they are built from source, C code
 //! included, and the main command runs none of them. Asking a build for one it left out is an
 //! error that names the feature and the command that builds it.
 
@@ -12,6 +12,8 @@ pub enum Comparison {
     Lmdb,
     /// redb: `kv`.
     Redb,
+    /// DataFusion, through nvpage-sql and over its own in-memory tables: `tpch --sql`.
+    Sql,
 }
 
 impl Comparison {
@@ -21,6 +23,7 @@ impl Comparison {
             Comparison::Sqlite => "sqlite",
             Comparison::Lmdb => "lmdb",
             Comparison::Redb => "redb",
+            Comparison::Sql => "sql",
         }
     }
 
@@ -30,6 +33,7 @@ impl Comparison {
             Comparison::Sqlite => cfg!(feature = "sqlite"),
             Comparison::Lmdb => cfg!(feature = "lmdb"),
             Comparison::Redb => cfg!(feature = "redb"),
+            Comparison::Sql => cfg!(feature = "sql"),
         }
     }
 }

@@ -136,6 +136,7 @@ fn report(with_postgres: bool) -> Report {
         cold: true,
         warm: true,
         with_postgres,
+        sql: false,
         reduced: false,
         quiet: false,
     };

@@ -28,6 +28,7 @@ fn the_json_report_parses_and_holds_every_field() {
         cold: true,
         warm: true,
         with_postgres: false,
+        sql: false,
         reduced: false,
         quiet: true,
     };

@@ -38,6 +38,7 @@ fn postgres_answers_equal_ours() {
         cold: false,
         warm: true,
         with_postgres: true,
+        sql: false,
         reduced: false,
         quiet: true,
     };

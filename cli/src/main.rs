@@ -17,11 +17,13 @@
 mod db;
 mod log;
 mod place;
+#[cfg(feature = "sql")]
+mod sql;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use nvpage_storage::{Layer, OpenOptions};
 
 use crate::place::{Failure, Place};
@@ -78,17 +80,31 @@ enum Cmd {
     /// Inspect a database's log: `info`, `dump` or `check`.
     #[command(subcommand)]
     Log(log::LogCmd),
+    /// Run SQL over a database: statements from -c and -f in the order given, else from
+    /// standard input, else (on a terminal) an interactive shell. All run in one session, so
+    /// `BEGIN` … `COMMIT` may span them; the first that fails ends the run (exit status 1).
+    #[cfg(feature = "sql")]
+    Sql(sql::SqlArgs),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    let (out, err) = (std::io::stdout, std::io::stderr);
     let r = match &cli.cmd {
-        Cmd::Info(a) => db::info(a.place(), &mut out),
-        Cmd::Check(a) => db::check(a.place(), &mut out, &mut err),
-        Cmd::Recover(a) => db::recover(a.place(), &mut out),
+        Cmd::Info(a) => db::info(a.place(), &mut out().lock()),
+        Cmd::Check(a) => db::check(a.place(), &mut out().lock(), &mut err().lock()),
+        Cmd::Recover(a) => db::recover(a.place(), &mut out().lock()),
         Cmd::FileInfo { path } => file_info(path),
-        Cmd::Log(cmd) => log::run(cmd, &mut out),
+        Cmd::Log(cmd) => log::run(cmd, &mut out().lock()),
+        #[cfg(feature = "sql")]
+        Cmd::Sql(a) => match matches.subcommand_matches("sql") {
+            Some(m) => sql::run(a, m),
+            None => Err("the sql command's arguments were not parsed".into()),
+        },
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::queries::Query;
 use crate::BoxError;
 use crate::dirs::MediaDirs;
+use crate::features::{Comparison, not_compiled};
 
 /// Where a database lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum, Serialize)]
@@ -85,6 +86,11 @@ pub struct TpchArgs {
     /// directory in --dir-disk and --dir-tmpfs, run as an unprivileged user)
     #[arg(long)]
     pub with_postgres: bool,
+    /// Also run the 22 queries' SQL on every layer, medium and pool size through nvpage-sql
+    /// (DataFusion over nvpage tables), and DataFusion over in-memory copies of the same tables
+    /// once (warm, beside the first layer); needs the bench feature `sql`
+    #[arg(long)]
+    pub sql: bool,
     /// No progress on stderr: neither bars (on a terminal) nor a line per finished load and
     /// configuration
     #[arg(long)]
@@ -167,6 +173,8 @@ pub struct Config {
     pub warm: bool,
     /// Whether PostgreSQL runs too, on each medium.
     pub with_postgres: bool,
+    /// Whether the queries' SQL runs too (nvpage-sql on every layer, DataFusion in memory once).
+    pub sql: bool,
     /// Whether this is `--reduced`'s matrix.
     pub reduced: bool,
     /// No progress on stderr.
@@ -210,6 +218,9 @@ impl Config {
                 if args.queries.is_empty() { Query::ALL.to_vec() } else { dedup(&args.queries) };
             (layers, dedup(&args.media), dedup(&args.pool_fraction), queries)
         };
+        if args.sql && !Comparison::Sql.is_compiled() {
+            return Err(not_compiled(&[Comparison::Sql], "tpch --sql").into());
+        }
         if media.is_empty() {
             return Err("--media needs at least one of disk, tmpfs".into());
         }
@@ -239,6 +250,7 @@ impl Config {
             cold,
             warm,
             with_postgres: args.with_postgres,
+            sql: args.sql,
             reduced: args.reduced,
             quiet: args.quiet,
         })

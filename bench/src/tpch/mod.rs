@@ -31,6 +31,8 @@ pub mod runner;
 pub mod scaling;
 pub mod schema;
 pub mod screen;
+#[cfg(feature = "sql")]
+pub mod sql;
 pub mod summary;
 pub mod verdict;
 

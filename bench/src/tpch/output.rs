@@ -19,7 +19,7 @@ use crate::stats::summarize;
 pub struct Line {
     /// Query name.
     pub query: String,
-    /// Layer name (or `postgres`).
+    /// Layer name (or `se2+sql`, `datafusion`, `postgres`: [`super::runner::RunRecord::layer`]).
     pub layer: String,
     /// Medium name.
     pub medium: String,
@@ -49,7 +49,26 @@ pub struct Line {
 
 /// The order layers are shown in: nvpage's, then PostgreSQL's.
 pub fn layer_rank(l: &str) -> usize {
-    ["pread", "se1", "se2", "postgres", "postgres-1w"].iter().position(|x| *x == l).unwrap_or(9)
+    [
+        "pread",
+        "se1",
+        "se2",
+        "pread+sql",
+        "se1+sql",
+        "se2+sql",
+        super::runner::IN_MEMORY,
+        "postgres",
+        "postgres-1w",
+    ]
+    .iter()
+    .position(|x| *x == l)
+    .unwrap_or(usize::MAX)
+}
+
+/// Whether `l` names a layer running the hand-written plans (not their SQL, DataFusion in
+/// memory, or PostgreSQL): the layers the verdict ranks.
+pub fn is_plan_layer(l: &str) -> bool {
+    matches!(l, "pread" | "se1" | "se2")
 }
 
 /// Groups runs by configuration, ordered by medium, pool, pass, query, layer.
@@ -171,8 +190,14 @@ pub fn query_table(lines: &[Line]) -> Table {
         "copied MiB",
     ]);
     for l in lines {
-        // PostgreSQL's pages are not counted: a dash, not a zero.
-        let counted = |v: String| if l.layer.starts_with("postgres") { "-".into() } else { v };
+        // PostgreSQL's pages and DataFusion's in memory are not counted: a dash, not a zero.
+        let counted = |v: String| {
+            if l.layer.starts_with("postgres") || l.layer == super::runner::IN_MEMORY {
+                "-".into()
+            } else {
+                v
+            }
+        };
         t.add_row(vec![
             Cell::new(medium_label(&l.medium)),
             right(pool_label(l.pool_fraction)),
@@ -334,6 +359,10 @@ pub fn write_detail(report: &Report, checked: &str, out: &mut dyn Write) -> io::
     writeln!(out, "{}", summary::times_table(&rows))?;
     writeln!(out, "{}", summary::sys_legend(c.with_postgres))?;
     writeln!(out, "{}", summary::sys_table(&rows))?;
+    #[cfg(feature = "sql")]
+    if c.sql {
+        super::sql::write_section(report, &lines, out)?;
+    }
     let mut durabilities: Vec<(String, String, String)> = Vec::new();
     for r in &report.runs {
         let d = (r.layer.clone(), r.medium.clone(), r.durability.clone());

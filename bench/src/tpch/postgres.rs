@@ -445,13 +445,19 @@ fn write_tbl(t: &str, sf: f64, w: &mut impl std::io::Write) -> Result<u64, BoxEr
 /// PostgreSQL prints more places (averages, Q14's ratio), equal once rounded half away from zero
 /// to our places. `None` if equal, else the first difference.
 pub fn compare(ours: &QueryResult, pg: &[Vec<String>]) -> Option<String> {
-    if ours.rows.len() != pg.len() {
-        return Some(format!("{} rows vs PostgreSQL's {}", ours.rows.len(), pg.len()));
+    compare_text(ours, pg, "PostgreSQL's")
+}
+
+/// [`compare`] for any SQL engine's answer as text (NULL empty), `theirs` naming it in the
+/// difference.
+pub fn compare_text(ours: &QueryResult, rows: &[Vec<String>], theirs: &str) -> Option<String> {
+    if ours.rows.len() != rows.len() {
+        return Some(format!("{} rows vs {theirs} {}", ours.rows.len(), rows.len()));
     }
-    for (i, (a, b)) in ours.rows.iter().zip(pg).enumerate() {
+    for (i, (a, b)) in ours.rows.iter().zip(rows).enumerate() {
         let same = a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y));
         if !same {
-            return Some(format!("row {i}: {} vs PostgreSQL's {}", row_text(a), row_text(b)));
+            return Some(format!("row {i}: {} vs {theirs} {}", row_text(a), row_text(b)));
         }
     }
     None

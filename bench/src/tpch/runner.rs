@@ -46,7 +46,9 @@ pub fn room_for_postgres(sf: f64) -> u64 {
 pub struct RunRecord {
     /// `q01`, `q06`, ...
     pub query: String,
-    /// `pread`, `se1`, `se2` (or `postgres`).
+    /// `pread`, `se1`, `se2` (the hand-written plans), `pread+sql`, `se1+sql`, `se2+sql` (the
+    /// queries' SQL through nvpage-sql), `datafusion` (DataFusion over in-memory tables),
+    /// `postgres`, `postgres-1w`.
     pub layer: String,
     /// `disk` or `tmpfs`.
     pub medium: String,
@@ -171,6 +173,20 @@ impl Checker {
         }
     }
 
+    /// Fails unless `rows`, an answer of `q`'s SQL as text, equals the plans' first answer as
+    /// PostgreSQL's must (`postgres::compare`: SQL prints averages and ratios with more places).
+    pub fn check_sql(&self, q: Query, rows: &[Vec<String>], label: &str) -> Result<(), BoxError> {
+        let Some((want, from)) = self.first.get(&q) else {
+            return Err(format!("{q}: {label} ran before any plan gave an answer").into());
+        };
+        match super::postgres::compare_text(want, rows, "the SQL's") {
+            None => Ok(()),
+            Some(d) => {
+                Err(format!("{q}: the answer of {label} differs from that of {from}: {d}").into())
+            }
+        }
+    }
+
     /// The first answer to `q`.
     pub fn get(&self, q: Query) -> Option<&QueryResult> {
         self.first.get(&q).map(|(r, _)| r)
@@ -282,18 +298,27 @@ pub fn load_database(
     Ok((rec, tables))
 }
 
-/// One query run, measured.
+/// One run of `q`'s hand-written plan, measured.
 pub fn measure(
     db: &Database,
     q: Query,
     threads: usize,
 ) -> Result<(QueryResult, Measured), BoxError> {
+    measure_with(db, || {
+        let rx = db.begin_read()?;
+        Ok(q.run(&rx, threads)?)
+    })
+}
+
+/// `run` (a query over `db`), measured: wall and CPU time, and `db`'s counters.
+pub fn measure_with<T>(
+    db: &Database,
+    run: impl FnOnce() -> Result<T, BoxError>,
+) -> Result<(T, Measured), BoxError> {
     let c0 = db.counters();
     let cpu0 = CpuTimes::now()?;
     let t0 = Instant::now();
-    let rx = db.begin_read()?;
-    let res = q.run(&rx, threads)?;
-    drop(rx);
+    let res = run()?;
     let wall = t0.elapsed();
     let cpu = CpuTimes::now()?.since(cpu0);
     let c1 = db.counters();
@@ -345,6 +370,9 @@ pub(super) struct Ctx<'a> {
     pub(super) progress: Progress,
     /// The bar over the query runs of one database, while they run.
     pub(super) bar: ProgressBar,
+    /// Whether DataFusion over in-memory tables is still to run (`--sql`: once, warm, beside
+    /// the first layer).
+    pub(super) in_memory_pending: bool,
 }
 
 impl Ctx<'_> {
@@ -352,7 +380,7 @@ impl Ctx<'_> {
     fn record(
         &mut self,
         q: Query,
-        layer: Layer,
+        layer: &str,
         medium: Medium,
         durability: &str,
         fraction: f64,
@@ -362,7 +390,7 @@ impl Ctx<'_> {
     ) {
         self.runs.push(RunRecord {
             query: q.name(),
-            layer: layer.name().into(),
+            layer: layer.into(),
             medium: medium.name().into(),
             durability: durability.into(),
             pool_fraction: fraction,
@@ -405,21 +433,27 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
     let (media, layers, pools) = (cfg.media.len(), cfg.layers.len(), cfg.pool_fractions.len());
     let pg_configs = if cfg.with_postgres { media * pools * 2 * passes } else { 0 };
     let pg_loads = if cfg.with_postgres { media } else { 0 };
+    // With `--sql`, each configuration runs twice (the plans, then the SQL), and DataFusion
+    // over in-memory tables once.
+    let engines = if cfg.sql { 2 } else { 1 };
+    let in_memory = usize::from(cfg.sql && cfg.warm);
     let progress = Progress::new(
         cfg.quiet,
         media * layers + pg_loads,
-        media * layers * pools * passes + pg_configs,
+        media * layers * pools * passes * engines + in_memory + pg_configs,
     );
     // Query runs per database: measured runs, and a warm-up per query before the warm ones.
     let per_pool =
         (u64::from(cfg.cold) + u64::from(cfg.warm)) * u64::from(cfg.runs) + u64::from(cfg.warm);
-    let total = (media * layers * pools * cfg.queries.len()) as u64 * per_pool;
+    let total = (media * layers * pools * engines * cfg.queries.len()) as u64 * per_pool
+        + (in_memory * cfg.queries.len()) as u64 * (u64::from(cfg.runs) + 1);
     let mut ctx = Ctx {
         cfg,
         checker: Checker::default(),
         runs: Vec::new(),
         progress,
         bar: ProgressBar::hidden(),
+        in_memory_pending: in_memory > 0,
     };
     let mem_read_gb_per_s = mem_read_bandwidth();
     let mut loads = Vec::new();
@@ -522,6 +556,8 @@ fn run_pool(
         )
     };
     let detail = format!("{} queries × {} run(s)", cfg.queries.len(), cfg.runs);
+    #[cfg(feature = "sql")]
+    let sql_name = format!("{layer}+sql");
     if cfg.cold {
         let t0 = Instant::now();
         for run in 0..cfg.runs {
@@ -534,15 +570,36 @@ fn run_pool(
                 let (res, m) = measure(&db, q, cfg.threads)?;
                 drop(db);
                 ctx.checker.check(q, &res, &label(true, run))?;
-                ctx.record(q, layer, medium, durability, fraction, true, run, m);
+                ctx.record(q, layer.name(), medium, durability, fraction, true, run, m);
                 ctx.bar.inc(1);
             }
         }
         ctx.progress.config_done(&config(true), &detail, t0.elapsed());
+        #[cfg(feature = "sql")]
+        if cfg.sql {
+            let t0 = Instant::now();
+            for run in 0..cfg.runs {
+                for &q in &cfg.queries {
+                    ctx.bar.set_message(format!("pool {pool_holds} cold {q} SQL"));
+                    if medium == Medium::Disk {
+                        nvpage_storage::file::evict_os_cache(&dir.join(DATA_FILE))?;
+                    }
+                    let db = std::sync::Arc::new(open()?);
+                    let engine = super::sql::NvpageSql::new(db.clone(), cfg.threads)?;
+                    let (rows, m) = measure_with(&db, || engine.run(q, cfg.sf))?;
+                    engine.close();
+                    drop(db);
+                    ctx.checker.check_sql(q, &rows, &format!("{} (SQL)", label(true, run)))?;
+                    ctx.record(q, &sql_name, medium, durability, fraction, true, run, m);
+                    ctx.bar.inc(1);
+                }
+            }
+            ctx.progress.config_done(&format!("{} (SQL)", config(true)), &detail, t0.elapsed());
+        }
     }
     if cfg.warm {
         let t0 = Instant::now();
-        let db = open()?;
+        let db = std::sync::Arc::new(open()?);
         for &q in &cfg.queries {
             ctx.bar.set_message(format!("pool {pool_holds} warm {q}"));
             // The warm-up, unmeasured.
@@ -552,7 +609,7 @@ fn run_pool(
             for run in 0..cfg.runs {
                 let (res, m) = measure(&db, q, cfg.threads)?;
                 ctx.checker.check(q, &res, &label(false, run))?;
-                ctx.record(q, layer, medium, durability, fraction, false, run, m);
+                ctx.record(q, layer.name(), medium, durability, fraction, false, run, m);
                 ctx.bar.inc(1);
             }
         }
@@ -561,9 +618,58 @@ fn run_pool(
             &format!("{detail} after a warm-up"),
             t0.elapsed(),
         );
+        #[cfg(feature = "sql")]
+        if cfg.sql {
+            let t0 = Instant::now();
+            let engine = super::sql::NvpageSql::new(db.clone(), cfg.threads)?;
+            for &q in &cfg.queries {
+                ctx.bar.set_message(format!("pool {pool_holds} warm {q} SQL"));
+                let (rows, _) = measure_with(&db, || engine.run(q, cfg.sf))?;
+                ctx.checker.check_sql(q, &rows, &format!("{} warm-up (SQL)", label(false, 0)))?;
+                ctx.bar.inc(1);
+                for run in 0..cfg.runs {
+                    let (rows, m) = measure_with(&db, || engine.run(q, cfg.sf))?;
+                    ctx.checker.check_sql(q, &rows, &format!("{} (SQL)", label(false, run)))?;
+                    ctx.record(q, &sql_name, medium, durability, fraction, false, run, m);
+                    ctx.bar.inc(1);
+                }
+            }
+            engine.close();
+            ctx.progress.config_done(
+                &format!("{} (SQL)", config(false)),
+                &format!("{detail} after a warm-up"),
+                t0.elapsed(),
+            );
+        }
+        #[cfg(feature = "sql")]
+        if std::mem::take(&mut ctx.in_memory_pending) {
+            let t0 = Instant::now();
+            let engine = super::sql::InMemory::copy_of(db.clone(), cfg.threads)?;
+            let what = "DataFusion over in-memory tables";
+            for &q in &cfg.queries {
+                ctx.bar.set_message(format!("{what}: {q}"));
+                let (rows, _) = measure_with(&db, || engine.run(q, cfg.sf))?;
+                ctx.checker.check_sql(q, &rows, &format!("{what}, warm-up"))?;
+                ctx.bar.inc(1);
+                for run in 0..cfg.runs {
+                    let (rows, m) = measure_with(&db, || engine.run(q, cfg.sf))?;
+                    ctx.checker.check_sql(q, &rows, &format!("{what}, warm run {run}"))?;
+                    ctx.record(q, IN_MEMORY, medium, "in memory", fraction, false, run, m);
+                    ctx.bar.inc(1);
+                }
+            }
+            ctx.progress.config_done(
+                &format!("{what}, warm"),
+                &format!("{detail} after a warm-up"),
+                t0.elapsed(),
+            );
+        }
     }
     Ok(())
 }
+
+/// The layer name of DataFusion's runs over its in-memory tables (`--sql`).
+pub const IN_MEMORY: &str = "datafusion";
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@
 //! one that doubles alike). The fastest layer has the smallest; its lead is the next layer's time
 //! divided by its own.
 
-use super::output::{Line, layer_rank, medium_label, pool_label};
+use super::output::{Line, is_plan_layer, layer_rank, medium_label, pool_label};
 use super::summary::geo_mean;
 
 /// Leads below this read as a tie ("level with"): they print as 1.00×.
@@ -57,7 +57,7 @@ pub fn standings(lines: &[Line]) -> Vec<Standing> {
             };
             let mut layers: Vec<(String, f64)> = names
                 .iter()
-                .filter(|n| !n.starts_with("postgres"))
+                .filter(|n| is_plan_layer(n))
                 .filter_map(|&n| Some((n.to_string(), geo(n)?)))
                 .collect();
             layers.sort_by(|a, b| a.1.total_cmp(&b.1));

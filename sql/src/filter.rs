@@ -1,0 +1,597 @@
+//! Predicates pushed into the scan: DataFusion's filter expressions compiled to a tree the page
+//! fold evaluates on each row in place, before any value is copied out.
+//!
+//! A filter is pushed `Exact` only when this module evaluates it with SQL's semantics, so that
+//! DataFusion need not evaluate it again (DESIGN S2): three-valued logic (a comparison with NULL
+//! is unknown, `AND`/`OR`/`NOT` as Kleene's, a row is kept only where the predicate is true);
+//! decimals compared exactly at the larger of the two scales; strings compared as bytes, as
+//! Arrow compares them (a `Char` as its value without trailing blanks, which is what the scan
+//! hands DataFusion). What it handles: comparisons of a column with a literal (`=`, `<>`, `<`,
+//! `<=`, `>`, `>=`, either side), `BETWEEN`, `IN` lists of literals, `IS [NOT] NULL`,
+//! `LIKE 'prefix%'`, and `AND`, `OR`, `NOT` of those; a column may sit under a cast that keeps
+//! every value and its order (a wider integer or decimal, another string type). Anything else
+//! is left to DataFusion.
+
+use std::ops::Bound;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator, expr::InList};
+use nvpage::{Col, ColumnType, RowRef, Schema, kind};
+
+use crate::error::Result;
+
+/// A compiled predicate over rows of one schema.
+#[derive(Clone, Debug)]
+pub(crate) enum Pred {
+    /// A constant: `Some(true)`, `Some(false)`, or unknown (`None`).
+    Const(Option<bool>),
+    And(Vec<Pred>),
+    Or(Vec<Pred>),
+    Not(Box<Pred>),
+    /// `col IS NULL` (or `IS NOT NULL` when negated).
+    IsNull {
+        col: ColRef,
+        negated: bool,
+    },
+    /// A numeric column (integers, decimals, dates) scaled by `scale_up`, against `lit`.
+    Num {
+        col: ColRef,
+        scale_up: i128,
+        op: Cmp,
+        lit: i128,
+    },
+    /// A string column's bytes against `lit`.
+    Str {
+        col: ColRef,
+        op: Cmp,
+        lit: Vec<u8>,
+    },
+    /// `col IN (…)`: numeric values (scaled as in `Num`), or strings; `null` if the list holds
+    /// a NULL (then a miss is unknown, not false).
+    NumIn {
+        col: ColRef,
+        scale_up: i128,
+        list: Vec<i128>,
+        null: bool,
+    },
+    StrIn {
+        col: ColRef,
+        list: Vec<Vec<u8>>,
+        null: bool,
+    },
+    /// `col LIKE 'prefix%'`.
+    Prefix {
+        col: ColRef,
+        prefix: Vec<u8>,
+    },
+}
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    fn from_op(op: Operator) -> Option<Cmp> {
+        Some(match op {
+            Operator::Eq => Cmp::Eq,
+            Operator::NotEq => Cmp::Ne,
+            Operator::Lt => Cmp::Lt,
+            Operator::LtEq => Cmp::Le,
+            Operator::Gt => Cmp::Gt,
+            Operator::GtEq => Cmp::Ge,
+            _ => return None,
+        })
+    }
+
+    /// The operator with its operands swapped (`5 < c` is `c > 5`).
+    fn flipped(self) -> Cmp {
+        match self {
+            Cmp::Lt => Cmp::Gt,
+            Cmp::Le => Cmp::Ge,
+            Cmp::Gt => Cmp::Lt,
+            Cmp::Ge => Cmp::Le,
+            same => same,
+        }
+    }
+
+    #[inline]
+    fn holds<T: Ord + ?Sized>(self, a: &T, b: &T) -> bool {
+        match self {
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+        }
+    }
+}
+
+/// A column the predicate reads, with the typed handle that reads it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ColRef {
+    index: usize,
+    read: Reader,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Reader {
+    I32(Col<kind::I32>),
+    I64(Col<kind::I64>),
+    Units(Col<kind::Units>),
+    Date(Col<kind::DateK>),
+    Bytes(Col<kind::Bytes>),
+}
+
+impl ColRef {
+    #[inline]
+    fn is_null(&self, row: &RowRef<'_>) -> bool {
+        row.is_null(self.index)
+    }
+
+    /// The column's value as a number (`None` for NULL).
+    #[inline]
+    fn num(&self, r: &RowRef<'_>) -> nvpage::Result<Option<i128>> {
+        Ok(match self.read {
+            Reader::I32(c) => r.get_opt(c)?.map(i128::from),
+            Reader::I64(c) => r.get_opt(c)?.map(i128::from),
+            Reader::Units(c) => r.get_opt(c)?.map(i128::from),
+            Reader::Date(c) => r.get_opt(c)?.map(|d| i128::from(d.0)),
+            Reader::Bytes(_) => None,
+        })
+    }
+
+    #[inline]
+    fn bytes<'p>(&self, row: &RowRef<'p>) -> nvpage::Result<Option<&'p [u8]>> {
+        match self.read {
+            Reader::Bytes(c) => row.get_opt(c),
+            _ => Ok(None),
+        }
+    }
+}
+
+impl Pred {
+    /// The predicate's value on `row`: `Some(true)` keeps it.
+    pub(crate) fn eval(&self, row: &RowRef<'_>) -> nvpage::Result<Option<bool>> {
+        Ok(match self {
+            Pred::Const(v) => *v,
+            Pred::And(ps) => {
+                let mut unknown = false;
+                for p in ps {
+                    match p.eval(row)? {
+                        Some(false) => return Ok(Some(false)),
+                        None => unknown = true,
+                        Some(true) => {}
+                    }
+                }
+                if unknown { None } else { Some(true) }
+            }
+            Pred::Or(ps) => {
+                let mut unknown = false;
+                for p in ps {
+                    match p.eval(row)? {
+                        Some(true) => return Ok(Some(true)),
+                        None => unknown = true,
+                        Some(false) => {}
+                    }
+                }
+                if unknown { None } else { Some(false) }
+            }
+            Pred::Not(p) => p.eval(row)?.map(|b| !b),
+            Pred::IsNull { col, negated } => Some(col.is_null(row) != *negated),
+            Pred::Num { col, scale_up, op, lit } => {
+                col.num(row)?.map(|v| op.holds(&(v * scale_up), lit))
+            }
+            Pred::Str { col, op, lit } => col.bytes(row)?.map(|v| op.holds(v, lit.as_slice())),
+            Pred::NumIn { col, scale_up, list, null } => {
+                col.num(row)?.and_then(|v| in_list(list.contains(&(v * scale_up)), *null))
+            }
+            Pred::StrIn { col, list, null } => {
+                col.bytes(row)?.and_then(|v| in_list(list.iter().any(|l| l == v), *null))
+            }
+            Pred::Prefix { col, prefix } => col.bytes(row)?.map(|v| v.starts_with(prefix)),
+        })
+    }
+}
+
+/// `x IN list`: true on a hit; on a miss false, or unknown if the list holds a NULL.
+fn in_list(hit: bool, null: bool) -> Option<bool> {
+    if hit {
+        Some(true)
+    } else if null {
+        None
+    } else {
+        Some(false)
+    }
+}
+
+/// Compiles `expr` over rows of `schema`, or `None` if it is not one this module evaluates
+/// exactly.
+pub(crate) fn compile(expr: &Expr, schema: &Schema) -> Option<Pred> {
+    Compiler { schema }.pred(expr)
+}
+
+/// `AND` of every filter, each compiled (all must compile).
+pub(crate) fn compile_all(filters: &[Expr], schema: &Schema) -> Result<Option<Pred>> {
+    if filters.is_empty() {
+        return Ok(None);
+    }
+    let preds = filters.iter().map(|f| compile(f, schema)).collect::<Option<Vec<_>>>();
+    match preds {
+        Some(mut p) if p.len() == 1 => Ok(p.pop()),
+        Some(p) => Ok(Some(Pred::And(p))),
+        None => Err(crate::error::Error::Plan(
+            "a filter was pushed into an nvpage scan that it cannot evaluate exactly".into(),
+        )),
+    }
+}
+
+struct Compiler<'s> {
+    schema: &'s Schema,
+}
+
+/// A numeric literal: its value in units of `10^-scale`.
+#[derive(Clone, Copy)]
+struct Num {
+    units: i128,
+    scale: i8,
+}
+
+/// A column as a comparison sees it: the column, and the scale its values are read at (a
+/// decimal's own, 0 for integers and dates), after any value-preserving casts.
+#[derive(Clone, Copy)]
+struct Operand {
+    col: ColRef,
+    scale: i8,
+    string: bool,
+}
+
+impl Compiler<'_> {
+    fn pred(&self, e: &Expr) -> Option<Pred> {
+        match e {
+            Expr::BinaryExpr(BinaryExpr { left, op: Operator::And, right }) => {
+                Some(Pred::And(vec![self.pred(left)?, self.pred(right)?]))
+            }
+            Expr::BinaryExpr(BinaryExpr { left, op: Operator::Or, right }) => {
+                Some(Pred::Or(vec![self.pred(left)?, self.pred(right)?]))
+            }
+            Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+                let cmp = Cmp::from_op(*op)?;
+                if let (Some(col), Some(lit)) = (self.operand(left), literal(right)) {
+                    self.compare(col, cmp, lit)
+                } else if let (Some(lit), Some(col)) = (literal(left), self.operand(right)) {
+                    self.compare(col, cmp.flipped(), lit)
+                } else {
+                    None
+                }
+            }
+            Expr::Not(inner) => Some(Pred::Not(Box::new(self.pred(inner)?))),
+            Expr::IsNull(inner) => {
+                Some(Pred::IsNull { col: self.operand(inner)?.col, negated: false })
+            }
+            Expr::IsNotNull(inner) => {
+                Some(Pred::IsNull { col: self.operand(inner)?.col, negated: true })
+            }
+            Expr::Between(Between { expr, negated, low, high }) => {
+                let col = self.operand(expr)?;
+                let both = Pred::And(vec![
+                    self.compare(col, Cmp::Ge, literal(low)?)?,
+                    self.compare(col, Cmp::Le, literal(high)?)?,
+                ]);
+                Some(if *negated { Pred::Not(Box::new(both)) } else { both })
+            }
+            Expr::InList(InList { expr, list, negated }) => {
+                let p = self.in_list(self.operand(expr)?, list)?;
+                Some(if *negated { Pred::Not(Box::new(p)) } else { p })
+            }
+            Expr::Like(Like {
+                negated,
+                expr,
+                pattern,
+                escape_char: None,
+                case_insensitive: false,
+            }) => {
+                let col = self.operand(expr)?;
+                let prefix = like_prefix(&string_literal(literal(pattern)?)??)?;
+                if !col.string {
+                    return None;
+                }
+                let p = Pred::Prefix { col: col.col, prefix };
+                Some(if *negated { Pred::Not(Box::new(p)) } else { p })
+            }
+            Expr::Literal(ScalarValue::Boolean(b), _) => Some(Pred::Const(*b)),
+            _ => None,
+        }
+    }
+
+    /// A column, possibly under casts that keep every value and its order.
+    fn operand(&self, e: &Expr) -> Option<Operand> {
+        match e {
+            Expr::Column(c) => {
+                let index = self.schema.index_of(&c.name).ok()?;
+                let ty = self.schema.columns()[index].ty;
+                let name = &c.name;
+                let (read, scale, string) = match ty {
+                    ColumnType::I32 => (Reader::I32(Col::new(self.schema, name).ok()?), 0, false),
+                    ColumnType::I64 => (Reader::I64(Col::new(self.schema, name).ok()?), 0, false),
+                    ColumnType::Decimal { scale } => {
+                        (Reader::Units(Col::new(self.schema, name).ok()?), scale as i8, false)
+                    }
+                    ColumnType::Date => (Reader::Date(Col::new(self.schema, name).ok()?), 0, false),
+                    ColumnType::Char { .. } | ColumnType::VarChar { .. } => {
+                        (Reader::Bytes(Col::new(self.schema, name).ok()?), 0, true)
+                    }
+                };
+                Some(Operand { col: ColRef { index, read }, scale, string })
+            }
+            Expr::Cast(c) => self.cast(self.operand(&c.expr)?, c.field.data_type()),
+            Expr::TryCast(c) => self.cast(self.operand(&c.expr)?, c.field.data_type()),
+            _ => None,
+        }
+    }
+
+    /// `op` under a cast to `to`, if the cast keeps every value of the column and its order.
+    fn cast(&self, op: Operand, to: &DataType) -> Option<Operand> {
+        let ty = self.schema.columns()[op.col.index].ty;
+        let digits: u8 = match ty {
+            ColumnType::I32 => 10,
+            ColumnType::I64 => 19,
+            ColumnType::Decimal { .. } => 18,
+            _ => 0,
+        };
+        let keeps = match (ty, to) {
+            (ColumnType::I32, DataType::Int32 | DataType::Int64) => true,
+            (ColumnType::I64, DataType::Int64) => true,
+            (ColumnType::Date, DataType::Date32) => true,
+            (
+                ColumnType::I32 | ColumnType::I64 | ColumnType::Decimal { .. },
+                DataType::Decimal128(p, s),
+            ) => {
+                // Every value fits: as many digits before the point, and at least the scale.
+                *s >= op.scale
+                    && i16::from(*p) - i16::from(*s) >= i16::from(digits) - i16::from(op.scale)
+            }
+            (
+                ColumnType::Char { .. } | ColumnType::VarChar { .. },
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View,
+            ) => true,
+            _ => false,
+        };
+        // A cast that keeps every value reads the same number at the same scale.
+        keeps.then_some(op)
+    }
+
+    fn compare(&self, col: Operand, op: Cmp, lit: Lit) -> Option<Pred> {
+        match lit {
+            Lit::Null => Some(Pred::Const(None)),
+            Lit::Str(s) if col.string => Some(Pred::Str { col: col.col, op, lit: s }),
+            Lit::Num(n) if !col.string && self.numeric_matches(col, n) => {
+                let (scale_up, lit) = align(col.scale, n)?;
+                Some(Pred::Num { col: col.col, scale_up, op, lit })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a numeric literal may be compared with the column: a date only with a date.
+    fn numeric_matches(&self, col: Operand, n: NumLit) -> bool {
+        let is_date = matches!(self.schema.columns()[col.col.index].ty, ColumnType::Date);
+        is_date == n.date
+    }
+
+    fn in_list(&self, col: Operand, list: &[Expr]) -> Option<Pred> {
+        let lits = list.iter().map(literal).collect::<Option<Vec<_>>>()?;
+        let null = lits.iter().any(|l| matches!(l, Lit::Null));
+        if col.string {
+            let list = lits
+                .into_iter()
+                .filter(|l| !matches!(l, Lit::Null))
+                .map(|l| match l {
+                    Lit::Str(s) => Some(s),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            return Some(Pred::StrIn { col: col.col, list, null });
+        }
+        // One scale for the column across the list: the largest any literal needs.
+        let nums = lits
+            .iter()
+            .filter(|l| !matches!(l, Lit::Null))
+            .map(|l| match l {
+                Lit::Num(n) if self.numeric_matches(col, *n) => Some(n.num),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let scale = nums.iter().map(|n| n.scale).max().unwrap_or(col.scale).max(col.scale);
+        let scale_up = pow10(scale - col.scale)?;
+        let list = nums
+            .iter()
+            .map(|n| n.units.checked_mul(pow10(scale - n.scale)?))
+            .collect::<Option<Vec<_>>>()?;
+        Some(Pred::NumIn { col: col.col, scale_up, list, null })
+    }
+}
+
+/// The column's multiplier and the literal's value at the larger of their two scales.
+fn align(col_scale: i8, n: NumLit) -> Option<(i128, i128)> {
+    let scale = col_scale.max(n.num.scale);
+    // A column value is at most 19 digits, so up to 10^19 more stays inside an i128.
+    Some((pow10(scale - col_scale)?, n.num.units.checked_mul(pow10(scale - n.num.scale)?)?))
+}
+
+fn pow10(k: i8) -> Option<i128> {
+    (0..=19).contains(&k).then(|| 10i128.pow(k as u32))
+}
+
+/// A literal operand.
+enum Lit {
+    Null,
+    Num(NumLit),
+    Str(Vec<u8>),
+}
+
+#[derive(Clone, Copy)]
+struct NumLit {
+    num: Num,
+    /// A date (days), comparable only with a date column.
+    date: bool,
+}
+
+fn literal(e: &Expr) -> Option<Lit> {
+    let Expr::Literal(v, _) = e else { return None };
+    let num =
+        |units: i128, scale: i8| Some(Lit::Num(NumLit { num: Num { units, scale }, date: false }));
+    if v.is_null() {
+        return Some(Lit::Null);
+    }
+    match v {
+        ScalarValue::Int8(Some(x)) => num(i128::from(*x), 0),
+        ScalarValue::Int16(Some(x)) => num(i128::from(*x), 0),
+        ScalarValue::Int32(Some(x)) => num(i128::from(*x), 0),
+        ScalarValue::Int64(Some(x)) => num(i128::from(*x), 0),
+        ScalarValue::UInt8(Some(x)) => num(i128::from(*x), 0),
+        ScalarValue::UInt16(Some(x)) => num(i128::from(*x), 0),
+        ScalarValue::UInt32(Some(x)) => num(i128::from(*x), 0),
+        ScalarValue::UInt64(Some(x)) => num(i128::from(*x), 0),
+        // Literals past 10^-19 or of more than 19 digits are left to DataFusion.
+        ScalarValue::Decimal128(Some(x), _, s)
+            if (0..=19).contains(s) && x.unsigned_abs() < 10u128.pow(30) =>
+        {
+            num(*x, *s)
+        }
+        ScalarValue::Date32(Some(d)) => {
+            Some(Lit::Num(NumLit { num: Num { units: i128::from(*d), scale: 0 }, date: true }))
+        }
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => Some(Lit::Str(s.as_bytes().to_vec())),
+        _ => None,
+    }
+}
+
+/// A literal's string, `None` if it is NULL, or no string at all (the outer `Option`).
+fn string_literal(l: Lit) -> Option<Option<Vec<u8>>> {
+    match l {
+        Lit::Str(s) => Some(Some(s)),
+        Lit::Null => Some(None),
+        Lit::Num(_) => None,
+    }
+}
+
+/// The prefix of a `LIKE` pattern that is a prefix and nothing more (`'abc%'`): no `_`, no
+/// `%` before the last character, no backslash (an escape in some dialects).
+fn like_prefix(pattern: &[u8]) -> Option<Vec<u8>> {
+    let (last, head) = pattern.split_last()?;
+    (*last == b'%' && !head.iter().any(|c| matches!(c, b'%' | b'_' | b'\\'))).then(|| head.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_prefixes_are_prefixes() {
+        assert_eq!(like_prefix(b"abc%"), Some(b"abc".to_vec()));
+        assert_eq!(like_prefix(b"%"), Some(Vec::new()));
+        for p in [&b"abc"[..], b"a%c%", b"a_c%", b"a\\%", b""] {
+            assert_eq!(like_prefix(p), None, "{:?}", String::from_utf8_lossy(p));
+        }
+    }
+
+    #[test]
+    fn literals_align_at_the_larger_scale() {
+        let n = |units, scale| NumLit { num: Num { units, scale }, date: false };
+        // A decimal(…, 2) column against 0.055 (scale 3): the column's units times 10.
+        assert_eq!(align(2, n(55, 3)), Some((10, 55)));
+        // Against 24 (scale 0): 24.00 is 2400 units.
+        assert_eq!(align(2, n(24, 0)), Some((1, 2400)));
+    }
+}
+
+/// A bound on one column's values that an index range can read: a number at the column's own
+/// scale, or a string's bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum KeyLit {
+    Num(i128),
+    Str(Vec<u8>),
+}
+
+/// Bounds on the values of one column that every row a predicate keeps lies within.
+pub(crate) type KeyRange = (Bound<KeyLit>, Bound<KeyLit>);
+
+impl Pred {
+    /// What the predicate's conjuncts say of column `column`'s values, as an index range: its
+    /// comparisons of the column with a number at the column's own scale (`=`, `<`, `<=`, `>`,
+    /// `>=`, `BETWEEN`), each narrowing the range, or its equality with a string. `None` if no
+    /// conjunct bounds the column. Every row the predicate keeps lies in the range; the scan
+    /// still evaluates the whole predicate on each row it reads.
+    pub(crate) fn key_range(&self, column: usize) -> Option<KeyRange> {
+        let mut conjuncts = Vec::new();
+        self.conjuncts(&mut conjuncts);
+        let (mut lo, mut hi) = (Bound::Unbounded, Bound::Unbounded);
+        let mut string = None;
+        for p in conjuncts {
+            match p {
+                Pred::Num { col, scale_up: 1, op, lit } if col.index == column => {
+                    let v = *lit;
+                    match op {
+                        Cmp::Eq => {
+                            lo = tighter(lo, Bound::Included(v), true);
+                            hi = tighter(hi, Bound::Included(v), false);
+                        }
+                        Cmp::Lt => hi = tighter(hi, Bound::Excluded(v), false),
+                        Cmp::Le => hi = tighter(hi, Bound::Included(v), false),
+                        Cmp::Gt => lo = tighter(lo, Bound::Excluded(v), true),
+                        Cmp::Ge => lo = tighter(lo, Bound::Included(v), true),
+                        Cmp::Ne => {}
+                    }
+                }
+                Pred::Str { col, op: Cmp::Eq, lit } if col.index == column => {
+                    string = Some(lit.clone());
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = string {
+            return Some((
+                Bound::Included(KeyLit::Str(s.clone())),
+                Bound::Included(KeyLit::Str(s)),
+            ));
+        }
+        if matches!((&lo, &hi), (Bound::Unbounded, Bound::Unbounded)) {
+            return None;
+        }
+        Some((lo.map(KeyLit::Num), hi.map(KeyLit::Num)))
+    }
+
+    fn conjuncts<'a>(&'a self, out: &mut Vec<&'a Pred>) {
+        match self {
+            Pred::And(list) => list.iter().for_each(|p| p.conjuncts(out)),
+            p => out.push(p),
+        }
+    }
+}
+
+/// The narrower of two bounds of one side: the higher low bound (`low`), or the lower high one;
+/// at the same value, the excluding one.
+fn tighter(a: Bound<i128>, b: Bound<i128>, low: bool) -> Bound<i128> {
+    let (va, vb) = match (&a, &b) {
+        (Bound::Unbounded, _) => return b,
+        (_, Bound::Unbounded) => return a,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            (*x, *y)
+        }
+    };
+    if va == vb {
+        return if matches!(a, Bound::Excluded(_)) { a } else { b };
+    }
+    if (va > vb) == low { a } else { b }
+}

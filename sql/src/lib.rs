@@ -1,0 +1,63 @@
+//! # nvpage-sql
+//!
+//! SQL over nvpage: a DataFusion session whose default catalog is an nvpage database, so that
+//! `session.sql("…")` reads and writes nvpage tables with DataFusion's planner and engine. What
+//! it is not: a server, or a store of its own (tables outside the database — `CREATE EXTERNAL
+//! TABLE` over CSV or Parquet, views — live in the session only).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use nvpage::Database;
+//! use nvpage_sql::Session;
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> nvpage_sql::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! let db = Arc::new(Database::open(dir.path().join("shop"))?);
+//! let session = Session::new(db)?;
+//! session.sql("CREATE TABLE items (id BIGINT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10, 2))").await?;
+//! session.sql("INSERT INTO items VALUES (1, 'apple', 2.50), (2, 'pear', 19.99)").await?.collect().await?;
+//! let rows = session.sql("SELECT sum(price) AS total FROM items WHERE name LIKE 'p%'").await?.collect().await?;
+//! let total = datafusion::arrow::util::pretty::pretty_format_batches(&rows).unwrap().to_string();
+//! assert!(total.contains("19.99"), "{total}");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## How statements run
+//!
+//! - **Queries** read one snapshot of the database for every table and partition
+//!   ([`nvpage::Snapshot`]), taken when the statement starts: they never wait for a writer and
+//!   never see a change made after they began. Scans run partition by partition on tokio's
+//!   blocking threads ([`nvpage::Partition`]), with the columns a query names, the filters it
+//!   can evaluate exactly and its `LIMIT` pushed into the page fold.
+//! - **Writes** go through the session's writer thread, which owns its write transaction.
+//!   Outside `BEGIN`, each statement is one transaction: durable when it returns, nothing of it
+//!   kept if it fails. Inside `BEGIN … COMMIT`, statements read the transaction's own changes,
+//!   and one that fails after changing something dooms the transaction: every later statement
+//!   is refused, and `COMMIT` rolls back and says why (as PostgreSQL does).
+//! - **Types** map as [`types`] says; `CREATE TABLE` takes `INT`, `BIGINT`, `DECIMAL(p, s)` (p
+//!   ≤ 18), `DATE`, `CHAR(n)`, `VARCHAR(n)`, `TEXT`, `NOT NULL` and a `PRIMARY KEY` (its columns
+//!   NOT NULL and a unique index `<table>_pkey`).
+//!
+//! A `DataFrame` of a query or of an `INSERT`, `UPDATE` or `DELETE` runs when it is collected
+//! (or streamed); other statements have run when [`Session::sql`] returns.
+
+#![forbid(unsafe_code)]
+
+mod access;
+mod batch;
+mod catalog;
+mod error;
+mod filter;
+mod modify;
+mod provider;
+mod scan;
+mod session;
+pub mod types;
+mod values;
+mod writer;
+
+pub use error::{Error, Result};
+pub use provider::NvpageTable;
+pub use session::{CATALOG, SCHEMA, Session};

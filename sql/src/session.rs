@@ -1,0 +1,421 @@
+//! A SQL session over one database: DataFusion's context with the database as its default
+//! catalog, the session's writer, and the statements DataFusion does not carry out itself for
+//! a store of its own (`BEGIN`/`COMMIT`/`ROLLBACK`, `CREATE TABLE` with nvpage's types,
+//! `CREATE [UNIQUE] INDEX`, `DROP TABLE`, `DROP INDEX`).
+
+use std::sync::Arc;
+
+use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
+use datafusion::dataframe::DataFrame;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::{DFParser, Statement};
+use datafusion::sql::sqlparser::ast::{
+    ColumnOption, CreateIndex, CreateTable, Expr as SqlExpr, Ident, ObjectName, ObjectNamePart,
+    ObjectType, Statement as SqlStatement, TableConstraint,
+};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use futures::StreamExt;
+use nvpage::{Column, Database, ReadOps, Schema, Snapshot};
+
+use crate::catalog::NvpageSchema;
+use crate::error::{Error, Result};
+use crate::types::{declared_type, schema_of};
+use crate::values::insert_batch;
+use crate::writer::Writer;
+
+/// The snapshot a statement reads (a session config extension): one commit for every table and
+/// partition of the statement.
+#[derive(Debug)]
+pub(crate) struct StatementSnapshot(pub(crate) Snapshot);
+
+/// The catalog and schema an nvpage session's tables live in: `nvpage.public.t`, or just `t`.
+pub const CATALOG: &str = "nvpage";
+/// See [`CATALOG`].
+pub const SCHEMA: &str = "public";
+
+/// A SQL session over an nvpage database (see the crate's docs).
+pub struct Session {
+    ctx: SessionContext,
+    writer: Writer,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("database", &self.writer.db().path())
+            .field("in_transaction", &self.writer.in_transaction())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session over `db`, with DataFusion's default settings and its information schema on
+    /// (`SHOW TABLES`, `DESCRIBE t`).
+    pub fn new(db: Arc<Database>) -> Result<Self> {
+        Self::with_config(db, SessionConfig::new())
+    }
+
+    /// A session over `db` with `config` (batch size, target partitions, …); its default
+    /// catalog and schema become the database's, and numeric literals with a point are exact
+    /// decimals (`sql_parser.parse_float_as_decimal`).
+    pub fn with_config(db: Arc<Database>, config: SessionConfig) -> Result<Self> {
+        let writer = Writer::start(db)?;
+        let mut config = config;
+        // `1.5` is an exact decimal, as in PostgreSQL, not a float: nvpage's numbers are
+        // integers and decimals, and a float's rounding would change the value stored or
+        // compared (99999999999999.9999 as a float is 10^14).
+        config.options_mut().sql_parser.parse_float_as_decimal = true;
+        let config = config
+            .with_information_schema(true)
+            .with_create_default_catalog_and_schema(false)
+            .with_default_catalog_and_schema(CATALOG, SCHEMA);
+        let ctx = SessionContext::new_with_config(config);
+        let catalog = MemoryCatalogProvider::new();
+        catalog.register_schema(SCHEMA, Arc::new(NvpageSchema::new(writer.clone())))?;
+        ctx.register_catalog(CATALOG, Arc::new(catalog));
+        Ok(Self { ctx, writer })
+    }
+
+    /// DataFusion's context: its default catalog is the database, so `ctx.sql(…)` reads and
+    /// writes nvpage tables too (each table then reads a snapshot of its own: a statement
+    /// through [`Session::sql`] reads one for all its tables).
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// The database.
+    pub fn database(&self) -> &Arc<Database> {
+        self.writer.db()
+    }
+
+    /// Ends the session: a transaction left open is rolled back, and the session lets go of
+    /// the database (dropping the session does the same, without waiting for its writer
+    /// thread to end).
+    pub fn close(self) {
+        let writer = self.writer.clone();
+        drop(self);
+        writer.stop();
+    }
+
+    /// Whether `BEGIN` has opened a transaction that `COMMIT` or `ROLLBACK` has not ended.
+    pub fn in_transaction(&self) -> bool {
+        self.writer.in_transaction()
+    }
+
+    /// The statements of `sql`, parsed with DataFusion's parser (for [`Session::run`]).
+    pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+        Ok(DFParser::parse_sql_with_dialect(sql, &GenericDialect {})?.into_iter().collect())
+    }
+
+    /// Runs the one statement in `sql`. Queries and `INSERT`/`UPDATE`/`DELETE` return a
+    /// [`DataFrame`] that runs when collected; every other statement has run when this
+    /// returns.
+    pub async fn sql(&self, sql: &str) -> Result<DataFrame> {
+        let mut statements = Self::parse(sql)?;
+        if statements.len() != 1 {
+            return Err(Error::Plan(format!(
+                "{} statements in one call: Session::sql runs one (Session::parse splits a script)",
+                statements.len()
+            )));
+        }
+        self.run(statements.remove(0)).await
+    }
+
+    /// Runs one parsed statement (see [`Session::sql`]).
+    pub async fn run(&self, statement: Statement) -> Result<DataFrame> {
+        let Statement::Statement(s) = &statement else { return self.datafusion(statement).await };
+        match s.as_ref() {
+            SqlStatement::StartTransaction { .. } => {
+                self.writer.begin().await?;
+                self.empty()
+            }
+            SqlStatement::Commit { .. } => {
+                self.writer.end(false).await?;
+                self.empty()
+            }
+            SqlStatement::Rollback { .. } => {
+                self.writer.end(true).await?;
+                self.empty()
+            }
+            SqlStatement::CreateTable(ct) if ct.query.is_none() && !ct.external => {
+                self.refuse_if_doomed().await?;
+                self.create_table(ct).await?;
+                self.empty()
+            }
+            SqlStatement::CreateTable(ct) if !ct.external => {
+                self.refuse_if_doomed().await?;
+                self.create_table_as(ct).await?;
+                self.empty()
+            }
+            SqlStatement::CreateIndex(ci) => {
+                self.refuse_if_doomed().await?;
+                self.create_index(ci).await?;
+                self.empty()
+            }
+            SqlStatement::Drop { object_type, if_exists, names, .. }
+                if matches!(object_type, ObjectType::Table | ObjectType::Index) =>
+            {
+                self.refuse_if_doomed().await?;
+                self.drop(*object_type, *if_exists, names).await?;
+                self.empty()
+            }
+            _ => self.datafusion(statement).await,
+        }
+    }
+
+    /// The result of a statement that returns no rows: no columns, no rows.
+    fn empty(&self) -> Result<DataFrame> {
+        let none = datafusion::arrow::datatypes::Schema::empty();
+        Ok(self.ctx.read_batch(datafusion::arrow::array::RecordBatch::new_empty(Arc::new(none)))?)
+    }
+
+    /// Inside a doomed transaction nothing runs but `COMMIT` and `ROLLBACK`.
+    async fn refuse_if_doomed(&self) -> Result<()> {
+        if self.writer.in_transaction() {
+            self.writer.begin_statement().await?;
+        }
+        Ok(())
+    }
+
+    /// A statement DataFusion plans: read at one snapshot taken now, unless a transaction is
+    /// open (then its own changes are read).
+    async fn datafusion(&self, statement: Statement) -> Result<DataFrame> {
+        self.refuse_if_doomed().await?;
+        let mut state = self.ctx.state();
+        if !self.writer.in_transaction() {
+            let snap = self.writer.db().snapshot()?;
+            state.config_mut().set_extension(Arc::new(StatementSnapshot(snap)));
+        }
+        let plan = state.statement_to_plan(statement).await?;
+        match plan {
+            // Statements that change the session itself (external tables, views, settings).
+            LogicalPlan::Ddl(_) | LogicalPlan::Statement(_) => {
+                Ok(self.ctx.execute_logical_plan(plan).await?)
+            }
+            plan => Ok(DataFrame::new(state, plan)),
+        }
+    }
+
+    async fn create_table(&self, ct: &CreateTable) -> Result<()> {
+        let name = table_name(&ct.name)?;
+        let (schema, key) = declared_schema(ct)?;
+        let if_not_exists = ct.if_not_exists;
+        self.writer
+            .statement(move |slot| {
+                let txn = slot.txn()?;
+                if if_not_exists && txn.table(&name).is_ok() {
+                    return Ok(());
+                }
+                let t = txn.create_table(&name, schema)?;
+                if let Some(cols) = key {
+                    let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
+                    txn.create_unique_index(&format!("{name}_pkey"), &t, &cols)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    /// `CREATE TABLE t AS SELECT …`: the query read at one snapshot, its rows stored in a new
+    /// table of the query's columns, in one statement.
+    async fn create_table_as(&self, ct: &CreateTable) -> Result<()> {
+        let name = table_name(&ct.name)?;
+        let query = Statement::Statement(Box::new(SqlStatement::Query(
+            ct.query
+                .clone()
+                .ok_or_else(|| Error::Plan("CREATE TABLE … AS without a query".into()))?,
+        )));
+        let df = self.datafusion(query).await?;
+        let schema = if ct.columns.is_empty() {
+            schema_of(df.schema().as_arrow())?
+        } else {
+            declared_schema(ct)?.0
+        };
+        let if_not_exists = ct.if_not_exists;
+        let mut stream = df.execute_stream().await?;
+        self.writer.begin_statement().await?;
+        let outcome: Result<()> = async {
+            let owned = name.clone();
+            let made = self
+                .writer
+                .call(move |slot| -> Result<bool> {
+                    let txn = slot.txn()?;
+                    if if_not_exists && txn.table(&owned).is_ok() {
+                        return Ok(false);
+                    }
+                    txn.create_table(&owned, schema)?;
+                    Ok(true)
+                })
+                .await??;
+            if !made {
+                return Ok(());
+            }
+            while let Some(batch) = stream.next().await {
+                let batch = batch?;
+                let owned = name.clone();
+                self.writer
+                    .call(move |slot| -> Result<u64> {
+                        let txn = slot.txn()?;
+                        let t = txn.table(&owned)?;
+                        insert_batch(txn, &t, &batch)
+                    })
+                    .await??;
+            }
+            Ok(())
+        }
+        .await;
+        self.writer.end_statement(outcome.as_ref().err().map(ToString::to_string)).await?;
+        outcome
+    }
+
+    async fn create_index(&self, ci: &CreateIndex) -> Result<()> {
+        let table = table_name(&ci.table_name)?;
+        let cols = ci
+            .columns
+            .iter()
+            .map(|c| match &c.column.expr {
+                SqlExpr::Identifier(id) => Ok(ident(id)),
+                SqlExpr::CompoundIdentifier(ids) if !ids.is_empty() => {
+                    Ok(ident(&ids[ids.len() - 1]))
+                }
+                other => {
+                    Err(Error::Plan(format!("an index is over columns, not expressions ({other})")))
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let name = match &ci.name {
+            Some(n) => table_name(n)?,
+            None => format!("{table}_{}_idx", cols.join("_")),
+        };
+        let (unique, if_not_exists) = (ci.unique, ci.if_not_exists);
+        self.writer
+            .statement(move |slot| {
+                let txn = slot.txn()?;
+                if if_not_exists && txn.index(&name).is_ok() {
+                    return Ok(());
+                }
+                let t = txn.table(&table)?;
+                let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
+                if unique {
+                    txn.create_unique_index(&name, &t, &cols)?;
+                } else {
+                    txn.create_index(&name, &t, &cols)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    async fn drop(&self, what: ObjectType, if_exists: bool, names: &[ObjectName]) -> Result<()> {
+        let names = names.iter().map(table_name).collect::<Result<Vec<_>>>()?;
+        self.writer
+            .statement(move |slot| {
+                let txn = slot.txn()?;
+                for name in &names {
+                    let r = match what {
+                        ObjectType::Table => txn.drop_table(name),
+                        _ => txn.drop_index(name),
+                    };
+                    match r {
+                        Err(nvpage::Error::UnknownTable(_) | nvpage::Error::UnknownIndex(_))
+                            if if_exists => {}
+                        r => r?,
+                    }
+                }
+                Ok(())
+            })
+            .await
+    }
+}
+
+/// An identifier as DataFusion names it: folded to lower case unless quoted.
+fn ident(id: &Ident) -> String {
+    if id.quote_style.is_some() { id.value.clone() } else { id.value.to_lowercase() }
+}
+
+/// The table (or index) an object name names: `t`, `public.t` or `nvpage.public.t`.
+fn table_name(name: &ObjectName) -> Result<String> {
+    let parts = name
+        .0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(id) => Ok(ident(id)),
+            other => Err(Error::Plan(format!("{other} is not a name"))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    match parts.as_slice() {
+        [t] => Ok(t.clone()),
+        [s, t] if s == SCHEMA => Ok(t.clone()),
+        [c, s, t] if c == CATALOG && s == SCHEMA => Ok(t.clone()),
+        _ => Err(Error::Plan(format!(
+            "{name}: nvpage tables live in {CATALOG}.{SCHEMA}, named by one name"
+        ))),
+    }
+}
+
+/// The schema a `CREATE TABLE` declares, and its primary key's columns if it names one (a
+/// primary key is its columns made NOT NULL, with a unique index `<table>_pkey`).
+fn declared_schema(ct: &CreateTable) -> Result<(Schema, Option<Vec<String>>)> {
+    let mut key: Option<Vec<String>> = None;
+    let mut set_key = |cols: Vec<String>| {
+        if key.replace(cols).is_some() {
+            return Err(Error::Plan("a table has one primary key".into()));
+        }
+        Ok(())
+    };
+    let mut columns = Vec::new();
+    for c in &ct.columns {
+        let name = ident(&c.name);
+        let ty = declared_type(&name, &c.data_type)?;
+        let mut nullable = true;
+        for o in &c.options {
+            match &o.option {
+                ColumnOption::NotNull => nullable = false,
+                ColumnOption::Null => nullable = true,
+                ColumnOption::PrimaryKey(_) => {
+                    nullable = false;
+                    set_key(vec![name.clone()])?;
+                }
+                other => {
+                    return Err(Error::Plan(format!(
+                        "column {name}: {other} is not supported (NOT NULL, NULL and PRIMARY KEY \
+                         are)"
+                    )));
+                }
+            }
+        }
+        columns.push(Column { name, ty, nullable });
+    }
+    for tc in &ct.constraints {
+        match tc {
+            TableConstraint::PrimaryKey(pk) => {
+                let cols = pk
+                    .columns
+                    .iter()
+                    .map(|c| match &c.column.expr {
+                        SqlExpr::Identifier(id) => Ok(ident(id)),
+                        other => Err(Error::Plan(format!("a primary key column, not {other}"))),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                set_key(cols)?;
+            }
+            other => {
+                return Err(Error::Plan(format!(
+                    "{other} is not supported (PRIMARY KEY is; CREATE UNIQUE INDEX makes a \
+                     unique key)"
+                )));
+            }
+        }
+    }
+    if let Some(cols) = &key {
+        for k in cols {
+            let c = columns
+                .iter_mut()
+                .find(|c| &c.name == k)
+                .ok_or_else(|| Error::Plan(format!("primary key column {k} is not a column")))?;
+            c.nullable = false;
+        }
+    }
+    Ok((Schema::new(columns)?, key))
+}

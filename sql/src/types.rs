@@ -1,0 +1,165 @@
+//! Types: every nvpage column type as an Arrow type, and back.
+//!
+//! | nvpage | Arrow | notes |
+//! |---|---|---|
+//! | `I32` | `Int32` | `Int8`, `Int16`, `UInt8`, `UInt16` widen to it |
+//! | `I64` | `Int64` | `UInt32` widens to it |
+//! | `Decimal { scale }` | `Decimal128(18, scale)` | an `i64` of units: any precision ≤ 18 maps here; a wider decimal's values are checked one by one as they are stored |
+//! | `Date` | `Date32` | days since 1970-01-01 |
+//! | `Char(n)` | `Utf8` | read without its trailing blanks |
+//! | `VarChar(n)` | `Utf8` | a `Utf8` column with no declared length becomes `VarChar(MAX_STRING_LEN)` |
+//!
+//! An Arrow type with no counterpart (floats, booleans, timestamps, binary, `UInt64`, nested
+//! types) is an error naming the column.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, SchemaRef};
+use datafusion::sql::sqlparser::ast::{self, ExactNumberInfo};
+use nvpage::{Column, ColumnType, MAX_STRING_LEN, Schema};
+
+use crate::error::{Error, Result};
+
+/// The precision every nvpage decimal reads as: an `i64` holds 18 decimal digits.
+pub const DECIMAL_PRECISION: u8 = 18;
+
+/// The Arrow type a column of `ty` reads as.
+pub fn arrow_type(ty: ColumnType) -> DataType {
+    match ty {
+        ColumnType::I32 => DataType::Int32,
+        ColumnType::I64 => DataType::Int64,
+        ColumnType::Decimal { scale } => DataType::Decimal128(DECIMAL_PRECISION, scale as i8),
+        ColumnType::Date => DataType::Date32,
+        ColumnType::Char { .. } | ColumnType::VarChar { .. } => DataType::Utf8,
+    }
+}
+
+/// The Arrow schema rows of `schema` read as, nullability included.
+pub fn arrow_schema(schema: &Schema) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .columns()
+        .iter()
+        .map(|c| Field::new(&c.name, arrow_type(c.ty), c.nullable))
+        .collect();
+    Arc::new(ArrowSchema::new(fields))
+}
+
+/// The column type that holds values of Arrow type `dt` (a column `name` of a query's result,
+/// as `CREATE TABLE … AS` stores it).
+pub fn column_type(name: &str, dt: &DataType) -> Result<ColumnType> {
+    Ok(match dt {
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => {
+            ColumnType::I32
+        }
+        DataType::Int64 | DataType::UInt32 => ColumnType::I64,
+        DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale)
+            if (0..=18).contains(scale) =>
+        {
+            ColumnType::Decimal { scale: *scale as u8 }
+        }
+        DataType::Date32 => ColumnType::Date,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            ColumnType::VarChar { max_len: MAX_STRING_LEN }
+        }
+        DataType::Dictionary(_, value) => return column_type(name, value),
+        other => return Err(no_counterpart(name, &other.to_string())),
+    })
+}
+
+/// A schema of columns that hold `schema`'s fields (see [`column_type`]).
+pub fn schema_of(schema: &ArrowSchema) -> Result<Schema> {
+    let cols = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let ty = column_type(f.name(), f.data_type())?;
+            Ok(Column { name: f.name().clone(), ty, nullable: f.is_nullable() })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Schema::new(cols)?)
+}
+
+/// The column type a SQL column definition declares.
+pub fn declared_type(name: &str, dt: &ast::DataType) -> Result<ColumnType> {
+    use ast::DataType as D;
+    let len = |n: &Option<ast::CharacterLength>, default: u16| -> Result<u16> {
+        match n {
+            None | Some(ast::CharacterLength::Max) => Ok(default),
+            Some(ast::CharacterLength::IntegerLength { length, .. }) => {
+                u16::try_from(*length).ok().filter(|l| *l <= MAX_STRING_LEN).ok_or_else(|| {
+                    Error::Plan(format!(
+                        "column {name}: length {length} is over the longest string nvpage \
+                         stores ({MAX_STRING_LEN} bytes)"
+                    ))
+                })
+            }
+        }
+    };
+    Ok(match dt {
+        D::SmallInt(_) | D::Int2(_) | D::TinyInt(_) | D::Int(_) | D::Integer(_) | D::Int4(_) => {
+            ColumnType::I32
+        }
+        D::BigInt(_) | D::Int8(_) | D::Int64 => ColumnType::I64,
+        D::Decimal(info) | D::Numeric(info) | D::Dec(info) => {
+            let (precision, scale) = match info {
+                ExactNumberInfo::None => (DECIMAL_PRECISION as u64, 0),
+                ExactNumberInfo::Precision(p) => (*p, 0),
+                ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s),
+            };
+            if precision > u64::from(DECIMAL_PRECISION) || scale < 0 || scale as u64 > precision {
+                return Err(Error::Plan(format!(
+                    "column {name}: DECIMAL({precision}, {scale}) does not fit an nvpage \
+                     decimal (precision at most {DECIMAL_PRECISION}, scale 0 to the precision)"
+                )));
+            }
+            ColumnType::Decimal { scale: scale as u8 }
+        }
+        D::Date => ColumnType::Date,
+        D::Char(n) | D::Character(n) => {
+            let n = len(n, 1)?;
+            if n == 0 {
+                return Err(Error::Plan(format!("column {name}: CHAR(0) holds nothing")));
+            }
+            ColumnType::Char { len: n }
+        }
+        D::Varchar(n) | D::CharVarying(n) | D::CharacterVarying(n) | D::Nvarchar(n) => {
+            ColumnType::VarChar { max_len: len(n, MAX_STRING_LEN)? }
+        }
+        D::Text | D::String(None) => ColumnType::VarChar { max_len: MAX_STRING_LEN },
+        other => return Err(no_counterpart(name, &other.to_string())),
+    })
+}
+
+fn no_counterpart(column: &str, ty: &str) -> Error {
+    Error::Plan(format!(
+        "column {column}: type {ty} has no nvpage counterpart (nvpage stores i32, i64, decimals \
+         of up to 18 digits, dates, char(n) and varchar(n))"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every column type reads as an Arrow type that maps back to a type holding its values.
+    #[test]
+    fn every_column_type_round_trips_through_arrow() {
+        for ty in [
+            ColumnType::I32,
+            ColumnType::I64,
+            ColumnType::Decimal { scale: 0 },
+            ColumnType::Decimal { scale: 18 },
+            ColumnType::Date,
+        ] {
+            assert_eq!(column_type("c", &arrow_type(ty)).unwrap(), ty);
+        }
+        for ty in [ColumnType::Char { len: 3 }, ColumnType::VarChar { max_len: 40 }] {
+            assert_eq!(
+                column_type("c", &arrow_type(ty)).unwrap(),
+                ColumnType::VarChar { max_len: MAX_STRING_LEN }
+            );
+        }
+        let e = column_type("price", &DataType::Float64).unwrap_err().to_string();
+        assert!(e.contains("price") && e.contains("Float64"), "{e}");
+    }
+}

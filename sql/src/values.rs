@@ -1,0 +1,143 @@
+//! Arrow values as the engine's: the rows of a record batch turned into [`Value`]s of a table's
+//! columns, for `INSERT` and `UPDATE`.
+
+use datafusion::arrow::array::{
+    Array, AsArray, Date32Array, Decimal128Array, Int8Array, Int16Array, Int32Array, Int64Array,
+    UInt8Array, UInt16Array, UInt32Array,
+};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, DecimalType};
+use datafusion::arrow::record_batch::RecordBatch;
+use nvpage::{ColumnType, Date, Decimal, Table, Value, WriteTxn};
+
+use crate::error::{Error, Result};
+
+/// Inserts every row of `batch` (its columns in the table's order) into `table`; returns how
+/// many.
+pub(crate) fn insert_batch(
+    txn: &mut WriteTxn<'_>,
+    table: &Table,
+    batch: &RecordBatch,
+) -> Result<u64> {
+    let readers = readers(table, batch)?;
+    let mut row = Vec::with_capacity(readers.len());
+    for i in 0..batch.num_rows() {
+        row.clear();
+        for r in &readers {
+            row.push(r.value(i)?);
+        }
+        txn.insert(table, &row)?;
+    }
+    Ok(batch.num_rows() as u64)
+}
+
+/// Readers of `batch`'s columns as values of `table`'s columns, in order.
+pub(crate) fn readers<'b>(
+    table: &'b Table,
+    batch: &'b RecordBatch,
+) -> Result<Vec<ColumnReader<'b>>> {
+    let cols = table.schema().columns();
+    if batch.num_columns() != cols.len() {
+        return Err(Error::Plan(format!(
+            "{} values a row for table {}, which has {} columns",
+            batch.num_columns(),
+            table.name(),
+            cols.len()
+        )));
+    }
+    cols.iter()
+        .zip(batch.columns())
+        .map(|(c, a)| ColumnReader::new(&c.name, c.ty, a.as_ref()))
+        .collect()
+}
+
+/// One Arrow column read as values of an nvpage column.
+pub(crate) struct ColumnReader<'b> {
+    name: &'b str,
+    ty: ColumnType,
+    array: &'b dyn Array,
+}
+
+impl<'b> ColumnReader<'b> {
+    fn new(name: &'b str, ty: ColumnType, array: &'b dyn Array) -> Result<Self> {
+        let fits = match ty {
+            ColumnType::I32 | ColumnType::I64 => matches!(
+                array.data_type(),
+                DataType::Int8
+                    | DataType::Int16
+                    | DataType::Int32
+                    | DataType::Int64
+                    | DataType::UInt8
+                    | DataType::UInt16
+                    | DataType::UInt32
+            ),
+            ColumnType::Decimal { .. } => matches!(array.data_type(), DataType::Decimal128(..)),
+            ColumnType::Date => matches!(array.data_type(), DataType::Date32),
+            ColumnType::Char { .. } | ColumnType::VarChar { .. } => matches!(
+                array.data_type(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            ),
+        };
+        if !fits && array.data_type() != &DataType::Null {
+            return Err(Error::Plan(format!(
+                "column {name} ({ty}) cannot hold values of type {}",
+                array.data_type()
+            )));
+        }
+        Ok(Self { name, ty, array })
+    }
+
+    /// Row `i`'s value.
+    pub(crate) fn value(&self, i: usize) -> Result<Value<'b>> {
+        let a = self.array;
+        if a.is_null(i) {
+            return Ok(Value::Null);
+        }
+        let int = |v: i64| -> Result<Value<'b>> {
+            match self.ty {
+                ColumnType::I64 => Ok(Value::I64(v)),
+                _ => i32::try_from(v).map(Value::I32).map_err(|_| {
+                    Error::Plan(format!(
+                        "column {}: {v} does not fit an i32 (row {})",
+                        self.name,
+                        i + 1
+                    ))
+                }),
+            }
+        };
+        match a.data_type() {
+            DataType::Int8 => int(i64::from(downcast::<Int8Array>(a).value(i))),
+            DataType::Int16 => int(i64::from(downcast::<Int16Array>(a).value(i))),
+            DataType::Int32 => int(i64::from(downcast::<Int32Array>(a).value(i))),
+            DataType::Int64 => int(downcast::<Int64Array>(a).value(i)),
+            DataType::UInt8 => int(i64::from(downcast::<UInt8Array>(a).value(i))),
+            DataType::UInt16 => int(i64::from(downcast::<UInt16Array>(a).value(i))),
+            DataType::UInt32 => int(i64::from(downcast::<UInt32Array>(a).value(i))),
+            DataType::Decimal128(_, scale) if *scale < 0 => Err(Error::Plan(format!(
+                "column {}: a decimal of negative scale {scale} (row {})",
+                self.name,
+                i + 1
+            ))),
+            DataType::Decimal128(_, scale) => {
+                let units = downcast::<Decimal128Array>(a).value(i);
+                let units = i64::try_from(units).map_err(|_| {
+                    let shown = Decimal128Type::format_decimal(units, 38, *scale);
+                    Error::Plan(format!(
+                        "column {}: {shown} does not fit an nvpage decimal (18 digits; row {})",
+                        self.name,
+                        i + 1
+                    ))
+                })?;
+                Ok(Value::Decimal(Decimal::new(units, *scale as u8)))
+            }
+            DataType::Date32 => Ok(Value::Date(Date(downcast::<Date32Array>(a).value(i)))),
+            DataType::Utf8 => Ok(Value::Str(a.as_string::<i32>().value(i))),
+            DataType::LargeUtf8 => Ok(Value::Str(a.as_string::<i64>().value(i))),
+            DataType::Utf8View => Ok(Value::Str(a.as_string_view().value(i))),
+            other => Err(Error::Plan(format!("column {}: values of type {other}", self.name))),
+        }
+    }
+}
+
+fn downcast<T: 'static>(a: &dyn Array) -> &T {
+    a.as_any().downcast_ref::<T>().expect("the data type was matched")
+}

@@ -8,6 +8,7 @@
 #![cfg(feature = "sql")]
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -124,48 +125,63 @@ fn the_first_failing_statement_ends_the_run_with_its_error() {
     assert!(!tmp.path().join("none").exists());
 }
 
-/// Goal: an `INSERT` cut by SIGKILL halfway leaves nothing: the next open rolls back what it had
-/// written, and the table holds exactly its rows from before.
+/// Goal: a statement cut by SIGKILL leaves nothing. An `UPDATE` of a table larger than the
+/// buffer pool (so that changed pages reach the file, their before-images in the log) runs in a
+/// transaction; the process is killed while it is open; the next open rolls it back, and every
+/// row reads as before.
 #[test]
 fn a_statement_cut_by_sigkill_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
+    // About 90 MiB of rows: more than the default pool's 64 MiB.
     ok(&nvpage(
         &db,
         &[
             "-c",
-            "CREATE TABLE t (k BIGINT PRIMARY KEY, v VARCHAR(40))",
+            "CREATE TABLE t (k BIGINT PRIMARY KEY, v VARCHAR(200))",
             "-c",
-            "INSERT INTO t SELECT value, 'kept' FROM generate_series(1, 1000)",
+            "INSERT INTO t SELECT value, repeat('k', 150) FROM generate_series(1, 500000)",
         ],
     ));
-    let log = db.join("log.nvpage");
-    let log_at_rest = std::fs::metadata(&log).unwrap().len();
+    // The child reads its last script from a FIFO only after the UPDATE before it has run: once
+    // this process can open the FIFO for writing, the UPDATE is done and its transaction open.
+    let fifo = dir.path().join("next.sql");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
     let mut child = Command::new(env!("CARGO_BIN_EXE_nvpage"))
         .arg("sql")
         .arg(&db)
-        .args(["-c", "INSERT INTO t SELECT value + 1000, 'cut' FROM generate_series(1, 100000000)"])
+        .args(["-c", "BEGIN", "-c", "UPDATE t SET v = repeat('c', 150)", "-f"])
+        .arg(&fifo)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The log grows past its size at rest only while the statement's before-images fill it:
-    // then the statement is halfway, with pages of the table written back.
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("the statement ended ({status}) before it was cut");
+    let _writer = loop {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!("nvpage sql ended early: {}", String::from_utf8_lossy(&out.stderr));
         }
-        if std::fs::metadata(&log).unwrap().len() > log_at_rest {
-            break;
+        // Without a reader, a non-blocking open for writing fails (ENXIO).
+        match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&fifo) {
+            Ok(f) => break f,
+            Err(_) => std::thread::yield_now(),
         }
-        std::thread::yield_now();
-    }
+    };
     child.kill().unwrap();
     child.wait().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_nvpage")).arg("recover").arg(&db).output().unwrap();
     let said = ok(&out);
     assert!(said.contains("rolled back 1 unfinished transaction"), "{said}");
-    let counted = ok(&nvpage(&db, &["--format", "csv", "-c", "SELECT count(*) AS n, min(v) AS v FROM t"]));
-    assert_eq!(counted, "n,v\n1000,kept\n");
+    let counted = ok(&nvpage(
+        &db,
+        &[
+            "--format",
+            "csv",
+            "-c",
+            "SELECT count(*) AS n, min(v) = max(v) AS same, min(v) AS v FROM t",
+        ],
+    ));
+    assert_eq!(counted, format!("n,same,v\n500000,true,{}\n", "k".repeat(150)));
 }

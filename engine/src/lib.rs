@@ -325,8 +325,3 @@ pub mod fuzzing {
         }
     }
 }
-
-/// The README's example, compiled and run as a doctest.
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;

@@ -61,3 +61,9 @@ mod writer;
 pub use error::{Error, Result};
 pub use provider::NvpageTable;
 pub use session::{CATALOG, SCHEMA, Session};
+
+/// The README's examples (the engine's and SQL's), compiled and run as doctests here, where both
+/// crates are in reach.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -70,7 +70,7 @@ impl ScanSpec {
         batch_rows: usize,
         mut send: impl FnMut(RecordBatch) -> bool,
     ) -> Result<()> {
-        let mut builder = BatchBuilder::new(
+        let builder = BatchBuilder::new(
             self.table.schema(),
             &self.projection,
             self.schema.clone(),
@@ -79,23 +79,44 @@ impl ScanSpec {
         if let Some(via) = &self.via {
             return self.run_ids(rx, via, part, batch_rows, builder, send);
         }
+        let mut out = Batches { builder, batch_rows, sent: false };
         let mut left = self.limit.unwrap_or(usize::MAX);
-        let mut sent = false;
         let mut pages = rx.scan_partition(&self.table, part)?;
         while left > 0 {
             let Some(page) = pages.next() else { break };
             let page = page?;
-            left -= page.with_rows(|rows| builder.append(rows, left))?;
+            left -= page.with_rows(|rows| out.builder.append(rows, left))?;
             drop(page);
-            if builder.rows() >= batch_rows {
-                sent = true;
-                if !send(builder.finish()?) {
-                    return Ok(());
-                }
+            if !out.send_full(&mut send)? {
+                return Ok(());
             }
         }
-        if builder.rows() > 0 || !sent {
-            send(builder.finish()?);
+        out.send_last(send)
+    }
+}
+
+/// A scan's batches on their way out: the builder, and whether one has been sent.
+struct Batches {
+    builder: BatchBuilder,
+    batch_rows: usize,
+    sent: bool,
+}
+
+impl Batches {
+    /// Sends the rows gathered so far once they fill a batch; `false` when the consumer is gone.
+    fn send_full(&mut self, send: &mut impl FnMut(RecordBatch) -> bool) -> Result<bool> {
+        if self.builder.rows() < self.batch_rows {
+            return Ok(true);
+        }
+        self.sent = true;
+        Ok(send(self.builder.finish()?))
+    }
+
+    /// Sends what is left: the last rows, or an empty batch if nothing was sent (the stream's
+    /// schema still reaches the consumer).
+    fn send_last(mut self, mut send: impl FnMut(RecordBatch) -> bool) -> Result<()> {
+        if self.builder.rows() > 0 || !self.sent {
+            send(self.builder.finish()?);
         }
         Ok(())
     }
@@ -110,34 +131,28 @@ impl ScanSpec {
         via: &IndexRead,
         part: Partition,
         batch_rows: usize,
-        mut builder: BatchBuilder,
+        builder: BatchBuilder,
         mut send: impl FnMut(RecordBatch) -> bool,
     ) -> Result<()> {
         let n = via.ids.len();
         let (i, count) = (part.index(), part.count());
         let mine = &via.ids[i * n / count..(i + 1) * n / count];
+        let mut out = Batches { builder, batch_rows, sent: false };
         let mut left = self.limit.unwrap_or(usize::MAX);
-        let mut sent = false;
         for &id in mine {
             if left == 0 {
                 break;
             }
             let row = rx.get(&self.table, id)?;
-            if builder.append_row(&row.row()?)? {
+            if out.builder.append_row(&row.row()?)? {
                 left -= 1;
             }
             drop(row);
-            if builder.rows() >= batch_rows {
-                sent = true;
-                if !send(builder.finish()?) {
-                    return Ok(());
-                }
+            if !out.send_full(&mut send)? {
+                return Ok(());
             }
         }
-        if builder.rows() > 0 || !sent {
-            send(builder.finish()?);
-        }
-        Ok(())
+        out.send_last(send)
     }
 }
 

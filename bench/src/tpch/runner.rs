@@ -372,6 +372,7 @@ pub(super) struct Ctx<'a> {
     pub(super) bar: ProgressBar,
     /// Whether DataFusion over in-memory tables is still to run (`--sql`: once, warm, beside
     /// the first layer).
+    #[cfg(feature = "sql")]
     pub(super) in_memory_pending: bool,
 }
 
@@ -453,6 +454,7 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
         runs: Vec::new(),
         progress,
         bar: ProgressBar::hidden(),
+        #[cfg(feature = "sql")]
         in_memory_pending: in_memory > 0,
     };
     let mem_read_gb_per_s = mem_read_bandwidth();

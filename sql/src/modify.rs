@@ -24,7 +24,7 @@ use nvpage::{Partition, RowId, Table};
 
 use crate::batch::BatchBuilder;
 use crate::error::{Error, Result, df};
-use crate::values::readers;
+use crate::values::for_each_row;
 use crate::writer::{Slot, Writer};
 
 /// `filters`, joined by `AND`, as an expression DataFusion evaluates on the table's batches.
@@ -184,18 +184,13 @@ impl ModifyExec {
             Change::Update(_) => {
                 let mut ids = ids.iter();
                 for batch in &new_rows {
-                    let readers = readers(table, batch)?;
-                    let mut row = Vec::with_capacity(readers.len());
-                    for i in 0..batch.num_rows() {
-                        row.clear();
-                        for r in &readers {
-                            row.push(r.value(i)?);
-                        }
+                    for_each_row(table, batch, |row| {
                         let id = ids
                             .next()
                             .ok_or_else(|| Error::Plan("an updated row lost its id".into()))?;
-                        txn.update(table, *id, &row)?;
-                    }
+                        txn.update(table, *id, row)?;
+                        Ok(())
+                    })?;
                 }
             }
         }

@@ -18,6 +18,17 @@ pub(crate) fn insert_batch(
     table: &Table,
     batch: &RecordBatch,
 ) -> Result<u64> {
+    for_each_row(table, batch, |row| Ok(txn.insert(table, row).map(drop)?))?;
+    Ok(batch.num_rows() as u64)
+}
+
+/// Calls `f` with the values of each row of `batch` (its columns in `table`'s
+/// order), one reused buffer of values for all of them.
+pub(crate) fn for_each_row(
+    table: &Table,
+    batch: &RecordBatch,
+    mut f: impl FnMut(&[Value<'_>]) -> Result<()>,
+) -> Result<()> {
     let readers = readers(table, batch)?;
     let mut row = Vec::with_capacity(readers.len());
     for i in 0..batch.num_rows() {
@@ -25,16 +36,13 @@ pub(crate) fn insert_batch(
         for r in &readers {
             row.push(r.value(i)?);
         }
-        txn.insert(table, &row)?;
+        f(&row)?;
     }
-    Ok(batch.num_rows() as u64)
+    Ok(())
 }
 
 /// Readers of `batch`'s columns as values of `table`'s columns, in order.
-pub(crate) fn readers<'b>(
-    table: &'b Table,
-    batch: &'b RecordBatch,
-) -> Result<Vec<ColumnReader<'b>>> {
+fn readers<'b>(table: &'b Table, batch: &'b RecordBatch) -> Result<Vec<ColumnReader<'b>>> {
     let cols = table.schema().columns();
     if batch.num_columns() != cols.len() {
         return Err(Error::Plan(format!(

@@ -622,51 +622,61 @@ fn run_pool(
         );
         #[cfg(feature = "sql")]
         if cfg.sql {
-            let t0 = Instant::now();
             let engine = super::sql::NvpageSql::new(db.clone(), cfg.threads)?;
-            for &q in &cfg.queries {
-                ctx.bar.set_message(format!("pool {pool_holds} warm {q} SQL"));
-                let (rows, _) = measure_with(&db, || engine.run(q, cfg.sf))?;
-                ctx.checker.check_sql(q, &rows, &format!("{} warm-up (SQL)", label(false, 0)))?;
-                ctx.bar.inc(1);
-                for run in 0..cfg.runs {
-                    let (rows, m) = measure_with(&db, || engine.run(q, cfg.sf))?;
-                    ctx.checker.check_sql(q, &rows, &format!("{} (SQL)", label(false, run)))?;
-                    ctx.record(q, &sql_name, medium, durability, fraction, false, run, m);
-                    ctx.bar.inc(1);
-                }
-            }
+            let what = format!("{} (SQL)", config(false));
+            let rec = Rec { name: &sql_name, medium, durability, fraction };
+            warm_sql(ctx, &db, &what, rec, |q| engine.run(q, cfg.sf))?;
             engine.close();
-            ctx.progress.config_done(
-                &format!("{} (SQL)", config(false)),
-                &format!("{detail} after a warm-up"),
-                t0.elapsed(),
-            );
         }
         #[cfg(feature = "sql")]
         if std::mem::take(&mut ctx.in_memory_pending) {
-            let t0 = Instant::now();
             let engine = super::sql::InMemory::copy_of(db.clone(), cfg.threads)?;
-            let what = "DataFusion over in-memory tables";
-            for &q in &cfg.queries {
-                ctx.bar.set_message(format!("{what}: {q}"));
-                let (rows, _) = measure_with(&db, || engine.run(q, cfg.sf))?;
-                ctx.checker.check_sql(q, &rows, &format!("{what}, warm-up"))?;
-                ctx.bar.inc(1);
-                for run in 0..cfg.runs {
-                    let (rows, m) = measure_with(&db, || engine.run(q, cfg.sf))?;
-                    ctx.checker.check_sql(q, &rows, &format!("{what}, warm run {run}"))?;
-                    ctx.record(q, IN_MEMORY, medium, "in memory", fraction, false, run, m);
-                    ctx.bar.inc(1);
-                }
-            }
-            ctx.progress.config_done(
-                &format!("{what}, warm"),
-                &format!("{detail} after a warm-up"),
-                t0.elapsed(),
-            );
+            let rec = Rec { name: IN_MEMORY, medium, durability: "in memory", fraction };
+            warm_sql(ctx, &db, "DataFusion over in-memory tables, warm", rec, |q| {
+                engine.run(q, cfg.sf)
+            })?;
         }
     }
+    Ok(())
+}
+
+/// How a SQL engine's runs are recorded: under `name`, with the medium, the durability and the
+/// pool size they ran with.
+#[cfg(feature = "sql")]
+struct Rec<'a> {
+    name: &'a str,
+    medium: Medium,
+    durability: &'a str,
+    fraction: f64,
+}
+
+/// Warm runs of every query's SQL through `run` (a warm-up, then the measured runs, `db`'s
+/// counters read around each), every answer checked against the plans'; `what` names the
+/// configuration in progress lines and errors.
+#[cfg(feature = "sql")]
+fn warm_sql(
+    ctx: &mut Ctx<'_>,
+    db: &Database,
+    what: &str,
+    rec: Rec<'_>,
+    run: impl Fn(Query) -> Result<Vec<Vec<String>>, BoxError>,
+) -> Result<(), BoxError> {
+    let t0 = Instant::now();
+    let cfg = ctx.cfg;
+    for &q in &cfg.queries {
+        ctx.bar.set_message(format!("{what}: {q}"));
+        let (rows, _) = measure_with(db, || run(q))?;
+        ctx.checker.check_sql(q, &rows, &format!("{what}, warm-up"))?;
+        ctx.bar.inc(1);
+        for i in 0..cfg.runs {
+            let (rows, m) = measure_with(db, || run(q))?;
+            ctx.checker.check_sql(q, &rows, &format!("{what}, run {i}"))?;
+            ctx.record(q, rec.name, rec.medium, rec.durability, rec.fraction, false, i, m);
+            ctx.bar.inc(1);
+        }
+    }
+    let detail = format!("{} queries × {} run(s) after a warm-up", cfg.queries.len(), cfg.runs);
+    ctx.progress.config_done(what, &detail, t0.elapsed());
     Ok(())
 }
 

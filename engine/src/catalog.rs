@@ -35,8 +35,15 @@ pub const CATALOG_PAGE: u8 = b'C';
 /// slot array, `index/node.rs`); version 4 added the flags word (`FLAG_COUNTS_STALE`). Catalogs
 /// of versions 1 and 2 without indexes are still read, and those before 4 have exact counts; a
 /// version-2 catalog with indexes is [`Error::IncompatibleFormat`] (its index pages are in the
-/// old format).
-const CATALOG_VERSION: u32 = 4;
+/// old format). Version 5 added the column types `Bool`, `I16`, `F64`, `Timestamp` and `Binary`
+/// (type tags 7 to 11): a catalog is written as version 5 only while a table has a column of one
+/// of them, and as version 4 otherwise, so that a database that uses none of them still opens
+/// with builds from before them (which refuse version 5 as an unknown version).
+const CATALOG_VERSION: u32 = 5;
+/// The version a catalog without the types of version 5 is written as.
+const CATALOG_VERSION_WITHOUT_NEW_TYPES: u32 = 4;
+/// The largest column type tag of catalogs before version 5.
+const LAST_TAG_BEFORE_5: u8 = 6;
 /// The flag of a catalog whose counts (rows, index entries) may be behind the data: see
 /// [`Catalog::counts_stale`].
 const FLAG_COUNTS_STALE: u32 = 1;
@@ -366,7 +373,13 @@ impl Catalog {
     /// The catalog as one blob.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        out.extend_from_slice(&CATALOG_VERSION.to_le_bytes());
+        let new_types = self
+            .tables
+            .iter()
+            .flat_map(|t| t.schema.columns())
+            .any(|c| c.ty.tag() > LAST_TAG_BEFORE_5);
+        let version = if new_types { CATALOG_VERSION } else { CATALOG_VERSION_WITHOUT_NEW_TYPES };
+        out.extend_from_slice(&version.to_le_bytes());
         let flags = if self.counts_stale { FLAG_COUNTS_STALE } else { 0 };
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.next_table_id.to_le_bytes());
@@ -423,6 +436,12 @@ impl Catalog {
     pub fn decode(b: &[u8], page_count: u64, chain: Vec<u64>) -> Result<Self> {
         let mut r = Reader { b, at: 0 };
         let version = r.u32()?;
+        if version > CATALOG_VERSION && version < 1 << 16 {
+            return Err(Error::IncompatibleFormat(format!(
+                "its catalog is version {version}, written by a newer nvpage; this build reads \
+                 versions up to {CATALOG_VERSION}"
+            )));
+        }
         if version == 0 || version > CATALOG_VERSION {
             return Err(corrupt("unknown catalog version"));
         }
@@ -443,6 +462,7 @@ impl Catalog {
                 let cname = r.name()?;
                 let (tag, param) = (r.u8()?, r.u16()?);
                 let ty = ColumnType::from_tag(tag, param)
+                    .filter(|_| version >= 5 || tag <= LAST_TAG_BEFORE_5)
                     .ok_or_else(|| corrupt("unknown column type"))?;
                 let nullable = r.u8()? != 0;
                 cols.push(Column { name: cname, ty, nullable });
@@ -742,5 +762,52 @@ mod tests {
         for cut in 0..blob.len() {
             assert!(Catalog::decode(&blob[..cut], 200, vec![1]).is_err());
         }
+    }
+
+    /// A catalog is version 5 only while a column has a type version 5 added; a version-4
+    /// catalog naming such a type is damage; a version past this build's is refused as newer.
+    #[test]
+    fn version_5_only_for_the_types_it_added() {
+        let table = |ty| TableMeta {
+            id: 1,
+            stamp: Stamp(0),
+            name: "t".into(),
+            schema: Schema::new(vec![Column::new("a", ColumnType::I64), Column::new("b", ty)])
+                .unwrap(),
+            rows: 0,
+            extents: Vec::new(),
+            used_in_last: 0,
+        };
+        let cat = |ty| Catalog {
+            next_table_id: 2,
+            free: Vec::new(),
+            pending_free: Vec::new(),
+            indexes: Vec::new(),
+            tables: vec![table(ty)],
+            chain: vec![1],
+            counts_stale: false,
+        };
+        let version = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().unwrap());
+        assert_eq!(version(&cat(ColumnType::Date).encode()), 4);
+        let new_types = [
+            ColumnType::Bool,
+            ColumnType::I16,
+            ColumnType::F64,
+            ColumnType::Timestamp,
+            ColumnType::Binary { max_len: 9 },
+        ];
+        for ty in new_types {
+            let blob = cat(ty).encode();
+            assert_eq!(version(&blob), 5, "{ty}");
+            assert_eq!(unstamped(Catalog::decode(&blob, 10, vec![1]).unwrap()), cat(ty));
+            let mut as_4 = blob.clone();
+            as_4[..4].copy_from_slice(&4u32.to_le_bytes());
+            assert!(matches!(Catalog::decode(&as_4, 10, vec![1]), Err(Error::CorruptCatalog(_))));
+        }
+        let mut newer = cat(ColumnType::Bool).encode();
+        newer[..4].copy_from_slice(&6u32.to_le_bytes());
+        let e = Catalog::decode(&newer, 10, vec![1]).unwrap_err();
+        assert!(matches!(e, Error::IncompatibleFormat(_)), "{e}");
+        assert!(e.to_string().contains("newer nvpage"), "{e}");
     }
 }

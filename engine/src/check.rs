@@ -145,7 +145,7 @@ impl Database {
                     tr.rows_scanned += 1;
                     let id = RowId { page: p.0, slot: slot as u16 };
                     let row = match RowRef::new(&t.schema, bytes, id)
-                        .and_then(|r| r.check_strings().map(|()| r))
+                        .and_then(|r| r.check_values().map(|()| r))
                     {
                         Ok(row) => row,
                         Err(e) => {

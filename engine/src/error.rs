@@ -190,6 +190,16 @@ pub enum Error {
     /// An index with this name exists.
     #[error("an index named {0} exists")]
     IndexExists(String),
+    /// A call that finds one row by its key ([`WriteTxn::update_by`](crate::WriteTxn::update_by),
+    /// `delete_by`, `upsert`) given an index whose keys may repeat.
+    #[error(
+        "index {0} is not unique: updates, deletes and upserts by key need a unique index (or \
+         look the rows up and change each by its id)"
+    )]
+    NotUnique(String),
+    /// A column named twice among the columns an update sets.
+    #[error("column {0} is set twice in one update")]
+    DuplicateColumn(String),
     /// An insert or update would give a unique index a key it holds already (or an index being
     /// created on a table finds two rows with one key). Found before the statement changes
     /// anything: the transaction goes on as it was.
@@ -319,6 +329,8 @@ impl Error {
             | Error::UnknownColumn(_)
             | Error::UnknownIndex(_)
             | Error::IndexExists(_)
+            | Error::NotUnique(_)
+            | Error::DuplicateColumn(_)
             | Error::UniqueViolation { .. }
             | Error::KeyTooLarge { .. }
             | Error::InvalidSchema(_)

@@ -224,7 +224,8 @@ fn is_null(row: &[u8], i: usize) -> bool {
 }
 
 /// A fixed-width column kind that [`PageBatch::gather`] reads into a `Vec` of its native
-/// values: `i32`, `i64`, a decimal's `i64` units, a date's `i32` days.
+/// values: `i16`, `i32`, `i64`, `f64`, a decimal's `i64` units, a date's `i32` days, a
+/// timestamp's `i64` microseconds (a `Bool` has no such kind: its byte is checked as it is read).
 pub trait Fixed: Kind {
     /// The value as stored.
     type Native: Copy + Default;
@@ -263,11 +264,37 @@ impl Fixed for kind::Units {
     }
 }
 
-impl Fixed for kind::DateK {
+impl Fixed for kind::Date {
     /// Days since 1970-01-01, as [`crate::Date`] holds them (Arrow's `Date32`).
     type Native = i32;
     #[inline(always)]
     fn read(row: &[u8], at: usize) -> i32 {
         i32::from_le_bytes(read_le(row, at))
+    }
+}
+
+impl Fixed for kind::I16 {
+    type Native = i16;
+    #[inline(always)]
+    fn read(row: &[u8], at: usize) -> i16 {
+        i16::from_le_bytes(read_le(row, at))
+    }
+}
+
+impl Fixed for kind::F64 {
+    type Native = f64;
+    #[inline(always)]
+    fn read(row: &[u8], at: usize) -> f64 {
+        f64::from_le_bytes(read_le(row, at))
+    }
+}
+
+impl Fixed for kind::Timestamp {
+    /// Microseconds since 1970-01-01 00:00:00 UTC, as [`crate::Timestamp`] holds them (Arrow's
+    /// `Timestamp(Microsecond)`).
+    type Native = i64;
+    #[inline(always)]
+    fn read(row: &[u8], at: usize) -> i64 {
+        i64::from_le_bytes(read_le(row, at))
     }
 }

@@ -164,13 +164,14 @@ pub use nvpage_storage::{
 pub use nvpage_wal::{Prefill, WalError};
 pub use partition::Partition;
 pub use row::{
-    Col, Date, Decimal, Kind, OwnedValue, PageCol, PageRow, RowRef, Value, format_scaled, kind,
+    Col, Date, Decimal, Kind, OwnedValue, PageCol, PageRow, RowRef, Timestamp, Value,
+    format_scaled, kind,
 };
 pub use scan::{PageRows, Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_SCALE, MAX_STRING_LEN, Schema};
 pub use snapshot::Snapshot;
 pub use table::{DropTarget, RowId, Table};
-pub use txn::{ReadOps, ReadTxn, RowGuard, WriteTxn};
+pub use txn::{ReadOps, ReadTxn, RowGuard, Upserted, WriteTxn};
 
 /// Failpoints for tests (feature `failpoints`): arm one by name, and the engine panics there.
 /// Points: `commit::after_flush` (pages forced, before the commit point),

@@ -113,6 +113,42 @@ impl fmt::Display for Date {
     }
 }
 
+/// A moment, as microseconds since 1970-01-01 00:00:00 UTC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(pub i64);
+
+/// Microseconds in a day.
+const DAY_MICROS: i64 = 86_400_000_000;
+
+impl Timestamp {
+    /// The moment `micros` microseconds into the UTC day `date`.
+    pub fn from_date(date: Date, micros: i64) -> Option<Timestamp> {
+        // In i128: the first day of the range begins before the first timestamp.
+        let t = i128::from(date.0) * i128::from(DAY_MICROS) + i128::from(micros);
+        i64::try_from(t).ok().map(Timestamp)
+    }
+
+    /// The UTC day it falls on, and the microseconds since that day began.
+    pub fn date_and_micros(self) -> (Date, i64) {
+        // |i64::MAX / DAY_MICROS| is about 1.07e8 days: it fits an i32.
+        (Date(self.0.div_euclid(DAY_MICROS) as i32), self.0.rem_euclid(DAY_MICROS))
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS`, then `.ffffff` if the microseconds are not zero (UTC).
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (date, us) = self.date_and_micros();
+        let secs = us / 1_000_000;
+        let (h, m, sec) = (secs / 3600, secs / 60 % 60, secs % 60);
+        write!(f, "{date} {h:02}:{m:02}:{sec:02}")?;
+        match us % 1_000_000 {
+            0 => Ok(()),
+            frac => write!(f, ".{frac:06}"),
+        }
+    }
+}
+
 const fn days_in_month(year: i32, month: u32) -> u32 {
     match month {
         2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
@@ -127,16 +163,26 @@ const fn days_in_month(year: i32, month: u32) -> u32 {
 pub enum Value<'a> {
     /// NULL (nullable columns only).
     Null,
-    /// For `I32` columns.
+    /// For `I32` columns, and `I64` and `Decimal` columns, which take it widened.
     I32(i32),
-    /// For `I64` columns.
+    /// For `I64` columns, and `Decimal` columns, which take it if it fits at their scale.
     I64(i64),
     /// For `Decimal` columns; rescaled to the column's scale if that is exact.
     Decimal(Decimal),
     /// For `Date` columns.
     Date(Date),
-    /// For `Char` and `VarChar` columns.
+    /// For `Char` and `VarChar` columns, and `Binary` ones (its bytes).
     Str(&'a str),
+    /// For `Bool` columns.
+    Bool(bool),
+    /// For `I16` columns, and `I32`, `I64` and `Decimal` columns, which take it widened.
+    I16(i16),
+    /// For `F64` columns.
+    F64(f64),
+    /// For `Timestamp` columns.
+    Timestamp(Timestamp),
+    /// For `Binary` columns, and `Char` and `VarChar` ones if the bytes are UTF-8.
+    Bytes(&'a [u8]),
 }
 
 /// A value as a user writes it, SQL's way: `NULL`, `42`, `12.50`, `1998-12-01`, `'text'` (a
@@ -150,6 +196,18 @@ impl fmt::Display for Value<'_> {
             Value::I64(x) => write!(f, "{x}"),
             Value::Decimal(d) => write!(f, "{d}"),
             Value::Date(d) => write!(f, "{d}"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::I16(x) => write!(f, "{x}"),
+            Value::F64(x) => write!(f, "{x}"),
+            Value::Timestamp(t) => write!(f, "{t}"),
+            Value::Bytes(b) => {
+                f.write_str("x'")?;
+                for byte in b.iter().take(SHOWN_CHARS) {
+                    write!(f, "{byte:02x}")?;
+                }
+                let cut = if b.len() > SHOWN_CHARS { "…" } else { "" };
+                write!(f, "{cut}'")
+            }
             Value::Str(s) => {
                 f.write_str("'")?;
                 for c in s.chars().take(SHOWN_CHARS) {
@@ -169,6 +227,85 @@ impl fmt::Display for Value<'_> {
 /// The characters of a string a message shows.
 const SHOWN_CHARS: usize = 40;
 
+impl From<i32> for Value<'_> {
+    fn from(x: i32) -> Self {
+        Value::I32(x)
+    }
+}
+
+impl From<i64> for Value<'_> {
+    fn from(x: i64) -> Self {
+        Value::I64(x)
+    }
+}
+
+impl From<Decimal> for Value<'_> {
+    fn from(d: Decimal) -> Self {
+        Value::Decimal(d)
+    }
+}
+
+impl From<Date> for Value<'_> {
+    fn from(d: Date) -> Self {
+        Value::Date(d)
+    }
+}
+
+impl From<bool> for Value<'_> {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+
+impl From<i16> for Value<'_> {
+    fn from(x: i16) -> Self {
+        Value::I16(x)
+    }
+}
+
+impl From<f64> for Value<'_> {
+    fn from(x: f64) -> Self {
+        Value::F64(x)
+    }
+}
+
+impl From<Timestamp> for Value<'_> {
+    fn from(t: Timestamp) -> Self {
+        Value::Timestamp(t)
+    }
+}
+
+impl<'a> From<&'a [u8]> for Value<'a> {
+    fn from(b: &'a [u8]) -> Self {
+        Value::Bytes(b)
+    }
+}
+
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(s: &'a str) -> Self {
+        Value::Str(s)
+    }
+}
+
+impl<'a> From<&'a String> for Value<'a> {
+    fn from(s: &'a String) -> Self {
+        Value::Str(s)
+    }
+}
+
+/// `None` is NULL.
+impl<'a, T: Into<Value<'a>>> From<Option<T>> for Value<'a> {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+impl<'a> From<&'a OwnedValue> for Value<'a> {
+    fn from(v: &'a OwnedValue) -> Self {
+        v.as_value()
+    }
+}
+
 impl Value<'_> {
     /// What kind of value this is, in words for a message: "a string", "an i64", ... A string
     /// cut short by its `Display` says its length.
@@ -179,6 +316,11 @@ impl Value<'_> {
             Value::I64(_) => "an i64".into(),
             Value::Decimal(_) => "a decimal".into(),
             Value::Date(_) => "a date".into(),
+            Value::Bool(_) => "a bool".into(),
+            Value::I16(_) => "an i16".into(),
+            Value::F64(_) => "an f64".into(),
+            Value::Timestamp(_) => "a timestamp".into(),
+            Value::Bytes(b) => format!("{} bytes", b.len()),
             Value::Str(s) if s.chars().nth(SHOWN_CHARS).is_some() => {
                 format!("a string of {} bytes", s.len())
             }
@@ -210,6 +352,36 @@ pub(crate) fn decimal_misfit(d: Decimal, scale: u8) -> String {
     }
 }
 
+/// What an `I64` or `Decimal` column `c` stores for `v` (not NULL): an `I64` column takes an
+/// `i64`, or an `i32` or `i16` widened; a `Decimal` column its units at its scale of a decimal or
+/// an integer, if exact there and in range.
+pub(crate) fn wide(c: &Column, v: &Value<'_>) -> Result<i64> {
+    let d = match (c.ty, v) {
+        (ColumnType::I64, Value::I64(x)) => return Ok(*x),
+        (ColumnType::I64, Value::I32(x)) => return Ok(i64::from(*x)),
+        (ColumnType::I64, Value::I16(x)) => return Ok(i64::from(*x)),
+        (ColumnType::Decimal { .. }, Value::Decimal(d)) => *d,
+        (ColumnType::Decimal { .. }, Value::I64(x)) => Decimal::new(*x, 0),
+        (ColumnType::Decimal { .. }, Value::I32(x)) => Decimal::new(i64::from(*x), 0),
+        (ColumnType::Decimal { .. }, Value::I16(x)) => Decimal::new(i64::from(*x), 0),
+        _ => return Err(misfit(c, v, None)),
+    };
+    let ColumnType::Decimal { scale } = c.ty else { unreachable!("matched above") };
+    d.rescale(scale).ok_or_else(|| misfit(c, v, Some(decimal_misfit(d, scale))))
+}
+
+/// The bytes column `c` (a `Char`, `VarChar` or `Binary`) stores for `v` (a string or bytes):
+/// bytes given for a string column must be UTF-8.
+pub(crate) fn text_bytes<'v>(c: &Column, v: &Value<'v>) -> Result<&'v [u8]> {
+    match (c.ty, v) {
+        (_, Value::Str(s)) => Ok(s.as_bytes()),
+        (ColumnType::Binary { .. }, Value::Bytes(b)) => Ok(b),
+        (_, Value::Bytes(b)) if std::str::from_utf8(b).is_ok() => Ok(b),
+        (_, Value::Bytes(_)) => Err(misfit(c, v, Some("the bytes are not UTF-8".into()))),
+        _ => Err(misfit(c, v, None)),
+    }
+}
+
 /// Encodes `values` as a row of `schema`, checking each against its column.
 pub fn encode_row(schema: &Schema, values: &[Value<'_>], out: &mut Vec<u8>) -> Result<()> {
     let cols = schema.columns();
@@ -225,24 +397,34 @@ pub fn encode_row(schema: &Schema, values: &[Value<'_>], out: &mut Vec<u8>) -> R
             (_, Value::Null) if c.nullable => out[i / 8] |= 1 << (i % 8),
             (_, Value::Null) => return Err(misfit(c, v, Some("it is NOT NULL".into()))),
             (ColumnType::I32, Value::I32(x)) => out[at..at + 4].copy_from_slice(&x.to_le_bytes()),
+            (ColumnType::I32, Value::I16(x)) => {
+                out[at..at + 4].copy_from_slice(&i32::from(*x).to_le_bytes())
+            }
+            (ColumnType::I16, Value::I16(x)) => out[at..at + 2].copy_from_slice(&x.to_le_bytes()),
+            (ColumnType::Bool, Value::Bool(b)) => out[at] = u8::from(*b),
+            (ColumnType::F64, Value::F64(x)) => out[at..at + 8].copy_from_slice(&x.to_le_bytes()),
+            (ColumnType::Timestamp, Value::Timestamp(t)) => {
+                out[at..at + 8].copy_from_slice(&t.0.to_le_bytes())
+            }
             (ColumnType::Date, Value::Date(d)) => {
                 out[at..at + 4].copy_from_slice(&d.0.to_le_bytes())
             }
-            (ColumnType::I64, Value::I64(x)) => out[at..at + 8].copy_from_slice(&x.to_le_bytes()),
-            (ColumnType::Decimal { scale }, Value::Decimal(d)) => {
-                let units = d
-                    .rescale(scale)
-                    .ok_or_else(|| misfit(c, v, Some(decimal_misfit(*d, scale))))?;
-                out[at..at + 8].copy_from_slice(&units.to_le_bytes());
+            (ColumnType::I64 | ColumnType::Decimal { .. }, _) => {
+                out[at..at + 8].copy_from_slice(&wide(c, v)?.to_le_bytes());
             }
-            (ColumnType::Char { len }, Value::Str(s)) => {
+            (ColumnType::Char { len }, Value::Str(_) | Value::Bytes(_)) => {
+                let s = text_bytes(c, v)?;
                 if s.len() > usize::from(len) {
                     return Err(too_long(len));
                 }
-                out[at..at + s.len()].copy_from_slice(s.as_bytes());
+                out[at..at + s.len()].copy_from_slice(s);
                 out[at + s.len()..at + usize::from(len)].fill(b' ');
             }
-            (ColumnType::VarChar { max_len }, Value::Str(s)) => {
+            (
+                ColumnType::VarChar { max_len } | ColumnType::Binary { max_len },
+                Value::Str(_) | Value::Bytes(_),
+            ) => {
+                let s = text_bytes(c, v)?;
                 if s.len() > usize::from(max_len) {
                     return Err(too_long(max_len));
                 }
@@ -255,7 +437,7 @@ pub fn encode_row(schema: &Schema, values: &[Value<'_>], out: &mut Vec<u8>) -> R
                 }
                 out[at..at + 2].copy_from_slice(&(off as u16).to_le_bytes());
                 out[at + 2..at + 4].copy_from_slice(&(s.len() as u16).to_le_bytes());
-                out.extend_from_slice(s.as_bytes());
+                out.extend_from_slice(s);
             }
             (_, v) => return Err(misfit(c, v, None)),
         }
@@ -276,7 +458,7 @@ impl<'r> RowRef<'r> {
     /// fixed area, so that every fixed-width getter reads inside it. A string's slot is checked
     /// when the string is read (one pointing into the fixed area or past the row's end is then
     /// [`Error::CorruptRow`]), so a scan that reads no string pays nothing for them;
-    /// [`RowRef::check_strings`] checks every one at once. `id` is where the row lives.
+    /// [`RowRef::check_values`] checks every one at once. `id` is where the row lives.
     #[inline]
     pub fn new(schema: &'r Schema, bytes: &'r [u8], id: RowId) -> Result<Self> {
         if bytes.len() < schema.fixed_end() {
@@ -296,10 +478,18 @@ impl<'r> RowRef<'r> {
         Self { schema, bytes, id }
     }
 
-    /// Checks that every non-NULL variable-length value lies among the row's values, after its
-    /// fixed area and inside the row (what reading each would check), as `check` does for every
-    /// row.
-    pub fn check_strings(&self) -> Result<()> {
+    /// Checks what the typed getters check as they read, for every value at once, as `check`
+    /// does for every row: each non-NULL variable-length value lies among the row's values,
+    /// after its fixed area and inside the row, and each `Bool` is 0 or 1.
+    pub fn check_values(&self) -> Result<()> {
+        for &i in self.schema.bool_cols() {
+            if !self.is_null(i) && self.bytes[self.schema.offset(i)] > 1 {
+                let name = &self.schema.columns()[i].name;
+                return Err(Error::CorruptRow(format!(
+                    "column {name} holds a bool that is not 0 or 1"
+                )));
+            }
+        }
         for &i in self.schema.var_cols() {
             if !self.is_null(i) {
                 let at = self.schema.offset(i);
@@ -371,6 +561,30 @@ impl<'r> RowRef<'r> {
         K::decode(self.bytes, c.offset, c.ty, c.fixed_end).map(Some)
     }
 
+    /// The value of the column named `name`, read as `K` (NULL is [`Error::Null`]): one call
+    /// for one value, where a loop over many rows makes a [`Col`] once and calls
+    /// [`RowRef::get`].
+    ///
+    /// ```
+    /// # use nvpage::{Column, ColumnType, Database, Decimal, ReadOps, Schema, Value, kind};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path().join("db"))?;
+    /// let schema = Schema::new(vec![
+    ///     Column::new("name", ColumnType::VarChar { max_len: 20 }),
+    ///     Column::new("balance", ColumnType::Decimal { scale: 2 }),
+    /// ])?;
+    /// let mut w = db.begin_write()?;
+    /// let t = w.create_table("users", schema)?;
+    /// let id = w.insert(&t, &["ada".into(), Decimal::new(1050, 2).into()])?;
+    /// let g = w.get(&t, id)?;
+    /// assert_eq!(g.row()?.get_named::<kind::Decimal>("balance")?.to_string(), "10.50");
+    /// assert_eq!(g.row()?.get_named::<kind::Str>("name")?, "ada");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_named<K: Kind>(&self, name: &str) -> Result<K::Out<'r>> {
+        self.get(Col::<K>::new(self.schema, name)?)
+    }
+
     /// Column `i` as an owned [`OwnedValue`], whatever its type (slower than typed getters).
     pub fn value(&self, i: usize) -> Result<OwnedValue> {
         let col =
@@ -390,12 +604,22 @@ impl<'r> RowRef<'r> {
                 let fixed_end = self.schema.fixed_end();
                 OwnedValue::Str(kind::Str::decode(self.bytes, at, col.ty, fixed_end)?.to_string())
             }
+            ColumnType::Bool => OwnedValue::Bool(kind::Bool::decode(self.bytes, at, col.ty, 0)?),
+            ColumnType::I16 => OwnedValue::I16(i16::from_le_bytes(read_n(self.bytes, at))),
+            ColumnType::F64 => OwnedValue::F64(f64::from_le_bytes(read_n(self.bytes, at))),
+            ColumnType::Timestamp => OwnedValue::Timestamp(Timestamp(read_i64(self.bytes, at))),
+            ColumnType::Binary { .. } => {
+                let fixed_end = self.schema.fixed_end();
+                OwnedValue::Bytes(kind::Bytes::decode(self.bytes, at, col.ty, fixed_end)?.to_vec())
+            }
         })
     }
 }
 
-/// An owned value, as [`RowRef::value`] returns it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// An owned value, as [`RowRef::value`] returns it. Equal as its bytes are: an `F64` equals an
+/// `F64` of the same bits (NaN equals the same NaN, −0.0 differs from +0.0), so that `Eq` and
+/// `Hash` hold.
+#[derive(Clone, Debug)]
 pub enum OwnedValue {
     /// NULL.
     Null,
@@ -409,6 +633,49 @@ pub enum OwnedValue {
     Date(Date),
     /// A `Char` (without its padding) or `VarChar`.
     Str(String),
+    /// A `Bool`.
+    Bool(bool),
+    /// An `I16`.
+    I16(i16),
+    /// An `F64`.
+    F64(f64),
+    /// A `Timestamp`.
+    Timestamp(Timestamp),
+    /// A `Binary`.
+    Bytes(Vec<u8>),
+}
+
+impl OwnedValue {
+    /// What equality and hashing compare: the variant and its bytes.
+    fn identity(&self) -> (u8, i128, &[u8]) {
+        match self {
+            OwnedValue::Null => (0, 0, &[]),
+            OwnedValue::I32(x) => (1, i128::from(*x), &[]),
+            OwnedValue::I64(x) => (2, i128::from(*x), &[]),
+            OwnedValue::Decimal(d) => (3, i128::from(d.units) << 8 | i128::from(d.scale), &[]),
+            OwnedValue::Date(d) => (4, i128::from(d.0), &[]),
+            OwnedValue::Str(s) => (5, 0, s.as_bytes()),
+            OwnedValue::Bool(b) => (6, i128::from(*b), &[]),
+            OwnedValue::I16(x) => (7, i128::from(*x), &[]),
+            OwnedValue::F64(x) => (8, i128::from(x.to_bits()), &[]),
+            OwnedValue::Timestamp(t) => (9, i128::from(t.0), &[]),
+            OwnedValue::Bytes(b) => (10, 0, b),
+        }
+    }
+}
+
+impl PartialEq for OwnedValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for OwnedValue {}
+
+impl std::hash::Hash for OwnedValue {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.identity().hash(state);
+    }
 }
 
 impl OwnedValue {
@@ -421,6 +688,11 @@ impl OwnedValue {
             OwnedValue::Decimal(d) => Value::Decimal(*d),
             OwnedValue::Date(d) => Value::Date(*d),
             OwnedValue::Str(s) => Value::Str(s),
+            OwnedValue::Bool(b) => Value::Bool(*b),
+            OwnedValue::I16(x) => Value::I16(*x),
+            OwnedValue::F64(x) => Value::F64(*x),
+            OwnedValue::Timestamp(t) => Value::Timestamp(*t),
+            OwnedValue::Bytes(b) => Value::Bytes(b),
         }
     }
 }
@@ -432,6 +704,13 @@ fn read_i32(b: &[u8], at: usize) -> i32 {
     let mut a = [0u8; 4];
     a.copy_from_slice(&b[at..at + 4]);
     i32::from_le_bytes(a)
+}
+
+#[inline]
+fn read_n<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[at..at + N]);
+    a
 }
 
 #[inline]
@@ -685,15 +964,84 @@ pub mod kind {
     /// Reads `I64` columns as `i64`.
     #[derive(Clone, Copy, Debug)]
     pub struct I64;
-    /// Reads `Decimal` columns as their `i64` units (the scale is the column's).
+    /// Reads `Decimal` columns as [`Decimal`](super::Decimal)s (their units at the column's
+    /// scale).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Decimal;
+    /// Reads `Decimal` columns as their bare `i64` units (the scale is the column's): what a
+    /// scan that sums or compares a column of one scale wants.
     #[derive(Clone, Copy, Debug)]
     pub struct Units;
-    /// Reads `Date` columns as [`Date`].
+    /// Reads `Date` columns as [`Date`](super::Date)s.
     #[derive(Clone, Copy, Debug)]
-    pub struct DateK;
-    /// Reads `Char` (without trailing blanks) and `VarChar` columns as bytes.
+    pub struct Date;
+    /// Reads `Char` (without trailing blanks), `VarChar` and `Binary` columns as bytes.
     #[derive(Clone, Copy, Debug)]
     pub struct Bytes;
+    /// Reads `Bool` columns as `bool`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Bool;
+    /// Reads `I16` columns as `i16`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct I16;
+    /// Reads `F64` columns as `f64`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct F64;
+    /// Reads `Timestamp` columns as [`Timestamp`](super::Timestamp)s.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Timestamp;
+
+    impl Kind for Bool {
+        type Out<'r> = bool;
+        const NAME: &'static str = "bool";
+        fn matches(ty: ColumnType) -> bool {
+            ty == ColumnType::Bool
+        }
+        #[inline(always)]
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<bool> {
+            match row[at] {
+                0 => Ok(false),
+                1 => Ok(true),
+                b => Err(Error::CorruptRow(format!("a bool stored as {b}, not 0 or 1"))),
+            }
+        }
+    }
+
+    impl Kind for I16 {
+        type Out<'r> = i16;
+        const NAME: &'static str = "i16";
+        fn matches(ty: ColumnType) -> bool {
+            ty == ColumnType::I16
+        }
+        #[inline(always)]
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<i16> {
+            Ok(i16::from_le_bytes(read_n(row, at)))
+        }
+    }
+
+    impl Kind for F64 {
+        type Out<'r> = f64;
+        const NAME: &'static str = "f64";
+        fn matches(ty: ColumnType) -> bool {
+            ty == ColumnType::F64
+        }
+        #[inline(always)]
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<f64> {
+            Ok(f64::from_le_bytes(read_n(row, at)))
+        }
+    }
+
+    impl Kind for Timestamp {
+        type Out<'r> = super::Timestamp;
+        const NAME: &'static str = "timestamp";
+        fn matches(ty: ColumnType) -> bool {
+            ty == ColumnType::Timestamp
+        }
+        #[inline(always)]
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<super::Timestamp> {
+            Ok(super::Timestamp(read_i64(row, at)))
+        }
+    }
     /// Reads `Char` (without trailing blanks) and `VarChar` columns as `&str`.
     #[derive(Clone, Copy, Debug)]
     pub struct Str;
@@ -734,15 +1082,30 @@ pub mod kind {
         }
     }
 
-    impl Kind for DateK {
-        type Out<'r> = Date;
+    impl Kind for Decimal {
+        type Out<'r> = super::Decimal;
+        const NAME: &'static str = "decimal";
+        fn matches(ty: ColumnType) -> bool {
+            Units::matches(ty)
+        }
+        #[inline(always)]
+        fn decode(row: &[u8], at: usize, ty: ColumnType, _: usize) -> Result<super::Decimal> {
+            let ColumnType::Decimal { scale } = ty else {
+                return Err(Error::CorruptRow(format!("a {ty} column read as a decimal")));
+            };
+            Ok(super::Decimal::new(read_i64(row, at), scale))
+        }
+    }
+
+    impl Kind for Date {
+        type Out<'r> = super::Date;
         const NAME: &'static str = "date";
         fn matches(ty: ColumnType) -> bool {
             ty == ColumnType::Date
         }
         #[inline(always)]
-        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<Date> {
-            Ok(Date(read_i32(row, at)))
+        fn decode(row: &[u8], at: usize, _: ColumnType, _: usize) -> Result<super::Date> {
+            Ok(super::Date(read_i32(row, at)))
         }
     }
 
@@ -750,7 +1113,10 @@ pub mod kind {
         type Out<'r> = &'r [u8];
         const NAME: &'static str = "string";
         fn matches(ty: ColumnType) -> bool {
-            matches!(ty, ColumnType::Char { .. } | ColumnType::VarChar { .. })
+            matches!(
+                ty,
+                ColumnType::Char { .. } | ColumnType::VarChar { .. } | ColumnType::Binary { .. }
+            )
         }
         #[inline(always)]
         fn decode(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<&[u8]> {
@@ -762,7 +1128,7 @@ pub mod kind {
         type Out<'r> = &'r str;
         const NAME: &'static str = "string";
         fn matches(ty: ColumnType) -> bool {
-            Bytes::matches(ty)
+            matches!(ty, ColumnType::Char { .. } | ColumnType::VarChar { .. })
         }
         #[inline(always)]
         fn decode(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<&str> {
@@ -774,7 +1140,7 @@ pub mod kind {
     /// A `Char`'s bytes without trailing blanks, or a `VarChar`'s bytes. The fixed slot at `at`
     /// lies inside the row (`get` checked the handle against the row's fixed area); a
     /// `VarChar`'s value outside the row's values (`var_bytes`) is [`Error::CorruptRow`], as
-    /// [`RowRef::check_strings`] reports it, never the bytes of other columns read as a string.
+    /// [`RowRef::check_values`] reports it, never the bytes of other columns read as a string.
     #[inline(always)]
     fn string_bytes(row: &[u8], at: usize, ty: ColumnType, fixed_end: usize) -> Result<&[u8]> {
         let b = match ty {

@@ -48,17 +48,42 @@ pub enum ColumnType {
         /// The longest value allowed, in bytes.
         max_len: u16,
     },
+    /// `true` or `false` (one byte: 0 or 1).
+    Bool,
+    /// A 16-bit signed integer.
+    I16,
+    /// A 64-bit IEEE 754 float. NaN and −0.0 are stored as given; index keys order floats as
+    /// IEEE 754's total order does (−NaN < −∞ < … < −0.0 < +0.0 < … < +∞ < NaN), as Arrow and
+    /// DataFusion compare them.
+    F64,
+    /// A moment, as microseconds since 1970-01-01 00:00:00 UTC (an `i64`).
+    Timestamp,
+    /// Variable-length bytes, at most `max_len` of them.
+    Binary {
+        /// The longest value allowed, in bytes.
+        max_len: u16,
+    },
 }
 
 impl ColumnType {
     /// Bytes of the column's slot in the fixed area.
     pub fn fixed_width(self) -> usize {
         match self {
+            ColumnType::Bool => 1,
+            ColumnType::I16 => 2,
             ColumnType::I32 | ColumnType::Date => 4,
-            ColumnType::I64 | ColumnType::Decimal { .. } => 8,
+            ColumnType::I64
+            | ColumnType::Decimal { .. }
+            | ColumnType::F64
+            | ColumnType::Timestamp => 8,
             ColumnType::Char { len } => len as usize,
-            ColumnType::VarChar { .. } => 4,
+            ColumnType::VarChar { .. } | ColumnType::Binary { .. } => 4,
         }
+    }
+
+    /// Whether values live after the fixed area, the slot holding their offset and length.
+    pub(crate) fn is_var(self) -> bool {
+        matches!(self, ColumnType::VarChar { .. } | ColumnType::Binary { .. })
     }
 
     pub(crate) fn tag(self) -> u8 {
@@ -69,6 +94,11 @@ impl ColumnType {
             ColumnType::Date => 4,
             ColumnType::Char { .. } => 5,
             ColumnType::VarChar { .. } => 6,
+            ColumnType::Bool => 7,
+            ColumnType::I16 => 8,
+            ColumnType::F64 => 9,
+            ColumnType::Timestamp => 10,
+            ColumnType::Binary { .. } => 11,
         }
     }
 
@@ -76,7 +106,7 @@ impl ColumnType {
         match self {
             ColumnType::Decimal { scale } => u16::from(scale),
             ColumnType::Char { len } => len,
-            ColumnType::VarChar { max_len } => max_len,
+            ColumnType::VarChar { max_len } | ColumnType::Binary { max_len } => max_len,
             _ => 0,
         }
     }
@@ -96,6 +126,9 @@ impl ColumnType {
             {
                 Some(format!("passes the longest string, {MAX_STRING_LEN} bytes"))
             }
+            ColumnType::Binary { max_len } if max_len > MAX_STRING_LEN => {
+                Some(format!("passes the longest value, {MAX_STRING_LEN} bytes"))
+            }
             _ => None,
         }
     }
@@ -109,6 +142,11 @@ impl ColumnType {
             4 => ColumnType::Date,
             5 => ColumnType::Char { len: param },
             6 => ColumnType::VarChar { max_len: param },
+            7 => ColumnType::Bool,
+            8 => ColumnType::I16,
+            9 => ColumnType::F64,
+            10 => ColumnType::Timestamp,
+            11 => ColumnType::Binary { max_len: param },
             _ => return None,
         };
         ty.out_of_range().is_none().then_some(ty)
@@ -124,6 +162,11 @@ impl fmt::Display for ColumnType {
             ColumnType::Date => f.write_str("date"),
             ColumnType::Char { len } => write!(f, "char({len})"),
             ColumnType::VarChar { max_len } => write!(f, "varchar({max_len})"),
+            ColumnType::Bool => f.write_str("bool"),
+            ColumnType::I16 => f.write_str("i16"),
+            ColumnType::F64 => f.write_str("f64"),
+            ColumnType::Timestamp => f.write_str("timestamp"),
+            ColumnType::Binary { max_len } => write!(f, "binary({max_len})"),
         }
     }
 }
@@ -160,8 +203,11 @@ struct SchemaInner {
     columns: Vec<Column>,
     offsets: Vec<usize>,
     fixed_end: usize,
-    /// Indices of the `VarChar` columns, whose slots [`crate::RowRef::check_strings`] checks.
+    /// Indices of the `VarChar` and `Binary` columns, whose slots [`crate::RowRef::check_values`]
+    /// checks.
     var_cols: Vec<usize>,
+    /// Indices of the `Bool` columns, whose bytes [`crate::RowRef::check_values`] checks.
+    bool_cols: Vec<usize>,
 }
 
 impl Schema {
@@ -188,13 +234,12 @@ impl Schema {
             offsets.push(at);
             at += c.ty.fixed_width();
         }
-        let var_cols = columns
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| matches!(c.ty, ColumnType::VarChar { .. }))
-            .map(|(i, _)| i)
-            .collect();
-        Ok(Schema(Arc::new(SchemaInner { columns, offsets, fixed_end: at, var_cols })))
+        let of = |f: fn(ColumnType) -> bool| {
+            columns.iter().enumerate().filter(|(_, c)| f(c.ty)).map(|(i, _)| i).collect()
+        };
+        let var_cols = of(ColumnType::is_var);
+        let bool_cols = of(|ty| ty == ColumnType::Bool);
+        Ok(Schema(Arc::new(SchemaInner { columns, offsets, fixed_end: at, var_cols, bool_cols })))
     }
 
     /// The columns, in order.
@@ -221,8 +266,13 @@ impl Schema {
         self.0.fixed_end
     }
 
-    /// Indices of the `VarChar` columns.
+    /// Indices of the `VarChar` and `Binary` columns.
     pub(crate) fn var_cols(&self) -> &[usize] {
         &self.0.var_cols
+    }
+
+    /// Indices of the `Bool` columns.
+    pub(crate) fn bool_cols(&self) -> &[usize] {
+        &self.0.bool_cols
     }
 }

@@ -50,6 +50,9 @@ use crate::table::{DropTarget, Fsm, RowId, Table};
 use crate::undo;
 
 mod indexing;
+mod keyed;
+
+pub use keyed::Upserted;
 
 thread_local! {
     /// Databases (by id) in which this thread holds read transactions.
@@ -361,6 +364,8 @@ fn may_leave_half(e: &Error) -> bool {
             | Error::UnknownColumn(_)
             | Error::UnknownIndex(_)
             | Error::IndexExists(_)
+            | Error::NotUnique(_)
+            | Error::DuplicateColumn(_)
             | Error::UniqueViolation { .. }
             | Error::KeyTooLarge { .. }
             | Error::InvalidSchema(_)
@@ -533,6 +538,51 @@ pub trait ReadOps: sealed::Reads {
         hi: Bound<&[Value<'_>]>,
     ) -> Result<IndexScan<'_>> {
         IndexScan::new(self.pages()?, index, lo, hi)
+    }
+
+    /// The rows whose key starts with the values `leading` (for the index's first columns, maybe
+    /// none) and then, in its next column (a string), a value that starts with `starts_with`:
+    /// SQL's `LIKE 'abc%'`, in key order (`.rev()` for the reverse). A `Char` column's values
+    /// compare without their trailing blanks, as in its keys.
+    ///
+    /// ```
+    /// # use nvpage::{Column, ColumnType, Database, ReadOps, Schema, kind};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path().join("db"))?;
+    /// let schema = Schema::new(vec![Column::new("name", ColumnType::VarChar { max_len: 20 })])?;
+    /// let mut w = db.begin_write()?;
+    /// let t = w.create_table("t", schema)?;
+    /// let by_name = w.create_index("t_name", &t, &["name"])?;
+    /// for name in ["abacus", "abc", "abcd", "abd", "b"] {
+    ///     w.insert(&t, &[name.into()])?;
+    /// }
+    /// fn names<'t>(
+    ///     rows: impl Iterator<Item = nvpage::Result<nvpage::RowGuard<'t>>>,
+    /// ) -> nvpage::Result<Vec<String>> {
+    ///     rows.map(|g| Ok(g?.row()?.get_named::<kind::Str>("name")?.to_owned())).collect()
+    /// }
+    /// assert_eq!(names(w.index_prefix(&by_name, &[], "abc")?)?, ["abc", "abcd"]);
+    /// assert_eq!(names(w.index_prefix(&by_name, &[], "ab")?.rev())?, ["abd", "abcd", "abc", "abacus"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn index_prefix(
+        &self,
+        index: &Index,
+        leading: &[Value<'_>],
+        starts_with: &str,
+    ) -> Result<IndexScan<'_>> {
+        IndexScan::prefixed(self.pages()?, index, leading, starts_with)
+    }
+
+    /// How many rows' keys lie between `lo` and `hi` (bounds as [`ReadOps::index_range`]
+    /// takes them), counted from the index's leaves: no row is read.
+    fn count_range(
+        &self,
+        index: &Index,
+        lo: Bound<&[Value<'_>]>,
+        hi: Bound<&[Value<'_>]>,
+    ) -> Result<u64> {
+        IndexScan::new(self.pages()?, index, lo, hi)?.ids().try_fold(0, |n, id| id.map(|_| n + 1))
     }
 
     /// The pages of `table`, in order; each lends its rows (see [`ScanPage`](crate::ScanPage)).
@@ -824,14 +874,18 @@ impl WriteTxn<'_> {
     /// Inserts a row; returns its id. A row larger than a page is [`Error::RowTooLarge`]; a row
     /// whose key a unique index of the table holds already is [`Error::UniqueViolation`].
     pub fn insert(&mut self, table: &Table, values: &[Value<'_>]) -> Result<RowId> {
-        self.encoded_statement(table, values, |t, table, row| {
-            t.check_unique(table, row, None)?;
-            let id = t.insert_encoded(table, row)?;
-            if t.indexed(table) {
-                t.index_insert(table, row, id)?;
-            }
-            Ok(id)
-        })
+        self.encoded_statement(table, values, |t, table, row| t.insert_row(table, row))
+    }
+
+    /// Inserts `row` (encoded) into `table` and its indexes, unless a unique index holds its
+    /// key already.
+    fn insert_row(&mut self, table: Live<'_>, row: &[u8]) -> Result<RowId> {
+        self.check_unique(table, row, None)?;
+        let id = self.insert_encoded(table, row)?;
+        if self.indexed(table) {
+            self.index_insert(table, row, id)?;
+        }
+        Ok(id)
     }
 
     /// Runs `f` as one statement on `values` encoded as a row of `table` (in the transaction's
@@ -961,15 +1015,17 @@ impl WriteTxn<'_> {
 
     /// Deletes row `id`.
     pub fn delete(&mut self, table: &Table, id: RowId) -> Result<()> {
-        self.statement(|t| {
-            let table = t.live(table)?;
-            if !t.indexed(table) {
-                return t.delete_heap(table, id);
-            }
-            let old = t.row_bytes(&table, id)?;
-            t.delete_heap(table, id)?;
-            t.index_delete(table, &old, id)
-        })
+        self.statement(|t| t.delete_row(t.live(table)?, id))
+    }
+
+    /// Deletes row `id` from `table` and its indexes.
+    fn delete_row(&mut self, table: Live<'_>, id: RowId) -> Result<()> {
+        if !self.indexed(table) {
+            return self.delete_heap(table, id);
+        }
+        let old = self.row_bytes(&table, id)?;
+        self.delete_heap(table, id)?;
+        self.index_delete(table, &old, id)
     }
 
     /// Deletes row `id` from the table's pages (its indexes are the caller's).

@@ -1,6 +1,6 @@
 //! Goal: a row whose `VarChar` slot points into the row's fixed area (its null bitmap and fixed
 //! slots, where no string is ever stored) or past its end is damage that every reader reports
-//! alike: `check`'s test of a row (`RowRef::check_strings`) and each getter that reads the string
+//! alike: `check`'s test of a row (`RowRef::check_values`) and each getter that reads the string
 //! (`get` and `get_opt` as `Str` or `Bytes`, `value`) give `CorruptRow`, never the bytes of other
 //! columns read as a string, nor `""`. A slot inside the row's variable area reads its bytes.
 
@@ -56,7 +56,7 @@ fn every_reader_of_a_string_agrees_with_check() {
             let damaged = off < FIXED_END || off + len > bytes.len();
             let what = format!("slot ({off}, {len})");
             let verdicts = [
-                ("check_strings", is_corrupt(r.check_strings(), &what)),
+                ("check_values", is_corrupt(r.check_values(), &what)),
                 ("get Str", is_corrupt(r.get(s_str), &what)),
                 ("get_opt Str", is_corrupt(r.get_opt(s_str), &what)),
                 ("get Bytes", is_corrupt(r.get(s_bytes), &what)),

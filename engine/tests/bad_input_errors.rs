@@ -72,8 +72,14 @@ fn rows_values_tables_columns_and_row_ids() {
 
         // Values that do not fit their columns.
         let mut v = good("");
-        v[0] = Value::I32(1);
+        v[0] = Value::Date(Date(1));
         misfit(tx.insert(&t, &v), "i");
+        // An i32 widens into an i64 column; an i64 never narrows into an i32 one.
+        v[0] = Value::I32(1);
+        tx.insert(&t, &v).unwrap();
+        let mut v = good("");
+        v[1] = Value::I64(2);
+        misfit(tx.insert(&t, &v), "n");
         let mut v = good("");
         v[1] = Value::Null;
         misfit(tx.insert(&t, &v), "n");
@@ -140,7 +146,8 @@ fn rows_values_tables_columns_and_row_ids() {
         assert!(!db.is_poisoned());
         tx.commit().unwrap();
         let rx = db.begin_read().unwrap();
-        assert_eq!(rx.row_count(&t).unwrap(), 1, "{layer}");
+        // The row given as `good` values and the one whose i32 widened.
+        assert_eq!(rx.row_count(&t).unwrap(), 2, "{layer}");
     }
 }
 

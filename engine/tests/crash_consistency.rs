@@ -1,5 +1,6 @@
 //! Goal: atomicity and durability across power loss. A seeded random workload (inserts, updates
-//! that grow and move rows, deletes, table creation and drops, growth of the data file and of
+//! that grow and move rows, deletes — by row id, and on half the tables by a unique key through
+//! `upsert`, `update_by` and `delete_by` — table creation and drops, growth of the data file and of
 //! the log, aborts, evictions through a 4-frame pool of 4 KiB pages) runs on the storage simulator and is compared with a
 //! model. Each run crashes at one point. Either the k-th persist or I/O fails (once, or for
 //! good) — during commit's force, at the commit point (the log's rewind is a persist), during
@@ -9,7 +10,8 @@
 //! surviving files (sector, line or word tears), and the database is reopened, sometimes with a
 //! persist failing during recovery and a second crash on top. After recovery: every committed
 //! transaction is present, no effect of an uncommitted one is visible, every page in use
-//! verifies, the catalog matches the tables, and the database takes new transactions. All three
+//! verifies, the catalog matches the tables, each key index finds every row by its key, and the
+//! database takes new transactions. All three
 //! layers; on disk and on /dev/shm with cache-line persistence.
 //!
 //! When may a failed commit have committed? Only when its failure came at the commit point: the

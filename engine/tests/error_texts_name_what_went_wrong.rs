@@ -64,7 +64,13 @@ fn values_that_do_not_fit_are_shown_as_written() {
 
     let cases = [
         (1, Value::Str("one"), "value does not fit: 'one' (a string) for column qty (i64)"),
-        (0, Value::I32(7), "value does not fit: 7 (an i32) for column id (i64)"),
+        (0, Value::F64(7.5), "value does not fit: 7.5 (an f64) for column id (i64)"),
+        (
+            3,
+            Value::Bytes(&[0xff, 0x00]),
+            "value does not fit: x'ff00' (2 bytes) for column code (char(4)): the bytes are not \
+             UTF-8",
+        ),
         (1, Value::Null, "value does not fit: NULL for column qty (i64): it is NOT NULL"),
         (
             2,

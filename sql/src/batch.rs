@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, Date32Array, Decimal128Array, Int32Array, Int64Array, StringArray,
+    ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int16Array,
+    Int32Array, Int64Array, StringArray, TimestampMicrosecondArray,
 };
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -29,8 +30,13 @@ enum Values {
     I32(Col<kind::I32>, Vec<i32>),
     I64(Col<kind::I64>, Vec<i64>),
     Decimal(Col<kind::Units>, u8, Vec<i64>),
-    Date(Col<kind::DateK>, Vec<i32>),
-    Str(Col<kind::Bytes>, Vec<u8>, Vec<i32>),
+    Date(Col<kind::Date>, Vec<i32>),
+    /// A string column's bytes and ends, or a binary column's (`true`).
+    Str(Col<kind::Bytes>, Vec<u8>, Vec<i32>, bool),
+    Bool(Col<kind::Bool>, Vec<bool>),
+    I16(Col<kind::I16>, Vec<i16>),
+    F64(Col<kind::F64>, Vec<f64>),
+    Timestamp(Col<kind::Timestamp>, Vec<i64>),
 }
 
 /// Builds record batches of a table's projected columns from its pages.
@@ -67,8 +73,15 @@ impl BatchBuilder {
                     }
                     ColumnType::Date => Values::Date(Col::new(table, name)?, Vec::new()),
                     ColumnType::Char { .. } | ColumnType::VarChar { .. } => {
-                        Values::Str(Col::new(table, name)?, Vec::new(), vec![0])
+                        Values::Str(Col::new(table, name)?, Vec::new(), vec![0], false)
                     }
+                    ColumnType::Binary { .. } => {
+                        Values::Str(Col::new(table, name)?, Vec::new(), vec![0], true)
+                    }
+                    ColumnType::Bool => Values::Bool(Col::new(table, name)?, Vec::new()),
+                    ColumnType::I16 => Values::I16(Col::new(table, name)?, Vec::new()),
+                    ColumnType::F64 => Values::F64(Col::new(table, name)?, Vec::new()),
+                    ColumnType::Timestamp => Values::Timestamp(Col::new(table, name)?, Vec::new()),
                 };
                 Ok(Gathered { values, valid: c.nullable.then(Vec::new) })
             })
@@ -128,7 +141,11 @@ impl BatchBuilder {
                 Values::I64(c, v) => push(v, row.get_opt(*c)?),
                 Values::Decimal(c, _, v) => push(v, row.get_opt(*c)?),
                 Values::Date(c, v) => push(v, row.get_opt(*c)?.map(|d| d.0)),
-                Values::Str(c, data, ends) => {
+                Values::Bool(c, v) => push(v, row.get_opt(*c)?),
+                Values::I16(c, v) => push(v, row.get_opt(*c)?),
+                Values::F64(c, v) => push(v, row.get_opt(*c)?),
+                Values::Timestamp(c, v) => push(v, row.get_opt(*c)?.map(|t| t.0)),
+                Values::Str(c, data, ends, _) => {
                     let value = row.get_opt(*c)?;
                     data.extend_from_slice(value.unwrap_or_default());
                     let end = i32::try_from(data.len()).map_err(|_| {
@@ -180,7 +197,26 @@ fn gather<'p>(
         Values::I64(c, v) => batch.gather(page.col(*c)?, v, valid),
         Values::Decimal(c, _, v) => batch.gather(page.col(*c)?, v, valid),
         Values::Date(c, v) => batch.gather(page.col(*c)?, v, valid),
-        Values::Str(c, data, ends) => batch.gather_bytes(page.col(*c)?, data, ends, valid),
+        Values::I16(c, v) => batch.gather(page.col(*c)?, v, valid),
+        Values::F64(c, v) => batch.gather(page.col(*c)?, v, valid),
+        Values::Timestamp(c, v) => batch.gather(page.col(*c)?, v, valid),
+        Values::Str(c, data, ends, _) => batch.gather_bytes(page.col(*c)?, data, ends, valid),
+        // A bool's byte is checked as it is read: no unchecked gather.
+        Values::Bool(c, v) => {
+            let c = page.col(*c)?;
+            let mut valid = valid;
+            for row in batch.rows() {
+                let present = push(v, row.get_opt(c)?);
+                if let Some(valid) = valid.as_mut() {
+                    valid.push(present);
+                } else if !present {
+                    return Err(nvpage::Error::CorruptRow(
+                        "a NULL in a column that is NOT NULL".into(),
+                    ));
+                }
+            }
+            Ok(())
+        }
     }
 }
 
@@ -205,12 +241,26 @@ fn take_array(g: &mut Gathered) -> Result<ArrayRef> {
                     .map_err(datafusion::error::DataFusionError::from)?,
             )
         }
-        Values::Str(_, data, ends) => {
+        Values::Str(_, data, ends, binary) => {
             let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(ends, vec![0])));
             let bytes = std::mem::take(data);
-            Arc::new(StringArray::try_new(offsets, bytes.into(), nulls).map_err(|e| {
-                Error::Engine(nvpage::Error::CorruptRow(format!("a string is not UTF-8: {e}")))
-            })?)
+            if *binary {
+                Arc::new(BinaryArray::new(offsets, bytes.into(), nulls))
+            } else {
+                Arc::new(StringArray::try_new(offsets, bytes.into(), nulls).map_err(|e| {
+                    Error::Engine(nvpage::Error::CorruptRow(format!("a string is not UTF-8: {e}")))
+                })?)
+            }
+        }
+        Values::Bool(_, v) => Arc::new(BooleanArray::new(std::mem::take(v).into(), nulls)),
+        Values::I16(_, v) => {
+            Arc::new(Int16Array::new(ScalarBuffer::from(std::mem::take(v)), nulls))
+        }
+        Values::F64(_, v) => {
+            Arc::new(Float64Array::new(ScalarBuffer::from(std::mem::take(v)), nulls))
+        }
+        Values::Timestamp(_, v) => {
+            Arc::new(TimestampMicrosecondArray::new(ScalarBuffer::from(std::mem::take(v)), nulls))
         }
     })
 }

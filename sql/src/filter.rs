@@ -127,7 +127,7 @@ enum Reader {
     I32(Col<kind::I32>),
     I64(Col<kind::I64>),
     Units(Col<kind::Units>),
-    Date(Col<kind::DateK>),
+    Date(Col<kind::Date>),
     Bytes(Col<kind::Bytes>),
 }
 
@@ -329,6 +329,12 @@ impl Compiler<'_> {
                     ColumnType::Char { .. } | ColumnType::VarChar { .. } => {
                         (Reader::Bytes(Col::new(self.schema, name).ok()?), 0, true)
                     }
+                    // Filters on these are DataFusion's to evaluate, after the scan.
+                    ColumnType::Bool
+                    | ColumnType::I16
+                    | ColumnType::F64
+                    | ColumnType::Timestamp
+                    | ColumnType::Binary { .. } => return None,
                 };
                 Some(Operand { col: ColRef { index, read }, scale, string })
             }

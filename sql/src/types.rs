@@ -2,19 +2,24 @@
 //!
 //! | nvpage | Arrow | notes |
 //! |---|---|---|
-//! | `I32` | `Int32` | `Int8`, `Int16`, `UInt8`, `UInt16` widen to it |
+//! | `Bool` | `Boolean` | |
+//! | `I16` | `Int16` | `Int8`, `UInt8` widen to it |
+//! | `I32` | `Int32` | `UInt16` widens to it |
 //! | `I64` | `Int64` | `UInt32` widens to it |
 //! | `Decimal { scale }` | `Decimal128(18, scale)` | an `i64` of units: any precision ≤ 18 maps here; a wider decimal's values are checked one by one as they are stored |
 //! | `Date` | `Date32` | days since 1970-01-01 |
 //! | `Char(n)` | `Utf8` | read without its trailing blanks |
 //! | `VarChar(n)` | `Utf8` | a `Utf8` column with no declared length becomes `VarChar(MAX_STRING_LEN)` |
+//! | `F64` | `Float64` | `Float32` widens to it |
+//! | `Timestamp` | `Timestamp(Microsecond, None)` | µs since 1970-01-01 00:00:00 UTC; a timestamp of another unit is converted as it is stored (seconds and milliseconds exactly, nanoseconds truncated toward the past) |
+//! | `Binary(n)` | `Binary` | a `Binary` column with no declared length becomes `Binary(MAX_STRING_LEN)` |
 //!
-//! An Arrow type with no counterpart (floats, booleans, timestamps, binary, `UInt64`, nested
-//! types) is an error naming the column.
+//! An Arrow type with no counterpart (`UInt64`, `Float16`, time of day, intervals, timestamps
+//! with a time zone, nested types) is an error naming the column.
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, SchemaRef, TimeUnit};
 use datafusion::sql::sqlparser::ast::{self, ExactNumberInfo};
 use nvpage::{Column, ColumnType, MAX_STRING_LEN, Schema};
 
@@ -31,6 +36,11 @@ pub fn arrow_type(ty: ColumnType) -> DataType {
         ColumnType::Decimal { scale } => DataType::Decimal128(DECIMAL_PRECISION, scale as i8),
         ColumnType::Date => DataType::Date32,
         ColumnType::Char { .. } | ColumnType::VarChar { .. } => DataType::Utf8,
+        ColumnType::Bool => DataType::Boolean,
+        ColumnType::I16 => DataType::Int16,
+        ColumnType::F64 => DataType::Float64,
+        ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+        ColumnType::Binary { .. } => DataType::Binary,
     }
 }
 
@@ -48,8 +58,13 @@ pub fn arrow_schema(schema: &Schema) -> SchemaRef {
 /// as `CREATE TABLE … AS` stores it).
 pub fn column_type(name: &str, dt: &DataType) -> Result<ColumnType> {
     Ok(match dt {
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => {
-            ColumnType::I32
+        DataType::Boolean => ColumnType::Bool,
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => ColumnType::I16,
+        DataType::Int32 | DataType::UInt16 => ColumnType::I32,
+        DataType::Float32 | DataType::Float64 => ColumnType::F64,
+        DataType::Timestamp(_, None) => ColumnType::Timestamp,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+            ColumnType::Binary { max_len: MAX_STRING_LEN }
         }
         DataType::Int64 | DataType::UInt32 => ColumnType::I64,
         DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale)
@@ -96,9 +111,24 @@ pub fn declared_type(name: &str, dt: &ast::DataType) -> Result<ColumnType> {
         }
     };
     Ok(match dt {
-        D::SmallInt(_) | D::Int2(_) | D::TinyInt(_) | D::Int(_) | D::Integer(_) | D::Int4(_) => {
-            ColumnType::I32
+        D::Bool | D::Boolean => ColumnType::Bool,
+        D::SmallInt(_) | D::Int2(_) | D::TinyInt(_) | D::Int16 => ColumnType::I16,
+        D::Int(_) | D::Integer(_) | D::Int4(_) | D::Int32 => ColumnType::I32,
+        D::Double(_) | D::DoublePrecision | D::Float8 | D::Float64 | D::Real | D::Float4 => {
+            ColumnType::F64
         }
+        D::Float(_) => ColumnType::F64,
+        D::Timestamp(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone)
+        | D::Datetime(_) => ColumnType::Timestamp,
+        D::Binary(n) => ColumnType::Binary { max_len: binary_len(name, *n)? },
+        D::Varbinary(n) => {
+            let n = match n {
+                Some(ast::BinaryLength::IntegerLength { length }) => Some(*length),
+                Some(ast::BinaryLength::Max) | None => None,
+            };
+            ColumnType::Binary { max_len: binary_len(name, n)? }
+        }
+        D::Bytea | D::Blob(None) => ColumnType::Binary { max_len: MAX_STRING_LEN },
         D::BigInt(_) | D::Int8(_) | D::Int64 => ColumnType::I64,
         D::Decimal(info) | D::Numeric(info) | D::Dec(info) => {
             let (precision, scale) = match info {
@@ -130,10 +160,24 @@ pub fn declared_type(name: &str, dt: &ast::DataType) -> Result<ColumnType> {
     })
 }
 
+/// A declared `BINARY(n)`/`VARBINARY(n)` length (none: the longest).
+fn binary_len(name: &str, n: Option<u64>) -> Result<u16> {
+    match n {
+        None => Ok(MAX_STRING_LEN),
+        Some(n) => u16::try_from(n).ok().filter(|l| *l <= MAX_STRING_LEN).ok_or_else(|| {
+            Error::Plan(format!(
+                "column {name}: length {n} is over the longest value nvpage stores \
+                 ({MAX_STRING_LEN} bytes)"
+            ))
+        }),
+    }
+}
+
 fn no_counterpart(column: &str, ty: &str) -> Error {
     Error::Plan(format!(
-        "column {column}: type {ty} has no nvpage counterpart (nvpage stores i32, i64, decimals \
-         of up to 18 digits, dates, char(n) and varchar(n))"
+        "column {column}: type {ty} has no nvpage counterpart (nvpage stores booleans, 16-, 32- \
+         and 64-bit integers, doubles, decimals of up to 18 digits, dates, timestamps without \
+         a time zone, char(n), varchar(n) and binary(n))"
     ))
 }
 
@@ -150,6 +194,10 @@ mod tests {
             ColumnType::Decimal { scale: 0 },
             ColumnType::Decimal { scale: 18 },
             ColumnType::Date,
+            ColumnType::Bool,
+            ColumnType::I16,
+            ColumnType::F64,
+            ColumnType::Timestamp,
         ] {
             assert_eq!(column_type("c", &arrow_type(ty)).unwrap(), ty);
         }
@@ -159,7 +207,11 @@ mod tests {
                 ColumnType::VarChar { max_len: MAX_STRING_LEN }
             );
         }
-        let e = column_type("price", &DataType::Float64).unwrap_err().to_string();
-        assert!(e.contains("price") && e.contains("Float64"), "{e}");
+        assert_eq!(
+            column_type("c", &arrow_type(ColumnType::Binary { max_len: 4 })).unwrap(),
+            ColumnType::Binary { max_len: MAX_STRING_LEN }
+        );
+        let e = column_type("price", &DataType::UInt64).unwrap_err().to_string();
+        assert!(e.contains("price") && e.contains("UInt64"), "{e}");
     }
 }

@@ -5,9 +5,13 @@ use datafusion::arrow::array::{
     Array, AsArray, Date32Array, Decimal128Array, Int8Array, Int16Array, Int32Array, Int64Array,
     UInt8Array, UInt16Array, UInt32Array,
 };
-use datafusion::arrow::datatypes::{DataType, Decimal128Type, DecimalType};
+use datafusion::arrow::datatypes::{
+    DataType, Decimal128Type, DecimalType, Float32Type, Float64Type, TimeUnit,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType,
+};
 use datafusion::arrow::record_batch::RecordBatch;
-use nvpage::{ColumnType, Date, Decimal, Table, Value, WriteTxn};
+use nvpage::{ColumnType, Date, Decimal, Table, Timestamp, Value, WriteTxn};
 
 use crate::error::{Error, Result};
 
@@ -68,7 +72,7 @@ pub(crate) struct ColumnReader<'b> {
 impl<'b> ColumnReader<'b> {
     fn new(name: &'b str, ty: ColumnType, array: &'b dyn Array) -> Result<Self> {
         let fits = match ty {
-            ColumnType::I32 | ColumnType::I64 => matches!(
+            ColumnType::I16 | ColumnType::I32 | ColumnType::I64 => matches!(
                 array.data_type(),
                 DataType::Int8
                     | DataType::Int16
@@ -83,6 +87,13 @@ impl<'b> ColumnReader<'b> {
             ColumnType::Char { .. } | ColumnType::VarChar { .. } => matches!(
                 array.data_type(),
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            ),
+            ColumnType::Bool => matches!(array.data_type(), DataType::Boolean),
+            ColumnType::F64 => matches!(array.data_type(), DataType::Float32 | DataType::Float64),
+            ColumnType::Timestamp => matches!(array.data_type(), DataType::Timestamp(_, None)),
+            ColumnType::Binary { .. } => matches!(
+                array.data_type(),
+                DataType::Binary | DataType::LargeBinary | DataType::BinaryView
             ),
         };
         if !fits && array.data_type() != &DataType::Null {
@@ -101,16 +112,28 @@ impl<'b> ColumnReader<'b> {
             return Ok(Value::Null);
         }
         let int = |v: i64| -> Result<Value<'b>> {
-            match self.ty {
-                ColumnType::I64 => Ok(Value::I64(v)),
-                _ => i32::try_from(v).map(Value::I32).map_err(|_| {
-                    Error::Plan(format!(
-                        "column {}: {v} does not fit an i32 (row {})",
-                        self.name,
-                        i + 1
-                    ))
-                }),
-            }
+            let narrow = match self.ty {
+                ColumnType::I64 => return Ok(Value::I64(v)),
+                ColumnType::I16 => i16::try_from(v).ok().map(Value::I16),
+                _ => i32::try_from(v).ok().map(Value::I32),
+            };
+            narrow.ok_or_else(|| {
+                Error::Plan(format!(
+                    "column {}: {v} does not fit an {} (row {})",
+                    self.name,
+                    self.ty,
+                    i + 1
+                ))
+            })
+        };
+        let micros = |v: Option<i64>| {
+            v.map(|v| Value::Timestamp(Timestamp(v))).ok_or_else(|| {
+                Error::Plan(format!(
+                    "column {}: a timestamp out of nvpage's range (row {})",
+                    self.name,
+                    i + 1
+                ))
+            })
         };
         match a.data_type() {
             DataType::Int8 => int(i64::from(downcast::<Int8Array>(a).value(i))),
@@ -141,6 +164,26 @@ impl<'b> ColumnReader<'b> {
             DataType::Utf8 => Ok(Value::Str(a.as_string::<i32>().value(i))),
             DataType::LargeUtf8 => Ok(Value::Str(a.as_string::<i64>().value(i))),
             DataType::Utf8View => Ok(Value::Str(a.as_string_view().value(i))),
+            DataType::Boolean => Ok(Value::Bool(a.as_boolean().value(i))),
+            DataType::Float32 => {
+                Ok(Value::F64(f64::from(a.as_primitive::<Float32Type>().value(i))))
+            }
+            DataType::Float64 => Ok(Value::F64(a.as_primitive::<Float64Type>().value(i))),
+            DataType::Timestamp(TimeUnit::Second, _) => {
+                micros(a.as_primitive::<TimestampSecondType>().value(i).checked_mul(1_000_000))
+            }
+            DataType::Timestamp(TimeUnit::Millisecond, _) => {
+                micros(a.as_primitive::<TimestampMillisecondType>().value(i).checked_mul(1_000))
+            }
+            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                micros(Some(a.as_primitive::<TimestampMicrosecondType>().value(i)))
+            }
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+                micros(Some(a.as_primitive::<TimestampNanosecondType>().value(i).div_euclid(1_000)))
+            }
+            DataType::Binary => Ok(Value::Bytes(a.as_binary::<i32>().value(i))),
+            DataType::LargeBinary => Ok(Value::Bytes(a.as_binary::<i64>().value(i))),
+            DataType::BinaryView => Ok(Value::Bytes(a.as_binary_view().value(i))),
             other => Err(Error::Plan(format!("column {}: values of type {other}", self.name))),
         }
     }

@@ -238,7 +238,7 @@ fn wide_values(k: i32) -> Vec<Value<'static>> {
 /// schema `schema`.
 fn row_selector(kind: u8, schema: u8, big_page: bool) -> u8 {
     (0..=255u8)
-        .find(|w| w % 3 == kind && (w >> 2) % 4 == schema && (w & 0x80 != 0) == big_page)
+        .find(|w| w % 3 == kind && (w >> 2) % 5 == schema && (w & 0x80 != 0) == big_page)
         .expect("a selector exists")
 }
 
@@ -312,7 +312,7 @@ fn row_seeds(file: &[u8]) -> Vec<Vec<u8>> {
     const PS: usize = 4096;
     let mut out = Vec::new();
     let schemas = crate::fuzz_bodies::row_schemas();
-    let rows: [(u8, Vec<Value<'_>>); 4] = [
+    let rows: [(u8, Vec<Value<'_>>); 5] = [
         (
             0,
             vec![
@@ -325,6 +325,17 @@ fn row_seeds(file: &[u8]) -> Vec<Vec<u8>> {
         (1, wide_values(2)),
         (2, vec![Value::Str("ab")]),
         (3, vec![Value::Str("x"), Value::Str("")]),
+        (
+            4,
+            vec![
+                Value::Bool(true),
+                Value::I16(i16::MIN),
+                Value::F64(-0.0),
+                Value::Timestamp(nvpage::Timestamp(-1)),
+                Value::Bytes(&[0, 0xff, 7]),
+                Value::Bool(false),
+            ],
+        ),
     ];
     for (s, values) in rows {
         let bytes = fuzzing::encode(&schemas[usize::from(s)], &values).expect("encode a row");

@@ -5,10 +5,16 @@
 //! key    := column* [row id]            (the row id only in a non-unique index)
 //! column := 0x00                        NULL (first in the order)
 //!         | 0x01 value
-//! value  := i32 / date:      4 bytes big-endian, sign bit flipped
-//!         | i64 / decimal:   8 bytes big-endian, sign bit flipped (decimal: units at the
+//! value  := bool:            1 byte, 0 or 1
+//!         | i16:             2 bytes big-endian, sign bit flipped
+//!         | i32 / date:      4 bytes big-endian, sign bit flipped
+//!         | i64 / decimal / timestamp:
+//!                            8 bytes big-endian, sign bit flipped (decimal: units at the
 //!                            column's scale)
-//!         | char / varchar:  the bytes (a char without its trailing blanks), each 0x00 written
+//!         | f64:             8 bytes big-endian of the bits, all flipped if the sign bit is
+//!                            set, else the sign bit alone (IEEE 754's total order)
+//!         | char / varchar / binary:
+//!                            the bytes (a char without its trailing blanks), each 0x00 written
 //!                            0x00 0xFF, then 0x00 0x00
 //! row id := page u64 big-endian | slot u16 big-endian
 //! ```
@@ -18,8 +24,8 @@
 //! `[p, successor(p))`.
 
 use crate::error::{Error, Result};
-use crate::row::{RowRef, Value, decimal_misfit, misfit};
-use crate::schema::{ColumnType, Schema};
+use crate::row::{RowRef, Value, misfit, text_bytes, wide};
+use crate::schema::{Column, ColumnType, Schema};
 use crate::table::RowId;
 
 /// Bytes a row id adds to a non-unique index's keys (and a leaf entry's value).
@@ -35,11 +41,16 @@ pub fn max_len(schema: &Schema, columns: &[u16], with_row_id: bool) -> usize {
         .iter()
         .map(|&c| {
             1 + match schema.columns()[usize::from(c)].ty {
+                ColumnType::Bool => 1,
+                ColumnType::I16 => 2,
                 ColumnType::I32 | ColumnType::Date => 4,
-                ColumnType::I64 | ColumnType::Decimal { .. } => 8,
-                ColumnType::Char { len } | ColumnType::VarChar { max_len: len } => {
-                    2 * usize::from(len) + 2
-                }
+                ColumnType::I64
+                | ColumnType::Decimal { .. }
+                | ColumnType::F64
+                | ColumnType::Timestamp => 8,
+                ColumnType::Char { len }
+                | ColumnType::VarChar { max_len: len }
+                | ColumnType::Binary { max_len: len } => 2 * usize::from(len) + 2,
             }
         })
         .sum();
@@ -54,14 +65,32 @@ fn put_i64(out: &mut Vec<u8>, v: i64) {
     out.extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes());
 }
 
+fn put_i16(out: &mut Vec<u8>, v: i16) {
+    out.extend_from_slice(&((v as u16) ^ 0x8000).to_be_bytes());
+}
+
+/// IEEE 754's total order as unsigned order: negative floats (sign bit set) reversed, positive
+/// ones above them.
+fn put_f64(out: &mut Vec<u8>, v: f64) {
+    let bits = v.to_bits();
+    let key = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    out.extend_from_slice(&key.to_be_bytes());
+}
+
 fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    put_escaped(out, s);
+    out.extend_from_slice(&[0, 0]);
+}
+
+/// A string's bytes, each 0x00 written 0x00 0xFF: without the terminator, the key bytes every
+/// string that starts with `s` begins with.
+fn put_escaped(out: &mut Vec<u8>, s: &[u8]) {
     for &b in s {
         out.push(b);
         if b == 0 {
             out.push(0xFF);
         }
     }
-    out.extend_from_slice(&[0, 0]);
 }
 
 fn trim_blanks(s: &[u8]) -> &[u8] {
@@ -110,14 +139,24 @@ pub fn encode_row(
             bytes.get(at..at + n).ok_or_else(|| Error::CorruptRow("a column past the row".into()))
         };
         match schema.columns()[i].ty {
+            ColumnType::Bool => match field(1)?[0] {
+                b @ (0 | 1) => out.push(b),
+                b => return Err(Error::CorruptRow(format!("a bool stored as {b}, not 0 or 1"))),
+            },
+            ColumnType::I16 => {
+                put_i16(out, i16::from_le_bytes(field(2)?.try_into().expect("2 bytes")))
+            }
             ColumnType::I32 | ColumnType::Date => {
                 put_i32(out, i32::from_le_bytes(field(4)?.try_into().expect("4 bytes")))
             }
-            ColumnType::I64 | ColumnType::Decimal { .. } => {
+            ColumnType::I64 | ColumnType::Decimal { .. } | ColumnType::Timestamp => {
                 put_i64(out, i64::from_le_bytes(field(8)?.try_into().expect("8 bytes")))
             }
+            ColumnType::F64 => {
+                put_f64(out, f64::from_le_bytes(field(8)?.try_into().expect("8 bytes")))
+            }
             ColumnType::Char { len } => put_str(out, trim_blanks(field(usize::from(len))?)),
-            ColumnType::VarChar { .. } => {
+            ColumnType::VarChar { .. } | ColumnType::Binary { .. } => {
                 let slot = field(4)?;
                 let off = usize::from(u16::from_le_bytes([slot[0], slot[1]]));
                 let len = usize::from(u16::from_le_bytes([slot[2], slot[3]]));
@@ -150,23 +189,39 @@ pub fn encode_values(
         }
         out.push(PRESENT);
         match (col.ty, v) {
+            (ColumnType::Bool, Value::Bool(b)) => out.push(u8::from(*b)),
+            (ColumnType::I16, Value::I16(x)) => put_i16(out, *x),
             (ColumnType::I32, Value::I32(x)) => put_i32(out, *x),
+            (ColumnType::I32, Value::I16(x)) => put_i32(out, i32::from(*x)),
             (ColumnType::Date, Value::Date(d)) => put_i32(out, d.0),
-            (ColumnType::I64, Value::I64(x)) => put_i64(out, *x),
-            (ColumnType::Decimal { scale }, Value::Decimal(d)) => put_i64(
-                out,
-                d.rescale(scale).ok_or_else(|| misfit(col, v, Some(decimal_misfit(*d, scale))))?,
-            ),
-            (ColumnType::Char { .. } | ColumnType::VarChar { .. }, Value::Str(s)) => {
-                let b = s.as_bytes();
-                put_str(
-                    out,
-                    if matches!(col.ty, ColumnType::Char { .. }) { trim_blanks(b) } else { b },
-                )
+            (ColumnType::I64 | ColumnType::Decimal { .. }, _) => put_i64(out, wide(col, v)?),
+            (ColumnType::Timestamp, Value::Timestamp(t)) => put_i64(out, t.0),
+            (ColumnType::F64, Value::F64(x)) => put_f64(out, *x),
+            (ColumnType::Char { .. }, _) => put_str(out, trim_blanks(text_bytes(col, v)?)),
+            (ColumnType::VarChar { .. } | ColumnType::Binary { .. }, _) => {
+                put_str(out, text_bytes(col, v)?)
             }
             (_, v) => return Err(misfit(col, v, None)),
         }
     }
+    Ok(())
+}
+
+/// Appends the key bytes every value of string column `col` that starts with `prefix` begins
+/// with (present, then the escaped bytes, with no terminator): a prefix of those keys.
+pub fn put_str_prefix(col: &Column, prefix: &str, out: &mut Vec<u8>) -> Result<()> {
+    if !matches!(
+        col.ty,
+        ColumnType::Char { .. } | ColumnType::VarChar { .. } | ColumnType::Binary { .. }
+    ) {
+        return Err(misfit(
+            col,
+            &Value::Str(prefix),
+            Some("a prefix needs a string column".into()),
+        ));
+    }
+    out.push(PRESENT);
+    put_escaped(out, prefix.as_bytes());
     Ok(())
 }
 
@@ -183,7 +238,6 @@ pub fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::row::{Date, Decimal};
-    use crate::schema::Column;
 
     fn key(schema: &Schema, cols: &[u16], values: &[Value<'_>]) -> Vec<u8> {
         let mut out = Vec::new();

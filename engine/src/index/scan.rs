@@ -192,6 +192,30 @@ impl<'t> IndexScan<'t> {
         Ok(Self { ctx, meta, table: tmeta, lo, hi, front: None, back: None, done, steps_left })
     }
 
+    /// Rows of `index` whose key starts with the values `leading` (for its first columns, maybe
+    /// none), then, in the next column (a `Char` or `VarChar`), a string that starts with
+    /// `starts_with`: SQL's `LIKE 'abc%'`. A `Char` compares without its trailing blanks.
+    pub(crate) fn prefixed(
+        ctx: Ctx<'t>,
+        index: &Index,
+        leading: &[Value<'_>],
+        starts_with: &str,
+    ) -> Result<Self> {
+        let (meta, tmeta) = metas(&ctx, index)?;
+        let mut lo = Vec::new();
+        key::encode_values(&tmeta.schema, &meta.columns, leading, &mut lo)?;
+        let c = meta.columns.get(leading.len()).ok_or(Error::WrongArity {
+            expected: meta.columns.len().saturating_sub(1),
+            found: leading.len(),
+        })?;
+        key::put_str_prefix(&tmeta.schema.columns()[usize::from(*c)], starts_with, &mut lo)?;
+        let hi = key::successor(&lo).map_or(Bound::Unbounded, Bound::Excluded);
+        let steps_left = meta.page_count() + 1;
+        let (front, back) = (None, None);
+        let lo = Bound::Included(lo);
+        Ok(Self { ctx, meta, table: tmeta, lo, hi, front, back, done: false, steps_left })
+    }
+
     /// The row ids alone, in the same order (no row is read).
     pub fn ids(self) -> IndexIds<'t> {
         IndexIds(self)

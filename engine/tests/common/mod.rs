@@ -120,9 +120,33 @@ pub fn contents_in(rx: &impl ReadOps) -> Result<BTreeMap<String, Rows>, String> 
                 rows.len()
             ));
         }
+        if let Ok(ix) = rx.index(&key_index(t.name())) {
+            check_key_index(rx, &ix, &rows)?;
+        }
         out.insert(t.name().to_string(), rows);
     }
     Ok(out)
+}
+
+/// The unique index on `key` that the workload gives every table of an even number.
+pub fn key_index(table: &str) -> String {
+    format!("{table}_key")
+}
+
+/// `ix` (a unique index on `key`) holds exactly `rows`: one entry each, each leading to its row.
+fn check_key_index(rx: &impl ReadOps, ix: &nvpage::Index, rows: &Rows) -> Result<(), String> {
+    let entries = rx.index_len(ix).map_err(|e| e.to_string())?;
+    if entries != rows.len() as u64 {
+        return Err(format!("{}: {entries} entries for {} rows", ix.name(), rows.len()));
+    }
+    for (k, (id, _)) in rows {
+        let g = rx.get_by(ix, &[Value::I64(*k)]).map_err(|e| e.to_string())?;
+        let found = g.map(|g| g.row().map(|r| r.id())).transpose().map_err(|e| e.to_string())?;
+        if found != Some(*id) {
+            return Err(format!("{}: key {k} finds {found:?}, not row {id}", ix.name()));
+        }
+    }
+    Ok(())
 }
 
 /// Compares `db` with `want`; `Err` describes the first difference.
@@ -251,7 +275,12 @@ fn random_op(tx: &mut WriteTxn<'_>, rng: &mut StdRng, m: &mut Model) -> nvpage::
     if m.tables.is_empty() || (choice < 3 && m.tables.len() < 5) {
         let name = format!("t{}", m.next_table);
         m.next_table += 1;
-        tx.create_table(&name, schema())?;
+        let t = tx.create_table(&name, schema())?;
+        if m.next_table % 2 == 1 {
+            // Tables of an even number change their rows by key too (`update_by`, `upsert`,
+            // `delete_by`), through this index.
+            tx.create_unique_index(&key_index(&name), &t, &["key"])?;
+        }
         m.tables.insert(name, Rows::new());
         return Ok(());
     }
@@ -265,21 +294,40 @@ fn random_op(tx: &mut WriteTxn<'_>, rng: &mut StdRng, m: &mut Model) -> nvpage::
     let t = tx.table(&name)?;
     let rows = m.tables.get_mut(&name).unwrap();
     let existing = pick(rng, rows).map(|(k, v)| (*k, v.0));
+    let ix = tx.index(&key_index(&name)).ok();
+    let by_key = ix.as_ref().filter(|_| rng.random_bool(0.5));
+    let row = Row { qty: rng.random_range(-1000..1000), note: note(rng) };
     match (choice, existing) {
         (5..60, _) | (_, None) => {
             let key = m.next_key;
             m.next_key += 1;
-            let row = Row { qty: rng.random_range(-1000..1000), note: note(rng) };
-            let id = tx.insert(&t, &values(key, &row))?;
+            let id = match by_key {
+                Some(ix) => match tx.upsert(ix, &values(key, &row))? {
+                    nvpage::Upserted::Inserted(id) => id,
+                    other => panic!("upsert of the new key {key}: {other:?}"),
+                },
+                None => tx.insert(&t, &values(key, &row))?,
+            };
             rows.insert(key, (id, row));
         }
         (60..85, Some((key, id))) => {
-            let row = Row { qty: rng.random_range(-1000..1000), note: note(rng) };
-            let id = tx.update(&t, id, &values(key, &row))?;
+            let set = [("qty", Value::I32(row.qty)), ("note", row.note.as_deref().into())];
+            let id = match (by_key, rng.random_range(0..3)) {
+                (Some(ix), 0) => match tx.upsert(ix, &values(key, &row))? {
+                    nvpage::Upserted::Updated(id) => id,
+                    other => panic!("upsert of the held key {key}: {other:?}"),
+                },
+                (Some(ix), _) => tx.update_by(ix, &[Value::I64(key)], &set)?.expect("a held key"),
+                (None, 0) => tx.update_columns(&t, id, &set)?,
+                (None, _) => tx.update(&t, id, &values(key, &row))?,
+            };
             rows.insert(key, (id, row));
         }
         (_, Some((key, id))) => {
-            tx.delete(&t, id)?;
+            match by_key {
+                Some(ix) => assert!(tx.delete_by(ix, &[Value::I64(key)])?, "a held key {key}"),
+                None => tx.delete(&t, id)?,
+            }
             rows.remove(&key);
         }
     }

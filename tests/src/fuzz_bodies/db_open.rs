@@ -66,6 +66,11 @@ fn default_values(schema: &nvpage::Schema) -> Vec<Value<'static>> {
             ColumnType::Decimal { scale } => Value::Decimal(Decimal::new(1, scale)),
             ColumnType::Date => Value::Date(Date(1)),
             ColumnType::Char { .. } | ColumnType::VarChar { .. } => Value::Str(""),
+            ColumnType::Bool => Value::Bool(true),
+            ColumnType::I16 => Value::I16(1),
+            ColumnType::F64 => Value::F64(1.0),
+            ColumnType::Timestamp => Value::Timestamp(nvpage::Timestamp(1)),
+            ColumnType::Binary { .. } => Value::Bytes(&[]),
         })
         .collect()
 }

@@ -11,8 +11,8 @@ use super::Input;
 
 /// The schemas rows are read with: the engine tests' table, a wide TPC-H-like one (a two-byte
 /// null bitmap), a single nullable `Char`, and two `VarChar`s.
-pub fn schemas() -> &'static [Schema; 4] {
-    static S: OnceLock<[Schema; 4]> = OnceLock::new();
+pub fn schemas() -> &'static [Schema; 5] {
+    static S: OnceLock<[Schema; 5]> = OnceLock::new();
     S.get_or_init(|| {
         let c = Column::new;
         let n = Column::nullable;
@@ -41,6 +41,14 @@ pub fn schemas() -> &'static [Schema; 4] {
                 c("x", ColumnType::VarChar { max_len: 100 }),
                 c("y", ColumnType::VarChar { max_len: 0 }),
             ]),
+            Schema::new(vec![
+                n("bo", ColumnType::Bool),
+                c("sm", ColumnType::I16),
+                n("fl", ColumnType::F64),
+                c("ts", ColumnType::Timestamp),
+                n("bi", ColumnType::Binary { max_len: 30 }),
+                c("b2", ColumnType::Bool),
+            ]),
         ]
         .map(|s| s.expect("a valid schema"))
     })
@@ -62,9 +70,14 @@ pub(crate) fn read_row(row: &RowRef<'_>) -> Option<Vec<OwnedValue>> {
             try_kind::<kind::I32>(row, schema, &c.name);
             try_kind::<kind::I64>(row, schema, &c.name);
             try_kind::<kind::Units>(row, schema, &c.name);
-            try_kind::<kind::DateK>(row, schema, &c.name);
+            try_kind::<kind::Date>(row, schema, &c.name);
             try_kind::<kind::Bytes>(row, schema, &c.name);
             try_kind::<kind::Str>(row, schema, &c.name);
+            try_kind::<kind::Decimal>(row, schema, &c.name);
+            try_kind::<kind::Bool>(row, schema, &c.name);
+            try_kind::<kind::I16>(row, schema, &c.name);
+            try_kind::<kind::F64>(row, schema, &c.name);
+            try_kind::<kind::Timestamp>(row, schema, &c.name);
         }
     }
     let n = row.schema().columns().len();
@@ -106,7 +119,7 @@ fn rows(schema: &Schema, bytes: &[u8]) {
             let values = read_row(&row);
             // `check` and the getters hold a string to one rule: a row whose strings `check`
             // reports damaged never reads as values.
-            if let Err(e) = row.check_strings() {
+            if let Err(e) = row.check_values() {
                 assert!(values.is_none(), "{e}, yet the row reads as {values:?}");
             }
             if let Some(values) = values {
@@ -171,7 +184,7 @@ fn catalog(blob: &[u8], page_count: u64) {
 pub fn row_decode(data: &[u8]) {
     let mut input = Input::new(data);
     let what = input.u8();
-    let schema = &schemas()[usize::from(what >> 2) % 4];
+    let schema = &schemas()[usize::from(what >> 2) % 5];
     match what % 3 {
         0 => rows(schema, input.rest()),
         1 => {

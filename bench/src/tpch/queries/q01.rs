@@ -207,7 +207,7 @@ fn first_byte(s: &[u8]) -> u8 {
 /// The groups of every lineitem of the transaction's `lineitem` table.
 pub fn aggregate(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<Groups> {
     let l = rx.table("lineitem")?;
-    let shipdate = l.col::<kind::DateK>("l_shipdate")?;
+    let shipdate = l.col::<kind::Date>("l_shipdate")?;
     let flag = l.col::<kind::Bytes>("l_returnflag")?;
     let status = l.col::<kind::Bytes>("l_linestatus")?;
     let qty = l.col::<kind::Units>("l_quantity")?;

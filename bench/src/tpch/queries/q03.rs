@@ -21,7 +21,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let o = rx.table("orders")?;
     let o_key = o.col::<kind::I64>("o_orderkey")?;
     let o_cust = o.col::<kind::I64>("o_custkey")?;
-    let o_date = o.col::<kind::DateK>("o_orderdate")?;
+    let o_date = o.col::<kind::Date>("o_orderdate")?;
     let o_prio = o.col::<kind::I32>("o_shippriority")?;
     let orders = rx.par_fold(
         &o,
@@ -43,7 +43,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
 
     let l = rx.table("lineitem")?;
     let l_key = l.col::<kind::I64>("l_orderkey")?;
-    let l_ship = l.col::<kind::DateK>("l_shipdate")?;
+    let l_ship = l.col::<kind::Date>("l_shipdate")?;
     let l_price = l.col::<kind::Units>("l_extendedprice")?;
     let l_disc = l.col::<kind::Units>("l_discount")?;
     let revenue = rx.par_fold(

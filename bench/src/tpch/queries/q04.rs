@@ -12,7 +12,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let (from, to) = (ymd(1993, 7, 1), ymd(1993, 10, 1));
     let ot = rx.table("orders")?;
     let o_key = ot.col::<kind::I64>("o_orderkey")?;
-    let o_date = ot.col::<kind::DateK>("o_orderdate")?;
+    let o_date = ot.col::<kind::Date>("o_orderdate")?;
     let o_prio = ot.col::<kind::Str>("o_orderpriority")?;
     let orders: KeyMap<i64, String> = collect(rx, &ot, threads, |r| {
         let d = r.get(o_date)?;
@@ -26,8 +26,8 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
 
     let lt = rx.table("lineitem")?;
     let l_key = lt.col::<kind::I64>("l_orderkey")?;
-    let l_commit = lt.col::<kind::DateK>("l_commitdate")?;
-    let l_receipt = lt.col::<kind::DateK>("l_receiptdate")?;
+    let l_commit = lt.col::<kind::Date>("l_commitdate")?;
+    let l_receipt = lt.col::<kind::Date>("l_receiptdate")?;
     let late = collect(rx, &lt, threads, |r| {
         let k = r.get(l_key)?;
         Ok((orders.contains_key(&k) && r.get(l_commit)? < r.get(l_receipt)?).then_some(k))

@@ -26,7 +26,7 @@ pub fn line_revenue(shipdate: Date, disc: i64, qty: i64, price: i64) -> Option<i
 /// The revenue (scale 4) of every lineitem of the transaction's `lineitem` table.
 pub fn revenue(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<i128> {
     let l = rx.table("lineitem")?;
-    let shipdate = l.col::<kind::DateK>("l_shipdate")?;
+    let shipdate = l.col::<kind::Date>("l_shipdate")?;
     let discount = l.col::<kind::Units>("l_discount")?;
     let quantity = l.col::<kind::Units>("l_quantity")?;
     let price = l.col::<kind::Units>("l_extendedprice")?;

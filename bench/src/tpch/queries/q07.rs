@@ -34,7 +34,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let lt = rx.table("lineitem")?;
     let l_key = lt.col::<kind::I64>("l_orderkey")?;
     let l_supp = lt.col::<kind::I64>("l_suppkey")?;
-    let l_ship = lt.col::<kind::DateK>("l_shipdate")?;
+    let l_ship = lt.col::<kind::Date>("l_shipdate")?;
     let l_price = lt.col::<kind::Units>("l_extendedprice")?;
     let l_disc = lt.col::<kind::Units>("l_discount")?;
     let sums = aggregate(rx, &lt, threads, |r| {

@@ -50,7 +50,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let ot = rx.table("orders")?;
     let o_key = ot.col::<kind::I64>("o_orderkey")?;
     let o_cust = ot.col::<kind::I64>("o_custkey")?;
-    let o_date = ot.col::<kind::DateK>("o_orderdate")?;
+    let o_date = ot.col::<kind::Date>("o_orderdate")?;
     let orders: KeyMap<i64, i32> = collect(rx, &ot, threads, |r| {
         let d = r.get(o_date)?;
         if d < from || d > to || at(&cust_american, r.get(o_cust)?) != Some(true) {

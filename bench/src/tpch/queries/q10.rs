@@ -21,7 +21,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let ot = rx.table("orders")?;
     let o_key = ot.col::<kind::I64>("o_orderkey")?;
     let o_cust = ot.col::<kind::I64>("o_custkey")?;
-    let o_date = ot.col::<kind::DateK>("o_orderdate")?;
+    let o_date = ot.col::<kind::Date>("o_orderdate")?;
     let orders = rx.par_fold(
         &ot,
         threads,

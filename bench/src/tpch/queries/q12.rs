@@ -13,9 +13,9 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let lt = rx.table("lineitem")?;
     let l_key = lt.col::<kind::I64>("l_orderkey")?;
     let l_mode = lt.col::<kind::Bytes>("l_shipmode")?;
-    let l_ship = lt.col::<kind::DateK>("l_shipdate")?;
-    let l_commit = lt.col::<kind::DateK>("l_commitdate")?;
-    let l_receipt = lt.col::<kind::DateK>("l_receiptdate")?;
+    let l_ship = lt.col::<kind::Date>("l_shipdate")?;
+    let l_commit = lt.col::<kind::Date>("l_commitdate")?;
+    let l_receipt = lt.col::<kind::Date>("l_receiptdate")?;
     let lines = rx.par_fold(
         &lt,
         threads,

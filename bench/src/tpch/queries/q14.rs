@@ -19,7 +19,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
 
     let lt = rx.table("lineitem")?;
     let l_part = lt.col::<kind::I64>("l_partkey")?;
-    let l_ship = lt.col::<kind::DateK>("l_shipdate")?;
+    let l_ship = lt.col::<kind::Date>("l_shipdate")?;
     let l_price = lt.col::<kind::Units>("l_extendedprice")?;
     let l_disc = lt.col::<kind::Units>("l_discount")?;
     let (promo_rev, total) = rx.par_fold(

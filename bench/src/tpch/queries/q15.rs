@@ -10,7 +10,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let (from, to) = (ymd(1996, 1, 1), ymd(1996, 4, 1));
     let lt = rx.table("lineitem")?;
     let l_supp = lt.col::<kind::I64>("l_suppkey")?;
-    let l_ship = lt.col::<kind::DateK>("l_shipdate")?;
+    let l_ship = lt.col::<kind::Date>("l_shipdate")?;
     let l_price = lt.col::<kind::Units>("l_extendedprice")?;
     let l_disc = lt.col::<kind::Units>("l_discount")?;
     // Supplier keys are dense (1..=n); `None` for a supplier with no line in the quarter, which

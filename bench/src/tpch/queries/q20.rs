@@ -43,7 +43,7 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let lt = rx.table("lineitem")?;
     let l_part = lt.col::<kind::I64>("l_partkey")?;
     let l_supp = lt.col::<kind::I64>("l_suppkey")?;
-    let l_ship = lt.col::<kind::DateK>("l_shipdate")?;
+    let l_ship = lt.col::<kind::Date>("l_shipdate")?;
     let l_qty = lt.col::<kind::Units>("l_quantity")?;
     let shipped = aggregate(rx, &lt, threads, |r| {
         let p = r.get(l_part)?;

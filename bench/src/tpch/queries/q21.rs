@@ -61,8 +61,8 @@ pub fn run(rx: &ReadTxn<'_>, threads: usize) -> nvpage::Result<QueryResult> {
     let lt = rx.table("lineitem")?;
     let l_key = lt.col::<kind::I64>("l_orderkey")?;
     let l_supp = lt.col::<kind::I64>("l_suppkey")?;
-    let l_commit = lt.col::<kind::DateK>("l_commitdate")?;
-    let l_receipt = lt.col::<kind::DateK>("l_receiptdate")?;
+    let l_commit = lt.col::<kind::Date>("l_commitdate")?;
+    let l_receipt = lt.col::<kind::Date>("l_receiptdate")?;
     let late_lines = collect(rx, &lt, threads, |r| {
         let s = r.get(l_supp)?;
         if at(&is_saudi, s) != Some(true) || r.get(l_receipt)? <= r.get(l_commit)? {

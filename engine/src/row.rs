@@ -975,6 +975,9 @@ pub mod kind {
     /// Reads `Date` columns as [`Date`](super::Date)s.
     #[derive(Clone, Copy, Debug)]
     pub struct Date;
+    /// The former name of [`kind::Date`](Date).
+    #[deprecated = "named `kind::Date` now, as every kind is named after its column type"]
+    pub type DateK = Date;
     /// Reads `Char` (without trailing blanks), `VarChar` and `Binary` columns as bytes.
     #[derive(Clone, Copy, Debug)]
     pub struct Bytes;

@@ -543,7 +543,8 @@ pub trait ReadOps: sealed::Reads {
     /// The rows whose key starts with the values `leading` (for the index's first columns, maybe
     /// none) and then, in its next column (a string), a value that starts with `starts_with`:
     /// SQL's `LIKE 'abc%'`, in key order (`.rev()` for the reverse). A `Char` column's values
-    /// compare without their trailing blanks, as in its keys.
+    /// compare without their trailing blanks, as in its keys; a NULL among `leading` matches the
+    /// rows with NULL there, as in [`ReadOps::lookup`] (not as SQL's `=`, which matches none).
     ///
     /// ```
     /// # use nvpage::{Column, ColumnType, Database, ReadOps, Schema, kind};

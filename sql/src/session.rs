@@ -20,8 +20,8 @@ use nvpage::{Column, Database, ReadOps, Schema, Snapshot};
 
 use crate::catalog::NvpageSchema;
 use crate::error::{Error, Result};
-use crate::types::{declared_type, schema_of};
-use crate::values::insert_batch;
+use crate::types::{arrow_type, declared_type, schema_of};
+use crate::values::{cast_columns, insert_batch};
 use crate::writer::Writer;
 
 /// The snapshot a statement reads (a session config extension): one commit for every table and
@@ -232,6 +232,9 @@ impl Session {
         } else {
             declared_schema(ct)?.0
         };
+        // Declared columns take the query's values as an INSERT would, cast to their types.
+        let casts: Option<Vec<_>> = (!ct.columns.is_empty())
+            .then(|| schema.columns().iter().map(|c| arrow_type(c.ty)).collect());
         let if_not_exists = ct.if_not_exists;
         let mut stream = df.execute_stream().await?;
         self.writer.begin_statement().await?;
@@ -252,7 +255,10 @@ impl Session {
                 return Ok(());
             }
             while let Some(batch) = stream.next().await {
-                let batch = batch?;
+                let batch = match &casts {
+                    Some(types) => cast_columns(&batch?, types)?,
+                    None => batch?,
+                };
                 let owned = name.clone();
                 self.writer
                     .call(move |slot| -> Result<u64> {

@@ -11,7 +11,7 @@
 //! | `Char(n)` | `Utf8` | read without its trailing blanks |
 //! | `VarChar(n)` | `Utf8` | a `Utf8` column with no declared length becomes `VarChar(MAX_STRING_LEN)` |
 //! | `F64` | `Float64` | `Float32` widens to it |
-//! | `Timestamp` | `Timestamp(Microsecond, None)` | µs since 1970-01-01 00:00:00 UTC; a timestamp of another unit is converted as it is stored (seconds and milliseconds exactly, nanoseconds truncated toward the past) |
+//! | `Timestamp` | `Timestamp(Microsecond, None)` | µs since 1970-01-01 00:00:00 UTC; a timestamp of another unit is converted as it is stored (seconds and milliseconds exactly, nanoseconds truncated toward zero, as Arrow's cast does) |
 //! | `Binary(n)` | `Binary` | a `Binary` column with no declared length becomes `Binary(MAX_STRING_LEN)` |
 //!
 //! An Arrow type with no counterpart (`UInt64`, `Float16`, time of day, intervals, timestamps

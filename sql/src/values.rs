@@ -1,15 +1,19 @@
 //! Arrow values as the engine's: the rows of a record batch turned into [`Value`]s of a table's
 //! columns, for `INSERT` and `UPDATE`.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{
     Array, AsArray, Date32Array, Decimal128Array, Int8Array, Int16Array, Int32Array, Int64Array,
     UInt8Array, UInt16Array, UInt32Array,
 };
+use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::datatypes::{
     DataType, Decimal128Type, DecimalType, Float32Type, Float64Type, TimeUnit,
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType,
 };
+use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::arrow::record_batch::RecordBatch;
 use nvpage::{ColumnType, Date, Decimal, Table, Timestamp, Value, WriteTxn};
 
@@ -46,6 +50,34 @@ pub(crate) fn for_each_row(
 }
 
 /// Readers of `batch`'s columns as values of `table`'s columns, in order.
+/// `batch` with its columns cast to `types` (the declared columns of `CREATE TABLE t (…) AS
+/// SELECT …`, in order), as an `INSERT`'s plan casts a query's columns to its table's: a value
+/// the cast cannot make is an error, never a NULL.
+pub(crate) fn cast_columns(batch: &RecordBatch, types: &[DataType]) -> Result<RecordBatch> {
+    if batch.num_columns() != types.len() {
+        return Err(Error::Plan(format!(
+            "the query gives {} columns for the {} declared",
+            batch.num_columns(),
+            types.len()
+        )));
+    }
+    let opts = CastOptions { safe: false, ..CastOptions::default() };
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(types)
+        .map(|(a, t)| cast_with_options(a, t, &opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(types)
+        .map(|(f, t)| Field::new(f.name(), t.clone(), true))
+        .collect();
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
 fn readers<'b>(table: &'b Table, batch: &'b RecordBatch) -> Result<Vec<ColumnReader<'b>>> {
     let cols = table.schema().columns();
     if batch.num_columns() != cols.len() {
@@ -178,8 +210,9 @@ impl<'b> ColumnReader<'b> {
             DataType::Timestamp(TimeUnit::Microsecond, _) => {
                 micros(Some(a.as_primitive::<TimestampMicrosecondType>().value(i)))
             }
+            // Toward zero, as Arrow's cast (and so an INSERT's plan) truncates.
             DataType::Timestamp(TimeUnit::Nanosecond, _) => {
-                micros(Some(a.as_primitive::<TimestampNanosecondType>().value(i).div_euclid(1_000)))
+                micros(Some(a.as_primitive::<TimestampNanosecondType>().value(i) / 1_000))
             }
             DataType::Binary => Ok(Value::Bytes(a.as_binary::<i32>().value(i))),
             DataType::LargeBinary => Ok(Value::Bytes(a.as_binary::<i64>().value(i))),

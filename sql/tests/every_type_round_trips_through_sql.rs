@@ -174,3 +174,35 @@ fn new_types_come_back_as_they_went_in_and_floats_index_in_datafusions_order() {
         });
     }
 }
+
+/// A query's values land in declared columns as an INSERT's would: cast to the columns' types
+/// (an integer into a double, a string into bytes), and a nanosecond timestamp truncated to
+/// microseconds the same way on every path.
+#[test]
+fn declared_columns_and_inserts_store_a_value_alike() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path(), Layer::best_compiled());
+    rt.block_on(async {
+        run_all(
+            &s,
+            "CREATE TABLE a1 (f DOUBLE, b VARBINARY(3)) AS SELECT 1, 'ab';
+             CREATE TABLE i1 (f DOUBLE, b VARBINARY(3));
+             INSERT INTO i1 VALUES (1, 'ab');
+             CREATE TABLE a AS SELECT arrow_cast(-1500, 'Timestamp(Nanosecond, None)') AS ts;
+             CREATE TABLE b (ts TIMESTAMP);
+             INSERT INTO b SELECT arrow_cast(-1500, 'Timestamp(Nanosecond, None)');
+             CREATE TABLE c (ts TIMESTAMP) AS SELECT arrow_cast(-1500, 'Timestamp(Nanosecond, None)')",
+        )
+        .await;
+        assert_eq!(rows(&s, "SELECT * FROM a1").await, rows(&s, "SELECT * FROM i1").await);
+        assert_eq!(rows(&s, "SELECT * FROM a1").await, [["1.0", "6162"]]);
+        let want = [["1969-12-31T23:59:59.999999"]];
+        for t in ["a", "b", "c"] {
+            assert_eq!(rows(&s, &format!("SELECT ts FROM {t}")).await, want, "table {t}");
+        }
+        let e = try_rows(&s, "CREATE TABLE d (x SMALLINT) AS SELECT 100000").await.unwrap_err();
+        assert!(e.contains("100000") || e.contains("x"), "{e}");
+        assert!(try_rows(&s, "SELECT * FROM d").await.is_err(), "the failed CREATE left a table");
+    });
+}

@@ -1,8 +1,9 @@
 //! `nvpage-bench engine`: the engine's small durable transactions beside SQLite's, its bulk-load
 //! rate and its recovery time, per layer and medium. Every figure names its durability.
 //!
-//! - **txn** ([`txn`]): small durable transactions — one row inserted, and 1, 10 and 100 rows
-//!   updated in place (same size, so each keeps its place) — on every layer, and in the same run
+//! - **txn** ([`txn`]): small durable transactions — one row inserted, 1, 10, 100 and 1,000
+//!   rows updated in place (same size, so each keeps its place), and loads of 1,000 rows with
+//!   scattered keys into tables with 0, 1 and 2 secondary indexes — on every layer, and in the same run
 //!   on the same rows SQLite (bundled, through `rusqlite`) with a rollback journal
 //!   (`journal_mode=DELETE`) and with `WAL`, both `synchronous=FULL` ([`sqlite`]). Commits per
 //!   second and the p50 and p99 latency of a transaction (begin to durable commit); then each
@@ -73,8 +74,18 @@ pub struct EngineArgs {
     #[arg(long, default_value_t = 100_000)]
     pub table_rows: usize,
     /// Rows updated per transaction, one workload each, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,10,100")]
+    #[arg(long, value_delimiter = ',', default_value = "1,10,100,1000")]
     pub updates: Vec<usize>,
+    /// Loads into tables with this many secondary indexes (0 to 2), one workload each,
+    /// comma-separated; `--load-indexes ''` runs none.
+    #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
+    pub load_indexes: Vec<usize>,
+    /// Rows each load transaction inserts.
+    #[arg(long, default_value_t = 1000)]
+    pub load_rows: usize,
+    /// Timed transactions of each load workload (after two untimed ones).
+    #[arg(long, default_value_t = 50)]
+    pub load_txns: usize,
     /// Page size of every database, nvpage's and SQLite's alike.
     #[arg(long, default_value_t = 8192)]
     pub page_size: u64,
@@ -104,8 +115,10 @@ impl EngineArgs {
     }
 
     fn workloads(&self) -> Vec<Workload> {
+        let rows = self.load_rows;
         std::iter::once(Workload::Insert)
             .chain(self.updates.iter().map(|&k| Workload::Update(k)))
+            .chain(self.load_indexes.iter().map(|&indexes| Workload::Load { indexes, rows }))
             .collect()
     }
 }
@@ -204,6 +217,12 @@ pub fn run(args: &EngineArgs) -> Result<(), BoxError> {
     if let Some(&k) = args.updates.iter().find(|&&k| k == 0 || k > args.table_rows) {
         return Err(format!("--updates {k}: each must be 1 to --table-rows").into());
     }
+    if let Some(&k) = args.load_indexes.iter().find(|&&k| k >= txn::LOAD_TABLES.len()) {
+        return Err(format!("--load-indexes {k}: each must be 0, 1 or 2").into());
+    }
+    if args.load_rows == 0 || args.load_txns == 0 {
+        return Err("--load-rows and --load-txns must be at least 1".into());
+    }
     if args.media.iter().any(|&m| m != Medium::Tmpfs) {
         check_dir(&args.dirs.dir_disk, "--dir-disk")?;
         check_medium(&args.dirs.dir_disk, false, "--dir-disk")?;
@@ -242,6 +261,9 @@ pub fn run(args: &EngineArgs) -> Result<(), BoxError> {
             "warmup": WARMUP,
             "table_rows": args.table_rows,
             "updates": args.updates,
+            "load_indexes": args.load_indexes,
+            "load_rows": args.load_rows,
+            "load_txns": args.load_txns,
             "page_bytes": args.page_size,
             "cache_bytes": args.cache_mib << 20,
             "seed": args.seed,
@@ -305,7 +327,13 @@ fn txn_part(
     let mut next_id = table_rows;
     for (w, workload) in args.workloads().into_iter().enumerate() {
         let mut rng = Rng::new(args.seed ^ ((run as u64) << 32) ^ w as u64);
-        let plan = plan(workload, WARMUP + args.commits, table_rows, next_id, &mut rng);
+        let plan = match workload {
+            // Each load table starts empty in every run: its ids from the first on.
+            Workload::Load { .. } => {
+                plan(workload, WARMUP + args.load_txns, table_rows, 0, &mut rng)
+            }
+            _ => plan(workload, WARMUP + args.commits, table_rows, next_id, &mut rng),
+        };
         if workload == Workload::Insert {
             next_id += plan.len() as i64;
         }

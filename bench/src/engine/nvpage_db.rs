@@ -9,7 +9,7 @@ use nvpage::{
 };
 
 use super::Medium;
-use super::txn::{System, Totals, row_values};
+use super::txn::{LOAD_TABLES, System, Totals, row_values};
 use crate::BoxError;
 
 /// Where one database's files go: its directory, and the log's directory when it is apart.
@@ -123,6 +123,8 @@ pub fn insert_row(
 pub struct NvpageSystem {
     db: Database,
     table: Table,
+    /// The load tables, by their number of secondary indexes.
+    loads: Vec<Table>,
     /// The preloaded rows' ids, by row id (`0..table_rows`).
     rows: Vec<RowId>,
     updated: u64,
@@ -139,8 +141,19 @@ impl NvpageSystem {
         let db = open(place, layer, medium, sizes)?;
         let mut tx = db.begin_write()?;
         let table = tx.create_table("t", schema()?)?;
+        let mut loads = Vec::new();
+        for (indexes, name) in LOAD_TABLES.into_iter().enumerate() {
+            let t = tx.create_table(name, schema()?)?;
+            if indexes >= 1 {
+                tx.create_unique_index(&format!("{name}_id"), &t, &["id"])?;
+            }
+            if indexes >= 2 {
+                tx.create_index(&format!("{name}_amount"), &t, &["amount"])?;
+            }
+            loads.push(t);
+        }
         tx.commit()?;
-        Ok(Self { db, table, rows: Vec::new(), updated: 0 })
+        Ok(Self { db, table, loads, rows: Vec::new(), updated: 0 })
     }
 
     /// The database.
@@ -198,6 +211,16 @@ impl System for NvpageSystem {
         Ok(())
     }
 
+    fn load(&mut self, indexes: usize, ids: &[i64]) -> Result<(), BoxError> {
+        let table = self.loads.get(indexes).ok_or_else(|| format!("no load table {indexes}"))?;
+        let mut tx = self.db.begin_write()?;
+        for &id in ids {
+            insert_row(&mut tx, table, id)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     fn totals(&mut self) -> Result<Totals, BoxError> {
         let rx = self.db.begin_read()?;
         let id = self.table.col::<kind::I64>("id")?;
@@ -209,6 +232,14 @@ impl System for NvpageSystem {
             t.amount_sum += row.get(amount)?;
             Ok(())
         })?;
+        for table in &self.loads {
+            let id = table.col::<kind::I64>("id")?;
+            rx.for_each_row(table, |row| {
+                t.loaded += 1;
+                t.loaded_id_sum = t.loaded_id_sum.wrapping_add(row.get(id)?);
+                Ok(())
+            })?;
+        }
         Ok(t)
     }
 }

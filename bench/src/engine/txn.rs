@@ -11,6 +11,11 @@
 //! at random, distinct within a transaction, from the preloaded ids by a seeded generator: each
 //! system runs exactly the same transactions, and with a few hundred rows to a page a
 //! transaction of k rows touches about k pages.
+//!
+//! Loads insert many rows per transaction into tables of their own, `load0`, `load1` and
+//! `load2`, with the same columns and 0, 1 or 2 secondary indexes: a unique one on `id`, then a
+//! non-unique one on `amount`. Their ids are scattered ([`scatter`]): distinct, in no order, so
+//! every index entry lands somewhere else in its tree.
 
 use std::time::Instant;
 
@@ -29,6 +34,13 @@ pub enum Workload {
     Insert,
     /// That many existing rows updated in place.
     Update(usize),
+    /// `rows` new rows with scattered ids inserted into the load table with `indexes` indexes.
+    Load {
+        /// Secondary indexes on the table: 0, 1 or 2.
+        indexes: usize,
+        /// Rows per transaction.
+        rows: usize,
+    },
 }
 
 impl Workload {
@@ -38,6 +50,8 @@ impl Workload {
             Workload::Insert => "insert 1 row".into(),
             Workload::Update(1) => "update 1 row".into(),
             Workload::Update(k) => format!("update {k} rows"),
+            Workload::Load { indexes: 1, rows } => format!("load {rows} rows, 1 index"),
+            Workload::Load { indexes, rows } => format!("load {rows} rows, {indexes} indexes"),
         }
     }
 }
@@ -49,7 +63,18 @@ pub enum Txn {
     Insert(i64),
     /// Add one cent to the amount of each of these rows.
     Update(Vec<i64>),
+    /// Insert rows with these ids into the load table with this many indexes.
+    Load(usize, Vec<i64>),
 }
+
+/// The id of the `n`-th row loaded into a load table: `n` times an odd constant, modulo 2^64, a
+/// bijection, so ids are distinct and scattered across the whole range.
+pub fn scatter(n: u64) -> i64 {
+    n.wrapping_mul(0x9E37_79B9_7F4A_7C15) as i64
+}
+
+/// The load tables' names, by their number of secondary indexes.
+pub const LOAD_TABLES: [&str; 3] = ["load0", "load1", "load2"];
 
 /// The amount (in cents) and note of row `id`, as preloaded and inserted by every system.
 pub fn row_values(id: i64) -> (i64, String) {
@@ -68,15 +93,19 @@ pub struct Totals {
     pub amount_sum: i64,
     /// Rows changed by updates so far, as the system reported them.
     pub updated: u64,
+    /// Rows in the load tables.
+    pub loaded: u64,
+    /// The sum of their ids, wrapping (they are scattered over the whole `i64` range).
+    pub loaded_id_sum: i64,
 }
 
 impl std::fmt::Display for Totals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Totals { rows, id_sum, amount_sum, updated } = self;
+        let Totals { rows, id_sum, amount_sum, updated, loaded, loaded_id_sum } = self;
         write!(
             f,
             "{rows} rows (ids summing to {id_sum}, amounts to {amount_sum} cents; {updated} \
-             updated)"
+             updated), {loaded} loaded (ids summing to {loaded_id_sum}, wrapping)"
         )
     }
 }
@@ -97,6 +126,8 @@ pub trait System {
     fn insert(&mut self, id: i64) -> Result<(), BoxError>;
     /// Adds one cent to the amount of each row in `ids`, in place, in one transaction.
     fn update(&mut self, ids: &[i64]) -> Result<(), BoxError>;
+    /// Inserts rows `ids` into the load table with `indexes` indexes, in one transaction.
+    fn load(&mut self, indexes: usize, ids: &[i64]) -> Result<(), BoxError>;
     /// What the table holds now, read in a transaction of its own.
     fn totals(&mut self) -> Result<Totals, BoxError>;
 }
@@ -126,8 +157,9 @@ impl Rng {
     }
 }
 
-/// `count` transactions of `workload`: inserts of ids from `next_id` on, or updates of
-/// `k` distinct preloaded rows (ids below `table_rows`) each, drawn from `rng`.
+/// `count` transactions of `workload`: inserts of ids from `next_id` on, updates of `k` distinct
+/// preloaded rows (ids below `table_rows`) each, drawn from `rng`, or loads of the next scattered
+/// ids of their table (from the `next_id`-th on).
 pub fn plan(
     workload: Workload,
     count: usize,
@@ -148,6 +180,10 @@ pub fn plan(
                     }
                 }
                 Txn::Update(ids)
+            }
+            Workload::Load { indexes, rows } => {
+                let first = next_id as u64 + (i * rows) as u64;
+                Txn::Load(indexes, (first..first + rows as u64).map(scatter).collect())
             }
         })
         .collect()
@@ -191,6 +227,7 @@ fn run_one(sys: &mut dyn System, t: &Txn) -> Result<(), BoxError> {
     match t {
         Txn::Insert(id) => sys.insert(*id),
         Txn::Update(ids) => sys.update(ids),
+        Txn::Load(indexes, ids) => sys.load(*indexes, ids),
     }
 }
 
@@ -225,8 +262,41 @@ mod tests {
 
     #[test]
     fn totals_read_as_words() {
-        let t = Totals { rows: 3, id_sum: 6, amount_sum: 150, updated: 2 };
-        assert_eq!(t.to_string(), "3 rows (ids summing to 6, amounts to 150 cents; 2 updated)");
+        let t = Totals {
+            rows: 3,
+            id_sum: 6,
+            amount_sum: 150,
+            updated: 2,
+            loaded: 4,
+            loaded_id_sum: -9,
+        };
+        assert_eq!(
+            t.to_string(),
+            "3 rows (ids summing to 6, amounts to 150 cents; 2 updated), 4 loaded (ids summing to \
+             -9, wrapping)"
+        );
+    }
+
+    #[test]
+    fn loads_take_distinct_scattered_ids_from_where_they_left_off() {
+        let w = Workload::Load { indexes: 2, rows: 500 };
+        assert_eq!(w.name(), "load 500 rows, 2 indexes");
+        let p = plan(w, 4, 1000, 0, &mut Rng::new(7));
+        let ids: Vec<i64> = p
+            .iter()
+            .flat_map(|t| match t {
+                Txn::Load(2, ids) => ids.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(ids.len(), 2000);
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 2000, "ids repeat");
+        // Scattered: far from increasing.
+        let rises = ids.windows(2).filter(|w| w[0] < w[1]).count();
+        assert!((500..1500).contains(&rises), "{rises} rises in 1999 steps");
     }
 
     #[test]

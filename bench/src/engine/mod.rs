@@ -77,8 +77,8 @@ pub struct EngineArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,10,100,1000")]
     pub updates: Vec<usize>,
     /// Loads into tables with this many secondary indexes (0 to 2), one workload each,
-    /// comma-separated; `--load-indexes ''` runs none.
-    #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
+    /// comma-separated; `--load-indexes` with no value runs none.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "0,1,2")]
     pub load_indexes: Vec<usize>,
     /// Rows each load transaction inserts.
     #[arg(long, default_value_t = 1000)]

@@ -240,61 +240,27 @@ fn read_le<const N: usize>(row: &[u8], at: usize) -> [u8; N] {
     a
 }
 
-impl Fixed for kind::I32 {
-    type Native = i32;
-    #[inline(always)]
-    fn read(row: &[u8], at: usize) -> i32 {
-        i32::from_le_bytes(read_le(row, at))
-    }
+/// `impl Fixed` for each kind, reading its slot as the little-endian native type given.
+macro_rules! fixed {
+    ($($kind:ident => $native:ty,)*) => {$(
+        impl Fixed for kind::$kind {
+            type Native = $native;
+            #[inline(always)]
+            fn read(row: &[u8], at: usize) -> $native {
+                <$native>::from_le_bytes(read_le(row, at))
+            }
+        }
+    )*};
 }
 
-impl Fixed for kind::I64 {
-    type Native = i64;
-    #[inline(always)]
-    fn read(row: &[u8], at: usize) -> i64 {
-        i64::from_le_bytes(read_le(row, at))
-    }
-}
-
-impl Fixed for kind::Units {
-    type Native = i64;
-    #[inline(always)]
-    fn read(row: &[u8], at: usize) -> i64 {
-        i64::from_le_bytes(read_le(row, at))
-    }
-}
-
-impl Fixed for kind::Date {
-    /// Days since 1970-01-01, as [`crate::Date`] holds them (Arrow's `Date32`).
-    type Native = i32;
-    #[inline(always)]
-    fn read(row: &[u8], at: usize) -> i32 {
-        i32::from_le_bytes(read_le(row, at))
-    }
-}
-
-impl Fixed for kind::I16 {
-    type Native = i16;
-    #[inline(always)]
-    fn read(row: &[u8], at: usize) -> i16 {
-        i16::from_le_bytes(read_le(row, at))
-    }
-}
-
-impl Fixed for kind::F64 {
-    type Native = f64;
-    #[inline(always)]
-    fn read(row: &[u8], at: usize) -> f64 {
-        f64::from_le_bytes(read_le(row, at))
-    }
-}
-
-impl Fixed for kind::Timestamp {
-    /// Microseconds since 1970-01-01 00:00:00 UTC, as [`crate::Timestamp`] holds them (Arrow's
-    /// `Timestamp(Microsecond)`).
-    type Native = i64;
-    #[inline(always)]
-    fn read(row: &[u8], at: usize) -> i64 {
-        i64::from_le_bytes(read_le(row, at))
-    }
+// A date as its days since 1970-01-01 (Arrow's `Date32`), a timestamp as its microseconds since
+// 1970-01-01 00:00:00 UTC (Arrow's `Timestamp(Microsecond)`), a decimal as its units.
+fixed! {
+    I16 => i16,
+    I32 => i32,
+    I64 => i64,
+    F64 => f64,
+    Units => i64,
+    Date => i32,
+    Timestamp => i64,
 }

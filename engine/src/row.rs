@@ -227,52 +227,26 @@ impl fmt::Display for Value<'_> {
 /// The characters of a string a message shows.
 const SHOWN_CHARS: usize = 40;
 
-impl From<i32> for Value<'_> {
-    fn from(x: i32) -> Self {
-        Value::I32(x)
-    }
+/// `impl From<T> for Value` for each owned type, as the variant given.
+macro_rules! value_from {
+    ($($ty:ty => $variant:ident,)*) => {$(
+        impl From<$ty> for Value<'_> {
+            fn from(x: $ty) -> Self {
+                Value::$variant(x)
+            }
+        }
+    )*};
 }
 
-impl From<i64> for Value<'_> {
-    fn from(x: i64) -> Self {
-        Value::I64(x)
-    }
-}
-
-impl From<Decimal> for Value<'_> {
-    fn from(d: Decimal) -> Self {
-        Value::Decimal(d)
-    }
-}
-
-impl From<Date> for Value<'_> {
-    fn from(d: Date) -> Self {
-        Value::Date(d)
-    }
-}
-
-impl From<bool> for Value<'_> {
-    fn from(b: bool) -> Self {
-        Value::Bool(b)
-    }
-}
-
-impl From<i16> for Value<'_> {
-    fn from(x: i16) -> Self {
-        Value::I16(x)
-    }
-}
-
-impl From<f64> for Value<'_> {
-    fn from(x: f64) -> Self {
-        Value::F64(x)
-    }
-}
-
-impl From<Timestamp> for Value<'_> {
-    fn from(t: Timestamp) -> Self {
-        Value::Timestamp(t)
-    }
+value_from! {
+    bool => Bool,
+    i16 => I16,
+    i32 => I32,
+    i64 => I64,
+    f64 => F64,
+    Decimal => Decimal,
+    Date => Date,
+    Timestamp => Timestamp,
 }
 
 impl<'a> From<&'a [u8]> for Value<'a> {

@@ -188,8 +188,7 @@ impl<'t> IndexScan<'t> {
             }
             Bound::Excluded(v) => Bound::Excluded(encode(v)?),
         };
-        let steps_left = meta.page_count() + 1;
-        Ok(Self { ctx, meta, table: tmeta, lo, hi, front: None, back: None, done, steps_left })
+        Ok(Self::over(ctx, meta, tmeta, lo, hi, done))
     }
 
     /// Rows of `index` whose key starts with the values `leading` (for its first columns, maybe
@@ -210,10 +209,20 @@ impl<'t> IndexScan<'t> {
         })?;
         key::put_str_prefix(&tmeta.schema.columns()[usize::from(*c)], starts_with, &mut lo)?;
         let hi = key::successor(&lo).map_or(Bound::Unbounded, Bound::Excluded);
+        Ok(Self::over(ctx, meta, tmeta, Bound::Included(lo), hi, false))
+    }
+
+    /// A scan of `meta`'s keys between the encoded bounds `lo` and `hi` (`done`: an empty range).
+    fn over(
+        ctx: Ctx<'t>,
+        meta: &'t IndexMeta,
+        table: &'t TableMeta,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        done: bool,
+    ) -> Self {
         let steps_left = meta.page_count() + 1;
-        let (front, back) = (None, None);
-        let lo = Bound::Included(lo);
-        Ok(Self { ctx, meta, table: tmeta, lo, hi, front, back, done: false, steps_left })
+        Self { ctx, meta, table, lo, hi, front: None, back: None, done, steps_left }
     }
 
     /// The row ids alone, in the same order (no row is read).

@@ -16,6 +16,7 @@ use crate::index::node;
 use crate::index::tree::{TreeWriter, find_exact};
 use crate::index::{Index, describe_key, key, row_key};
 use crate::row::RowRef;
+use crate::schema::Schema;
 use crate::table::{DropTarget, RowId, Table};
 use crate::txn::ReadOps;
 
@@ -228,11 +229,7 @@ impl WriteTxn<'_> {
         let r = RowRef::new(schema, row, except.unwrap_or(RowId { page: 0, slot: 0 }))?;
         let mut k = Vec::new();
         for x in std::iter::once(first).chain(unique) {
-            if x.columns.iter().any(|&c| r.is_null(usize::from(c))) {
-                continue;
-            }
-            row_key(x, schema, &r, &mut k)?;
-            if let Some(holder) = find_exact(self.db, View::Writer, x, &k)?
+            if let Some(holder) = self.key_holder(x, schema, &r, &mut k)?
                 && Some(holder) != except
             {
                 return Err(Error::UniqueViolation {
@@ -242,6 +239,22 @@ impl WriteTxn<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The row that holds `r`'s key (`r` a row of `schema`) in the unique index `x`, as this
+    /// transaction sees it; `None` for a key with a NULL, which no row holds. `k` is scratch.
+    pub(super) fn key_holder(
+        &self,
+        x: &IndexMeta,
+        schema: &Schema,
+        r: &RowRef<'_>,
+        k: &mut Vec<u8>,
+    ) -> Result<Option<RowId>> {
+        if x.columns.iter().any(|&c| r.is_null(usize::from(c))) {
+            return Ok(None);
+        }
+        row_key(x, schema, r, k)?;
+        find_exact(self.db, View::Writer, x, k)
     }
 
     /// `table`'s row `id`, copied (an update's or delete's old keys).

@@ -11,7 +11,7 @@ use super::WriteTxn;
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
 use crate::index::tree::find_exact;
-use crate::index::{Index, key, row_key};
+use crate::index::{Index, key};
 use crate::row::{OwnedValue, RowRef, Value, encode_row};
 use crate::schema::Schema;
 use crate::table::{RowId, Table};
@@ -220,12 +220,7 @@ impl WriteTxn<'_> {
     fn holder(&self, index: &Index, row: &[u8]) -> Result<Option<RowId>> {
         let (x, t) = self.unique(index)?;
         let r = RowRef::new(&t.schema, row, RowId { page: 0, slot: 0 })?;
-        if x.columns.iter().any(|&c| r.is_null(usize::from(c))) {
-            return Ok(None);
-        }
-        let mut k = Vec::new();
-        row_key(x, &t.schema, &r, &mut k)?;
-        find_exact(self.db, View::Writer, x, &k)
+        self.key_holder(x, &t.schema, &r, &mut Vec::new())
     }
 
     /// Row `id` of `table` with the columns of `set` changed: the row is read, changed as

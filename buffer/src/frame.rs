@@ -43,6 +43,9 @@ pub(crate) struct FrameMeta {
     /// call and its store, to find a frame another thread changed in between (possible only
     /// outside a write transaction, where any thread may write).
     pub(crate) writes: AtomicU32,
+    /// For a writer frame: its user checked its bytes' structure since the frame was last
+    /// filled ([`crate::PageMut::verified`]). Cleared whenever a frame is filled for the writer.
+    pub(crate) verified: AtomicBool,
     /// Guards the frame's bytes: shared for readers, exclusive for writers and write-back.
     pub(crate) latch: Latch,
 }
@@ -58,6 +61,7 @@ impl FrameMeta {
             fill_stamp: AtomicU64::new(0),
             ready: AtomicBool::new(false),
             writes: AtomicU32::new(0),
+            verified: AtomicBool::new(false),
             latch: Latch::new(),
         }
     }

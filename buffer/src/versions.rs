@@ -144,10 +144,14 @@ impl Inner {
 }
 
 /// Buffers of freed versions kept for the write-back hook to fill again
-/// ([`Versions::buffer`]), at most this many: a single-row commit allocated an 8 KiB buffer
-/// and freed one each time. They are not versions, so the byte limit does not count them (at
-/// most 16 pages: 1 MiB with 64 KiB pages).
-const SPARE_BUFFERS: usize = 16;
+/// ([`Versions::buffer`]), up to this many bytes (and at least [`SPARE_MIN`] buffers): a commit
+/// allocated a buffer for every page it wrote back and freed them all at the next, and a
+/// transaction of a thousand 8 KiB pages spent a tenth of its time in the allocator and in the
+/// kernel zeroing the memory it had just given back. They are not versions, so the byte limit
+/// does not count them: what they hold while the database is idle is at most this.
+const SPARE_BYTES: usize = 8 << 20;
+/// Buffers kept whatever their size (16 pages: 1 MiB with 64 KiB pages).
+const SPARE_MIN: usize = 16;
 
 /// The version store (see the module's notes).
 #[derive(Debug)]
@@ -209,7 +213,8 @@ impl Versions {
         let mut spare = self.spare.lock();
         for mut image in freed {
             let unshared = Arc::get_mut(&mut image.bytes).is_some();
-            if image.spare && unshared && spare.len() < SPARE_BUFFERS {
+            let room = spare.len() < SPARE_MIN || (spare.len() + 1) * image.len <= SPARE_BYTES;
+            if image.spare && unshared && room {
                 spare.push(ImageBuffer(image));
             }
         }

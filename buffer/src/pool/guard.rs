@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
 
 use nvpage_storage::PageId;
 
@@ -166,6 +167,20 @@ impl<'a> PageMut<'a> {
     pub(super) fn new(pool: &'a BufferPool, frame: usize) -> Self {
         guard_pinned();
         PageMut { pool, frame, _not_send: PhantomData }
+    }
+
+    /// Whether [`Self::set_verified`] was called on this page's frame since its bytes were
+    /// filled (copied from the page's current bytes, or zeroed). A caller that checks a page's
+    /// structure before it changes it, and changes it only in ways that keep it sound, checks
+    /// it once per filling rather than at every change: the frame is the writer's own, and no
+    /// one else stores into it.
+    pub fn verified(&self) -> bool {
+        self.pool.metas[self.frame].verified.load(Ordering::Relaxed)
+    }
+
+    /// Records that the caller checked this frame's bytes (see [`Self::verified`]).
+    pub fn set_verified(&mut self) {
+        self.pool.metas[self.frame].verified.store(true, Ordering::Relaxed);
     }
 }
 

@@ -446,3 +446,27 @@ fn a_page_changed_again_reuses_the_frame_its_last_write_back_let_go() {
     }
     assert_eq!(frames.len(), 2, "writer frames used: {}", frames.len());
 }
+
+#[test]
+fn a_writer_frame_is_verified_only_until_it_is_filled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pool(dir.path(), MIN_FRAMES, Arc::new(CountingHook::default()));
+    p.grow(4).unwrap();
+    {
+        let mut g = p.write(PageId(1)).unwrap();
+        assert!(!g.verified(), "a frame just copied from the page");
+        g.set_verified();
+    }
+    // The same frame, still the writer's: the mark stays.
+    assert!(p.write(PageId(1)).unwrap().verified());
+    // Zeroed for a page being reinitialised: its bytes are new, the mark goes.
+    assert!(!p.new_page(PageId(1)).unwrap().verified());
+    p.write(PageId(1)).unwrap().set_verified();
+    // Written back, then copied again for the next change: checked again.
+    p.flush_page(PageId(1)).unwrap();
+    assert!(!p.write(PageId(1)).unwrap().verified());
+    p.write(PageId(1)).unwrap().set_verified();
+    // Dropped unwritten, then read again from the file: checked again.
+    p.discard_writer(PageId(1)).unwrap();
+    assert!(!p.write(PageId(1)).unwrap().verified());
+}

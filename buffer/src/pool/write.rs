@@ -71,7 +71,10 @@ impl BufferPool {
                     continue;
                 }
                 match fill {
-                    Fill::Zeros => g.fill(0),
+                    Fill::Zeros => {
+                        g.fill(0);
+                        self.metas[f].verified.store(false, Ordering::Relaxed);
+                    }
                     Fill::Current => self.counters.add(Counter::Hit, 1),
                 }
                 self.metas[f].writes.fetch_add(1, Ordering::Relaxed);
@@ -99,6 +102,7 @@ impl BufferPool {
         m.set_owner(Owner::Writer);
         m.ready.store(false, Ordering::Release);
         m.usage.store(1, Ordering::Relaxed);
+        m.verified.store(false, Ordering::Relaxed);
         m.latch.lock_exclusive();
         m.pins.claim_to_pin();
         let undo = || {

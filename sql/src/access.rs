@@ -1,11 +1,12 @@
 //! Whether a scan reads every page of its table or the rows an index range names.
 //!
 //! A pushed filter whose conjuncts bound the leading column of one of the table's indexes
-//! (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN` with a number at the column's scale, or `=` with a
-//! string for a `VarChar` column: [`Pred::key_range`]) makes that index a candidate. For each
-//! candidate, the plan walks the range's entries in the statement's snapshot, row ids only, and
-//! stops as soon as they outnumber the budget: a quarter of the table's pages. The index with the
-//! fewest rows within its budget wins; with none, the scan reads every page.
+//! (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN` with a number, date, timestamp or boolean at the
+//! column's scale, or `=` with a string for a `VarChar` column: [`Pred::key_range`]) makes that
+//! index a candidate. For each candidate, the plan walks the range's entries in the statement's
+//! snapshot, row ids only, and stops as soon as they outnumber the budget: a quarter of the
+//! table's pages. The index with the fewest rows within its budget wins; with none, the scan
+//! reads every page.
 //!
 //! Why a quarter of the pages: a scan reads its pages in order and folds each one's rows in
 //! place, where a row read through an index costs a page of its own (its header and slot, a miss
@@ -19,7 +20,7 @@
 
 use std::ops::Bound;
 
-use nvpage::{ColumnType, Date, Decimal, ReadOps, Snapshot, Table, Value};
+use nvpage::{ColumnType, Date, Decimal, ReadOps, Snapshot, Table, Timestamp, Value};
 
 use crate::error::Result;
 use crate::filter::{KeyLit, Pred};
@@ -78,6 +79,12 @@ fn bound(b: &Bound<KeyLit>, ty: ColumnType) -> Option<Bound<[Value<'_>; 1]>> {
                 Value::Decimal(Decimal::new(i64::try_from(*v).ok()?, scale))
             }
             (KeyLit::Num(v), ColumnType::Date) => Value::Date(Date(i32::try_from(*v).ok()?)),
+            (KeyLit::Num(v), ColumnType::I16) => Value::I16(i16::try_from(*v).ok()?),
+            (KeyLit::Num(v), ColumnType::Timestamp) => {
+                Value::Timestamp(Timestamp(i64::try_from(*v).ok()?))
+            }
+            (KeyLit::Num(0), ColumnType::Bool) => Value::Bool(false),
+            (KeyLit::Num(1), ColumnType::Bool) => Value::Bool(true),
             (KeyLit::Str(s), ColumnType::VarChar { .. }) => {
                 Value::Str(std::str::from_utf8(s).ok()?)
             }

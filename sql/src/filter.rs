@@ -6,15 +6,19 @@
 //! is unknown, `AND`/`OR`/`NOT` as Kleene's, a row is kept only where the predicate is true);
 //! decimals compared exactly at the larger of the two scales; strings compared as bytes, as
 //! Arrow compares them (a `Char` as its value without trailing blanks, which is what the scan
-//! hands DataFusion). What it handles: comparisons of a column with a literal (`=`, `<>`, `<`,
-//! `<=`, `>`, `>=`, either side), `BETWEEN`, `IN` lists of literals, `IS [NOT] NULL`,
-//! `LIKE 'prefix%'`, and `AND`, `OR`, `NOT` of those; a column may sit under a cast that keeps
-//! every value and its order (a wider integer or decimal, another string type). Anything else
-//! is left to DataFusion.
+//! hands DataFusion); booleans with `false < true`; timestamps as their microseconds, a literal
+//! of another unit only where it is a whole number of microseconds; floats as DataFusion
+//! compares them: IEEE 754's total order with the two zeros equal (NaN equal to itself and above
+//! every other value, a NaN with its sign bit set below every other). What it handles: comparisons of a column with a literal (`=`,
+//! `<>`, `<`, `<=`, `>`, `>=`, either side), `BETWEEN`, `IN` lists of literals, `IS [NOT]
+//! NULL`, `LIKE 'prefix%'`, a boolean column standing alone, and `AND`, `OR`, `NOT` of those; a
+//! column may sit under a cast that keeps every value and its order (a wider integer or
+//! decimal, another string type). Anything else is left to DataFusion, binary columns among
+//! it.
 
 use std::ops::Bound;
 
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator, expr::InList};
 use nvpage::{Col, ColumnType, RowRef, Schema, kind};
@@ -34,12 +38,19 @@ pub(crate) enum Pred {
         col: ColRef,
         negated: bool,
     },
-    /// A numeric column (integers, decimals, dates) scaled by `scale_up`, against `lit`.
+    /// A numeric column (integers, decimals, dates, timestamps, booleans as 0 and 1) scaled by
+    /// `scale_up`, against `lit`.
     Num {
         col: ColRef,
         scale_up: i128,
         op: Cmp,
         lit: i128,
+    },
+    /// A float column against `lit`, as [`Cmp::holds_float`] compares them.
+    F64 {
+        col: ColRef,
+        op: Cmp,
+        lit: f64,
     },
     /// A string column's bytes against `lit`.
     Str {
@@ -58,6 +69,11 @@ pub(crate) enum Pred {
     StrIn {
         col: ColRef,
         list: Vec<Vec<u8>>,
+        null: bool,
+    },
+    F64In {
+        col: ColRef,
+        list: Vec<f64>,
         null: bool,
     },
     /// `col LIKE 'prefix%'`.
@@ -102,6 +118,13 @@ impl Cmp {
         }
     }
 
+    /// [`Self::holds`] for floats, as DataFusion compares them (found by asking it): IEEE 754's
+    /// total order, but with `-0.0` equal to `+0.0`.
+    #[inline]
+    fn holds_float(self, a: f64, b: f64) -> bool {
+        self.holds(&float_order(a, b), &std::cmp::Ordering::Equal)
+    }
+
     #[inline]
     fn holds<T: Ord + ?Sized>(self, a: &T, b: &T) -> bool {
         match self {
@@ -128,6 +151,10 @@ enum Reader {
     I64(Col<kind::I64>),
     Units(Col<kind::Units>),
     Date(Col<kind::Date>),
+    I16(Col<kind::I16>),
+    Bool(Col<kind::Bool>),
+    Timestamp(Col<kind::Timestamp>),
+    F64(Col<kind::F64>),
     Bytes(Col<kind::Bytes>),
 }
 
@@ -145,8 +172,20 @@ impl ColRef {
             Reader::I64(c) => r.get_opt(c)?.map(i128::from),
             Reader::Units(c) => r.get_opt(c)?.map(i128::from),
             Reader::Date(c) => r.get_opt(c)?.map(|d| i128::from(d.0)),
-            Reader::Bytes(_) => None,
+            Reader::I16(c) => r.get_opt(c)?.map(i128::from),
+            Reader::Bool(c) => r.get_opt(c)?.map(i128::from),
+            Reader::Timestamp(c) => r.get_opt(c)?.map(|t| i128::from(t.0)),
+            Reader::F64(_) | Reader::Bytes(_) => None,
         })
+    }
+
+    /// The column's value as a float (`None` for NULL).
+    #[inline]
+    fn float(&self, r: &RowRef<'_>) -> nvpage::Result<Option<f64>> {
+        match self.read {
+            Reader::F64(c) => r.get_opt(c),
+            _ => Ok(None),
+        }
     }
 
     #[inline]
@@ -190,6 +229,7 @@ impl Pred {
             Pred::Num { col, scale_up, op, lit } => {
                 col.num(row)?.map(|v| op.holds(&(v * scale_up), lit))
             }
+            Pred::F64 { col, op, lit } => col.float(row)?.map(|v| op.holds_float(v, *lit)),
             Pred::Str { col, op, lit } => col.bytes(row)?.map(|v| op.holds(v, lit.as_slice())),
             Pred::NumIn { col, scale_up, list, null } => {
                 col.num(row)?.and_then(|v| in_list(list.contains(&(v * scale_up)), *null))
@@ -197,9 +237,19 @@ impl Pred {
             Pred::StrIn { col, list, null } => {
                 col.bytes(row)?.and_then(|v| in_list(list.iter().any(|l| l == v), *null))
             }
+            Pred::F64In { col, list, null } => col
+                .float(row)?
+                .and_then(|v| in_list(list.iter().any(|&l| float_order(l, v).is_eq()), *null)),
             Pred::Prefix { col, prefix } => col.bytes(row)?.map(|v| v.starts_with(prefix)),
         })
     }
+}
+
+/// `a` against `b` in IEEE 754's total order, the two zeros taken as one.
+#[inline]
+fn float_order(a: f64, b: f64) -> std::cmp::Ordering {
+    let zero_as_one = |x: f64| if x == 0.0 { 0.0 } else { x };
+    zero_as_one(a).total_cmp(&zero_as_one(b))
 }
 
 /// `x IN list`: true on a hit; on a miss false, or unknown if the list holds a NULL.
@@ -245,13 +295,26 @@ struct Num {
     scale: i8,
 }
 
-/// A column as a comparison sees it: the column, and the scale its values are read at (a
-/// decimal's own, 0 for integers and dates), after any value-preserving casts.
+/// A column as a comparison sees it: the column, the scale its values are read at (a decimal's
+/// own, 0 for the other numbers), and what literals it is compared with, after any
+/// value-preserving casts.
 #[derive(Clone, Copy)]
 struct Operand {
     col: ColRef,
     scale: i8,
-    string: bool,
+    class: Class,
+}
+
+/// What a column's values are, for the literals they may be compared with.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Integers and decimals.
+    Number,
+    Date,
+    Timestamp,
+    Bool,
+    Float,
+    String,
 }
 
 impl Compiler<'_> {
@@ -301,13 +364,23 @@ impl Compiler<'_> {
             }) => {
                 let col = self.operand(expr)?;
                 let prefix = like_prefix(&string_literal(literal(pattern)?)??)?;
-                if !col.string {
+                if col.class != Class::String {
                     return None;
                 }
                 let p = Pred::Prefix { col: col.col, prefix };
                 Some(if *negated { Pred::Not(Box::new(p)) } else { p })
             }
             Expr::Literal(ScalarValue::Boolean(b), _) => Some(Pred::Const(*b)),
+            // A boolean column standing alone: true where it is true.
+            Expr::Column(_) => {
+                let col = self.operand(e)?;
+                (col.class == Class::Bool).then_some(Pred::Num {
+                    col: col.col,
+                    scale_up: 1,
+                    op: Cmp::Eq,
+                    lit: 1,
+                })
+            }
             _ => None,
         }
     }
@@ -319,24 +392,27 @@ impl Compiler<'_> {
                 let index = self.schema.index_of(&c.name).ok()?;
                 let ty = self.schema.columns()[index].ty;
                 let name = &c.name;
-                let (read, scale, string) = match ty {
-                    ColumnType::I32 => (Reader::I32(Col::new(self.schema, name).ok()?), 0, false),
-                    ColumnType::I64 => (Reader::I64(Col::new(self.schema, name).ok()?), 0, false),
+                let s = self.schema;
+                let (read, scale, class) = match ty {
+                    ColumnType::I32 => (Reader::I32(Col::new(s, name).ok()?), 0, Class::Number),
+                    ColumnType::I64 => (Reader::I64(Col::new(s, name).ok()?), 0, Class::Number),
+                    ColumnType::I16 => (Reader::I16(Col::new(s, name).ok()?), 0, Class::Number),
                     ColumnType::Decimal { scale } => {
-                        (Reader::Units(Col::new(self.schema, name).ok()?), scale as i8, false)
+                        (Reader::Units(Col::new(s, name).ok()?), scale as i8, Class::Number)
                     }
-                    ColumnType::Date => (Reader::Date(Col::new(self.schema, name).ok()?), 0, false),
+                    ColumnType::Date => (Reader::Date(Col::new(s, name).ok()?), 0, Class::Date),
+                    ColumnType::Timestamp => {
+                        (Reader::Timestamp(Col::new(s, name).ok()?), 0, Class::Timestamp)
+                    }
+                    ColumnType::Bool => (Reader::Bool(Col::new(s, name).ok()?), 0, Class::Bool),
+                    ColumnType::F64 => (Reader::F64(Col::new(s, name).ok()?), 0, Class::Float),
                     ColumnType::Char { .. } | ColumnType::VarChar { .. } => {
-                        (Reader::Bytes(Col::new(self.schema, name).ok()?), 0, true)
+                        (Reader::Bytes(Col::new(s, name).ok()?), 0, Class::String)
                     }
                     // Filters on these are DataFusion's to evaluate, after the scan.
-                    ColumnType::Bool
-                    | ColumnType::I16
-                    | ColumnType::F64
-                    | ColumnType::Timestamp
-                    | ColumnType::Binary { .. } => return None,
+                    ColumnType::Binary { .. } => return None,
                 };
-                Some(Operand { col: ColRef { index, read }, scale, string })
+                Some(Operand { col: ColRef { index, read }, scale, class })
             }
             Expr::Cast(c) => self.cast(self.operand(&c.expr)?, c.field.data_type()),
             Expr::TryCast(c) => self.cast(self.operand(&c.expr)?, c.field.data_type()),
@@ -348,17 +424,21 @@ impl Compiler<'_> {
     fn cast(&self, op: Operand, to: &DataType) -> Option<Operand> {
         let ty = self.schema.columns()[op.col.index].ty;
         let digits: u8 = match ty {
+            ColumnType::I16 => 5,
             ColumnType::I32 => 10,
             ColumnType::I64 => 19,
             ColumnType::Decimal { .. } => 18,
             _ => 0,
         };
         let keeps = match (ty, to) {
+            (ColumnType::I16, DataType::Int16 | DataType::Int32 | DataType::Int64) => true,
             (ColumnType::I32, DataType::Int32 | DataType::Int64) => true,
             (ColumnType::I64, DataType::Int64) => true,
             (ColumnType::Date, DataType::Date32) => true,
+            (ColumnType::Timestamp, DataType::Timestamp(TimeUnit::Microsecond, None)) => true,
+            (ColumnType::Bool, DataType::Boolean) | (ColumnType::F64, DataType::Float64) => true,
             (
-                ColumnType::I32 | ColumnType::I64 | ColumnType::Decimal { .. },
+                ColumnType::I16 | ColumnType::I32 | ColumnType::I64 | ColumnType::Decimal { .. },
                 DataType::Decimal128(p, s),
             ) => {
                 // Every value fits: as many digits before the point, and at least the scale.
@@ -378,8 +458,13 @@ impl Compiler<'_> {
     fn compare(&self, col: Operand, op: Cmp, lit: Lit) -> Option<Pred> {
         match lit {
             Lit::Null => Some(Pred::Const(None)),
-            Lit::Str(s) if col.string => Some(Pred::Str { col: col.col, op, lit: s }),
-            Lit::Num(n) if !col.string && self.numeric_matches(col, n) => {
+            Lit::Str(s) if col.class == Class::String => {
+                Some(Pred::Str { col: col.col, op, lit: s })
+            }
+            Lit::Float(x) if col.class == Class::Float => {
+                Some(Pred::F64 { col: col.col, op, lit: x })
+            }
+            Lit::Num(n) if n.class == col.class => {
                 let (scale_up, lit) = align(col.scale, n)?;
                 Some(Pred::Num { col: col.col, scale_up, op, lit })
             }
@@ -387,16 +472,21 @@ impl Compiler<'_> {
         }
     }
 
-    /// Whether a numeric literal may be compared with the column: a date only with a date.
-    fn numeric_matches(&self, col: Operand, n: NumLit) -> bool {
-        let is_date = matches!(self.schema.columns()[col.col.index].ty, ColumnType::Date);
-        is_date == n.date
-    }
-
     fn in_list(&self, col: Operand, list: &[Expr]) -> Option<Pred> {
         let lits = list.iter().map(literal).collect::<Option<Vec<_>>>()?;
         let null = lits.iter().any(|l| matches!(l, Lit::Null));
-        if col.string {
+        if col.class == Class::Float {
+            let list = lits
+                .into_iter()
+                .filter(|l| !matches!(l, Lit::Null))
+                .map(|l| match l {
+                    Lit::Float(x) => Some(x),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            return Some(Pred::F64In { col: col.col, list, null });
+        }
+        if col.class == Class::String {
             let list = lits
                 .into_iter()
                 .filter(|l| !matches!(l, Lit::Null))
@@ -412,7 +502,7 @@ impl Compiler<'_> {
             .iter()
             .filter(|l| !matches!(l, Lit::Null))
             .map(|l| match l {
-                Lit::Num(n) if self.numeric_matches(col, *n) => Some(n.num),
+                Lit::Num(n) if n.class == col.class => Some(n.num),
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()?;
@@ -441,20 +531,34 @@ fn pow10(k: i8) -> Option<i128> {
 enum Lit {
     Null,
     Num(NumLit),
+    Float(f64),
     Str(Vec<u8>),
 }
 
 #[derive(Clone, Copy)]
 struct NumLit {
     num: Num,
-    /// A date (days), comparable only with a date column.
-    date: bool,
+    /// The columns it is compared with: a number (integer or decimal) with numbers, a date
+    /// (days) with dates, a timestamp (µs) with timestamps, a boolean (0 or 1) with booleans.
+    class: Class,
 }
 
 fn literal(e: &Expr) -> Option<Lit> {
     let Expr::Literal(v, _) = e else { return None };
-    let num =
-        |units: i128, scale: i8| Some(Lit::Num(NumLit { num: Num { units, scale }, date: false }));
+    let of =
+        |class: Class, units: i128| Some(Lit::Num(NumLit { num: Num { units, scale: 0 }, class }));
+    let num = |units: i128, scale: i8| {
+        Some(Lit::Num(NumLit { num: Num { units, scale }, class: Class::Number }))
+    };
+    // A timestamp without a zone, in µs; one of a finer unit only if it is whole µs.
+    let micros = |v: i64, per_us: i64, us_per: i64| {
+        let us = if per_us > 1 {
+            (v % per_us == 0).then_some(i128::from(v / per_us))?
+        } else {
+            i128::from(v) * i128::from(us_per)
+        };
+        of(Class::Timestamp, us)
+    };
     if v.is_null() {
         return Some(Lit::Null);
     }
@@ -473,9 +577,14 @@ fn literal(e: &Expr) -> Option<Lit> {
         {
             num(*x, *s)
         }
-        ScalarValue::Date32(Some(d)) => {
-            Some(Lit::Num(NumLit { num: Num { units: i128::from(*d), scale: 0 }, date: true }))
-        }
+        ScalarValue::Date32(Some(d)) => of(Class::Date, i128::from(*d)),
+        ScalarValue::Boolean(Some(b)) => of(Class::Bool, i128::from(*b)),
+        ScalarValue::TimestampSecond(Some(x), None) => micros(*x, 1, 1_000_000),
+        ScalarValue::TimestampMillisecond(Some(x), None) => micros(*x, 1, 1_000),
+        ScalarValue::TimestampMicrosecond(Some(x), None) => micros(*x, 1, 1),
+        ScalarValue::TimestampNanosecond(Some(x), None) => micros(*x, 1_000, 1),
+        ScalarValue::Float64(Some(x)) => Some(Lit::Float(*x)),
+        ScalarValue::Float32(Some(x)) => Some(Lit::Float(f64::from(*x))),
         ScalarValue::Utf8(Some(s))
         | ScalarValue::LargeUtf8(Some(s))
         | ScalarValue::Utf8View(Some(s)) => Some(Lit::Str(s.as_bytes().to_vec())),
@@ -488,7 +597,7 @@ fn string_literal(l: Lit) -> Option<Option<Vec<u8>>> {
     match l {
         Lit::Str(s) => Some(Some(s)),
         Lit::Null => Some(None),
-        Lit::Num(_) => None,
+        Lit::Num(_) | Lit::Float(_) => None,
     }
 }
 
@@ -514,11 +623,36 @@ mod tests {
 
     #[test]
     fn literals_align_at_the_larger_scale() {
-        let n = |units, scale| NumLit { num: Num { units, scale }, date: false };
+        let n = |units, scale| NumLit { num: Num { units, scale }, class: Class::Number };
         // A decimal(…, 2) column against 0.055 (scale 3): the column's units times 10.
         assert_eq!(align(2, n(55, 3)), Some((10, 55)));
         // Against 24 (scale 0): 24.00 is 2400 units.
         assert_eq!(align(2, n(24, 0)), Some((1, 2400)));
+    }
+
+    #[test]
+    fn timestamps_of_other_units_are_taken_only_as_whole_microseconds() {
+        let stamp = |v: ScalarValue| match literal(&Expr::Literal(v, None)) {
+            Some(Lit::Num(n)) if n.class == Class::Timestamp => Some(n.num.units),
+            _ => None,
+        };
+        assert_eq!(stamp(ScalarValue::TimestampNanosecond(Some(-3_000), None)), Some(-3));
+        assert_eq!(stamp(ScalarValue::TimestampNanosecond(Some(3_001), None)), None);
+        assert_eq!(stamp(ScalarValue::TimestampMillisecond(Some(7), None)), Some(7_000));
+        assert_eq!(stamp(ScalarValue::TimestampSecond(Some(2), None)), Some(2_000_000));
+        assert_eq!(stamp(ScalarValue::TimestampMicrosecond(Some(5), Some("UTC".into()))), None);
+    }
+
+    #[test]
+    fn floats_compare_in_total_order_with_one_zero() {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let neg_nan = -f64::NAN;
+        assert_eq!(float_order(-0.0, 0.0), Equal);
+        assert_eq!(float_order(f64::NAN, f64::NAN), Equal);
+        assert_eq!(float_order(f64::NAN, f64::INFINITY), Greater);
+        assert_eq!(float_order(neg_nan, f64::NEG_INFINITY), Less);
+        assert_eq!(float_order(-1.5, -0.0), Less);
+        assert!(Cmp::Ne.holds_float(1.0, f64::NAN) && !Cmp::Lt.holds_float(0.0, -0.0));
     }
 }
 

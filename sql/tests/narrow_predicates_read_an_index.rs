@@ -1,7 +1,8 @@
 //! Goal: a filter that bounds an index's leading column to a few rows reads them through the
 //! index, a filter that keeps many rows scans the pages, and both answer exactly as a table
 //! without the index does: equality, ranges from either side, `BETWEEN`, an empty range, NULLs,
-//! a range on a later column of the index (not usable), strings, and a `LIMIT`.
+//! a range on a later column of the index (not usable), strings, small integers, timestamps,
+//! booleans, and a `LIMIT`.
 
 mod common;
 
@@ -27,14 +28,19 @@ fn a_narrow_range_reads_the_index_and_answers_as_a_scan() {
         run_all(
             &s,
             "CREATE TABLE t (id BIGINT PRIMARY KEY, grp INT, amount DECIMAL(12, 2), day DATE,
-                             name VARCHAR(20));
+                             name VARCHAR(20), tiny SMALLINT, at TIMESTAMP, flag BOOLEAN);
              INSERT INTO t SELECT value, CAST(value % 50 AS INT),
                     CAST(value AS DECIMAL(12, 2)) / 4,
                     CAST(DATE '2000-01-01' + CAST(value AS INT) AS DATE),
-                    CASE WHEN value % 10 = 0 THEN NULL ELSE concat('n', value) END
+                    CASE WHEN value % 10 = 0 THEN NULL ELSE concat('n', value) END,
+                    CAST(value - 10000 AS SMALLINT), to_timestamp_micros(value * 1500000),
+                    value = 5
              FROM generate_series(1, 20000);
              CREATE INDEX t_grp_day ON t (grp, day);
              CREATE INDEX t_name ON t (name);
+             CREATE INDEX t_tiny ON t (tiny);
+             CREATE INDEX t_at ON t (at);
+             CREATE INDEX t_flag ON t (flag);
              CREATE TABLE plain AS SELECT * FROM t;",
         )
         .await;
@@ -48,6 +54,15 @@ fn a_narrow_range_reads_the_index_and_answers_as_a_scan() {
             ("id > 100 AND id < 90", Some("t_pkey")),
             ("name = 'n1234'", Some("t_name")),
             ("name = 'n1230'", Some("t_name")),
+            ("tiny BETWEEN -3 AND 4", Some("t_tiny")),
+            (
+                "at >= TIMESTAMP '1970-01-01 01:00:00' AND at < TIMESTAMP '1970-01-01 01:00:30.75'",
+                Some("t_at"),
+            ),
+            ("flag", Some("t_flag")),
+            ("flag = true", Some("t_flag")),
+            ("tiny > -9000", None),
+            ("flag = false", None),
             // Most rows, or many: the scan is cheaper. The index on (grp, day) is read by its
             // leading column alone, whose 400 rows of group 7 are more than a quarter of the
             // table's pages.
@@ -60,7 +75,10 @@ fn a_narrow_range_reads_the_index_and_answers_as_a_scan() {
         ];
         for (filter, via) in cases {
             let q = |table: &str| {
-                format!("SELECT id, grp, amount, day, name FROM {table} WHERE {filter} ORDER BY id")
+                format!(
+                    "SELECT id, grp, amount, day, name, tiny, at, flag FROM {table}
+                     WHERE {filter} ORDER BY id"
+                )
             };
             let p = plan(&s, &q("t")).await;
             match via {

@@ -1,9 +1,10 @@
 //! Goal: a filter pushed into the nvpage scan (evaluated in the page fold, reported `Exact`)
 //! keeps exactly the rows DataFusion keeps evaluating it itself (DESIGN S2): random predicates —
 //! comparisons with literals of other widths and scales, `BETWEEN`, `IN` lists with NULLs,
-//! `IS [NOT] NULL`, `LIKE 'prefix%'`, `AND`, `OR`, `NOT` — over columns with NULLs, answered by
-//! the nvpage table and by the same rows in DataFusion's memory table, must agree; and the
-//! predicates this module pushes are pushed (the scan says so in `EXPLAIN`).
+//! `IS [NOT] NULL`, `LIKE 'prefix%'`, `AND`, `OR`, `NOT` — over columns with NULLs (small
+//! integers, booleans, timestamps, and floats with both NaNs, infinities and both zeros among
+//! them), answered by the nvpage table and by the same rows in DataFusion's memory table, must
+//! agree; and the predicates this module pushes are pushed (the scan says so in `EXPLAIN`).
 
 mod common;
 
@@ -31,13 +32,42 @@ fn atom() -> impl Strategy<Value = String> {
     let op = prop_oneof![Just("="), Just("<>"), Just("<"), Just("<="), Just(">"), Just(">=")];
     let num_col = prop_oneof![Just("a"), Just("b")];
     let str_col = prop_oneof![Just("s"), Just("c")];
-    let any_col = prop_oneof![Just("a"), Just("b"), Just("d"), Just("e"), Just("s"), Just("c")];
+    let any_col = prop_oneof![
+        Just("a"),
+        Just("b"),
+        Just("d"),
+        Just("e"),
+        Just("s"),
+        Just("c"),
+        Just("h"),
+        Just("f"),
+        Just("ts"),
+        Just("x"),
+    ];
+    let small = prop_oneof![Just("NULL".to_string()), (-25i64..25).prop_map(|v| v.to_string())];
+    let boolean = prop_oneof![Just("NULL"), Just("true"), Just("false")];
+    // Hours after 2020-01-01 and a quarter second: the column holds whole and quarter seconds.
+    let stamp = (0i64..52, 0i64..4, any::<bool>()).prop_map(|(h, q, exact)| {
+        let frac = if exact { format!("{}", q * 25) } else { format!("{}0001", q * 25) };
+        format!("TIMESTAMP '2020-01-{:02} {:02}:00:00.{frac}'", 1 + h / 24, h % 24)
+    });
+    let float = prop_oneof![
+        Just("NULL".to_string()),
+        Just("CAST('NaN' AS DOUBLE)".to_string()),
+        Just("CAST('-inf' AS DOUBLE)".to_string()),
+        Just("-CAST('NaN' AS DOUBLE)".to_string()),
+        Just("CAST('-0' AS DOUBLE)".to_string()),
+        Just("CAST('0' AS DOUBLE)".to_string()),
+        // The session reads `1.5` as a decimal, and compares a float column with a decimal
+        // by casting the column (left to DataFusion): floats are written as floats.
+        (-80i64..80).prop_map(|v| format!("CAST('{}' AS DOUBLE)", v as f64 / 8.0)),
+    ];
     prop_oneof![
         (num_col.clone(), op.clone(), int.clone()).prop_map(|(c, o, v)| format!("{c} {o} {v}")),
         (int.clone(), op.clone(), num_col.clone()).prop_map(|(v, o, c)| format!("{v} {o} {c}")),
         (op.clone(), dec.clone()).prop_map(|(o, v)| format!("d {o} {v}")),
         (op.clone(), date).prop_map(|(o, v)| format!("e {o} {v}")),
-        (str_col.clone(), op, text.clone()).prop_map(|(c, o, v)| format!("{c} {o} {v}")),
+        (str_col.clone(), op.clone(), text.clone()).prop_map(|(c, o, v)| format!("{c} {o} {v}")),
         (num_col.clone(), int.clone(), int.clone(), any::<bool>()).prop_map(|(c, l, h, n)| {
             format!("{c} {}BETWEEN {l} AND {h}", if n { "NOT " } else { "" })
         }),
@@ -47,6 +77,20 @@ fn atom() -> impl Strategy<Value = String> {
         (str_col.clone(), prop::collection::vec(text, 1..3), any::<bool>()).prop_map(
             |(c, l, n)| { format!("{c} {}IN ({})", if n { "NOT " } else { "" }, l.join(", ")) }
         ),
+        (op.clone(), small.clone()).prop_map(|(o, v)| format!("h {o} {v}")),
+        (small.clone(), small.clone(), any::<bool>()).prop_map(|(l, h, n)| {
+            format!("h {}BETWEEN {l} AND {h}", if n { "NOT " } else { "" })
+        }),
+        (prop::collection::vec(small, 1..4), any::<bool>()).prop_map(|(l, n)| {
+            format!("h {}IN ({})", if n { "NOT " } else { "" }, l.join(", "))
+        }),
+        Just("f".to_string()),
+        (op.clone(), boolean).prop_map(|(o, v)| format!("f {o} {v}")),
+        (op.clone(), stamp).prop_map(|(o, v)| format!("ts {o} {v}")),
+        (op.clone(), float.clone()).prop_map(|(o, v)| format!("x {o} {v}")),
+        (prop::collection::vec(float, 1..4), any::<bool>()).prop_map(|(l, n)| {
+            format!("x {}IN ({})", if n { "NOT " } else { "" }, l.join(", "))
+        }),
         (any_col, any::<bool>())
             .prop_map(|(c, n)| format!("{c} IS {}NULL", if n { "NOT " } else { "" })),
         (str_col, prefix, any::<bool>())
@@ -75,7 +119,7 @@ fn pushed_and_unpushed_filters_keep_the_same_rows() {
             &s,
             &format!(
                 "CREATE TABLE t (k BIGINT NOT NULL, a INT, b BIGINT, d DECIMAL(10, 2), e DATE,
-                   s VARCHAR(8), c CHAR(4));
+                   s VARCHAR(8), c CHAR(4), h SMALLINT, f BOOLEAN, ts TIMESTAMP, x DOUBLE);
                  INSERT INTO t SELECT value,
                    CASE WHEN value % 11 = 0 THEN NULL ELSE CAST(value % 97 - 48 AS INT) END,
                    value % 53 - 26,
@@ -85,7 +129,17 @@ fn pushed_and_unpushed_filters_keep_the_same_rows() {
                    CASE WHEN value % 7 = 0 THEN NULL
                         ELSE substr('abcdabcaddcb', CAST(value % 9 + 1 AS INT), CAST(value % 4 AS INT)) END,
                    CASE WHEN value % 5 = 0 THEN NULL
-                        ELSE substr('dcbaabcd', CAST(value % 6 + 1 AS INT), CAST(value % 3 + 1 AS INT)) END
+                        ELSE substr('dcbaabcd', CAST(value % 6 + 1 AS INT), CAST(value % 3 + 1 AS INT)) END,
+                   CASE WHEN value % 19 = 0 THEN NULL ELSE CAST(value % 41 - 20 AS SMALLINT) END,
+                   CASE WHEN value % 23 = 0 THEN NULL ELSE value % 3 = 0 END,
+                   CASE WHEN value % 29 = 0 THEN NULL
+                        ELSE to_timestamp_micros(1577836800000000 + (value % 50) * 3600000000
+                                                 + (value % 4) * 250000) END,
+                   CASE value % 31 WHEN 0 THEN NULL WHEN 1 THEN CAST('NaN' AS DOUBLE)
+                        WHEN 2 THEN CAST('-0' AS DOUBLE) WHEN 3 THEN CAST('0' AS DOUBLE)
+                        WHEN 4 THEN CAST('-inf' AS DOUBLE) WHEN 5 THEN CAST('inf' AS DOUBLE)
+                        WHEN 6 THEN -CAST('NaN' AS DOUBLE)
+                        ELSE CAST(value % 37 - 18 AS DOUBLE) / 4 END
                  FROM generate_series(1, {ROWS})"
             ),
         )
@@ -127,14 +181,22 @@ fn the_predicates_it_evaluates_are_pushed_into_the_scan() {
     let dir = tempfile::tempdir().unwrap();
     let s = session(dir.path(), Layer::best_compiled());
     rt.block_on(async {
-        run_all(&s, "CREATE TABLE t (k BIGINT NOT NULL, d DECIMAL(10, 2), s VARCHAR(8), e DATE)")
-            .await;
+        run_all(
+            &s,
+            "CREATE TABLE t (k BIGINT NOT NULL, d DECIMAL(10, 2), s VARCHAR(8), e DATE,
+               h SMALLINT, f BOOLEAN, ts TIMESTAMP, x DOUBLE)",
+        )
+        .await;
         for p in [
             "k < 5",
             "d BETWEEN 1.5 AND 3",
             "s LIKE 'ab%' AND e >= DATE '2020-01-01'",
             "k IN (1, 2, NULL) OR s IS NULL",
             "NOT (d > 2.001)",
+            "h BETWEEN -3 AND 7 AND f",
+            "NOT f OR f IS NULL",
+            "ts >= TIMESTAMP '2020-01-02 00:00:00' AND ts < TIMESTAMP '2020-01-02 12:00:00.5'",
+            "x > CAST('1.5' AS DOUBLE) OR x IN (CAST('0' AS DOUBLE), CAST('-2.25' AS DOUBLE))",
         ] {
             let plan = rows(&s, &format!("EXPLAIN SELECT k FROM t WHERE {p}")).await;
             let physical = &plan.iter().find(|r| r[0] == "physical_plan").unwrap()[1];

@@ -5,6 +5,7 @@
 //! ```text
 //! PageRows ──locate──▶ PageBatch (the live rows' places, in a caller's reused buffer)
 //!                        │ retain(pred)      keeps the rows a predicate accepts
+//!                        │ retain_by(col, f) keeps the rows whose value of one column passes
 //!                        │ gather(col, out)  appends one column of every kept row
 //!                        ▼
 //!                      Vec<i64> / Vec<i32> / bytes + offsets, and validity
@@ -131,6 +132,24 @@ impl<'p> PageBatch<'p, '_> {
         }
         self.places.truncate(kept);
         Ok(())
+    }
+
+    /// Keeps the rows whose value of column `col` passes `keep` (given `None` for a NULL), in
+    /// order: a filter on one fixed-width column, read as [`Self::gather`] reads it, with no row
+    /// view and no `Result` per row (a scan's `shipdate <= …` is a loop over one slot of each
+    /// row).
+    pub fn retain_by<K: Fixed>(
+        &mut self,
+        col: PageCol<'p, K>,
+        mut keep: impl FnMut(Option<K::Native>) -> bool,
+    ) {
+        let (at, index, nullable) = (col.offset(), col.index(), col.nullable());
+        let page = self.page.bytes();
+        self.places.retain(|p| {
+            let start = usize::from(p.off);
+            let row = &page[start..start + usize::from(p.len)];
+            keep((!nullable || !is_null(row, index)).then(|| K::read(row, at)))
+        });
     }
 
     /// Keeps the first `n` rows held.

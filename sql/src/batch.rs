@@ -14,7 +14,7 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use nvpage::{Col, ColumnType, PageBatch, PageRows, RowId, RowPlaces, RowRef, Schema, kind};
 
 use crate::error::{Error, Result};
-use crate::filter::Pred;
+use crate::filter::{self, Pred};
 use crate::types::DECIMAL_PRECISION;
 
 /// One projected column: its handle, and what has been gathered of it so far.
@@ -111,7 +111,7 @@ impl BatchBuilder {
     pub(crate) fn append(&mut self, page: PageRows<'_>, limit: usize) -> Result<usize> {
         let mut batch = page.locate(&mut self.places)?;
         if let Some(pred) = &self.pred {
-            batch.retain(|row| Ok(pred.eval(&row.row())? == Some(true)))?;
+            filter::retain(pred, page, &mut batch)?;
         }
         batch.truncate(limit);
         if let Some(ids) = &mut self.ids {

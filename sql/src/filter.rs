@@ -1,5 +1,6 @@
 //! Predicates pushed into the scan: DataFusion's filter expressions compiled to a tree the page
-//! fold evaluates on each row in place, before any value is copied out.
+//! fold evaluates in place, before any value is copied out ([`retain`]: a column at a time where
+//! it can, row by row otherwise).
 //!
 //! A filter is pushed `Exact` only when this module evaluates it with SQL's semantics, so that
 //! DataFusion need not evaluate it again (DESIGN S2): three-valued logic (a comparison with NULL
@@ -9,19 +10,20 @@
 //! hands DataFusion); booleans with `false < true`; timestamps as their microseconds, a literal
 //! of another unit only where it is a whole number of microseconds; floats as DataFusion
 //! compares them: IEEE 754's total order with the two zeros equal (NaN equal to itself and above
-//! every other value, a NaN with its sign bit set below every other). What it handles: comparisons of a column with a literal (`=`,
-//! `<>`, `<`, `<=`, `>`, `>=`, either side), `BETWEEN`, `IN` lists of literals, `IS [NOT]
-//! NULL`, `LIKE 'prefix%'`, a boolean column standing alone, and `AND`, `OR`, `NOT` of those; a
-//! column may sit under a cast that keeps every value and its order (a wider integer or
-//! decimal, another string type). Anything else is left to DataFusion, binary columns among
-//! it.
+//! every other value, a NaN with its sign bit set below every other).
+//!
+//! What it handles: comparisons of a column with a literal (`=`, `<>`, `<`, `<=`, `>`, `>=`,
+//! either side), `BETWEEN`, `IN` lists of literals (not on floats), `IS [NOT] NULL`,
+//! `LIKE 'prefix%'`, a boolean column standing alone, and `AND`, `OR`, `NOT` of those; a column
+//! may sit under a cast that keeps every value and its order (a wider integer or decimal,
+//! another string type). Anything else is left to DataFusion, binary columns among it.
 
 use std::ops::Bound;
 
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator, expr::InList};
-use nvpage::{Col, ColumnType, RowRef, Schema, kind};
+use nvpage::{Col, ColumnType, PageBatch, PageRows, RowRef, Schema, kind};
 
 use crate::error::Result;
 
@@ -69,11 +71,6 @@ pub(crate) enum Pred {
     StrIn {
         col: ColRef,
         list: Vec<Vec<u8>>,
-        null: bool,
-    },
-    F64In {
-        col: ColRef,
-        list: Vec<f64>,
         null: bool,
     },
     /// `col LIKE 'prefix%'`.
@@ -237,11 +234,73 @@ impl Pred {
             Pred::StrIn { col, list, null } => {
                 col.bytes(row)?.and_then(|v| in_list(list.iter().any(|l| l == v), *null))
             }
-            Pred::F64In { col, list, null } => col
-                .float(row)?
-                .and_then(|v| in_list(list.iter().any(|&l| float_order(l, v).is_eq()), *null)),
             Pred::Prefix { col, prefix } => col.bytes(row)?.map(|v| v.starts_with(prefix)),
         })
+    }
+}
+
+/// Narrows `batch` (rows of `page`) to the rows for which `pred` is true. The conjuncts of an
+/// `AND` narrow it one after another (a row is kept only where every one is true); a comparison
+/// of a fixed-width column with a literal is evaluated a column at a time, reading one slot of
+/// each row ([`PageBatch::retain_by`]); anything else row by row through [`Pred::eval`].
+pub(crate) fn retain<'p>(
+    pred: &Pred,
+    page: PageRows<'p>,
+    batch: &mut PageBatch<'p, '_>,
+) -> nvpage::Result<()> {
+    match pred {
+        Pred::And(ps) => {
+            for p in ps {
+                if batch.is_empty() {
+                    break;
+                }
+                retain(p, page, batch)?;
+            }
+            Ok(())
+        }
+        Pred::Const(Some(true)) => Ok(()),
+        Pred::Num { col, scale_up, op, lit } if col.fixed() => {
+            let (scale_up, op, lit) = (*scale_up, *op, *lit);
+            col.retain_num(page, batch, move |v| op.holds(&(v * scale_up), &lit))
+        }
+        Pred::F64 { col, op, lit } => {
+            let Reader::F64(c) = col.read else { unreachable!("a float predicate's column") };
+            let (op, lit) = (*op, *lit);
+            batch.retain_by(page.col(c)?, |v| v.is_some_and(|v| op.holds_float(v, lit)));
+            Ok(())
+        }
+        p => batch.retain(|row| Ok(p.eval(&row.row())? == Some(true))),
+    }
+}
+
+impl ColRef {
+    /// Whether [`ColRef::retain_num`] reads this column (a fixed-width number, not a boolean,
+    /// whose byte is checked as it is read).
+    fn fixed(&self) -> bool {
+        !matches!(self.read, Reader::Bool(_) | Reader::F64(_) | Reader::Bytes(_))
+    }
+
+    /// Keeps the rows of `batch` whose value of this column, as a number, passes `keep` (NULL
+    /// never does). Only for a column [`ColRef::fixed`] accepts.
+    fn retain_num<'p>(
+        &self,
+        page: PageRows<'p>,
+        batch: &mut PageBatch<'p, '_>,
+        keep: impl Fn(i128) -> bool,
+    ) -> nvpage::Result<()> {
+        let pass = |v: Option<i128>| v.is_some_and(&keep);
+        match self.read {
+            Reader::I32(c) => batch.retain_by(page.col(c)?, |v| pass(v.map(i128::from))),
+            Reader::I64(c) => batch.retain_by(page.col(c)?, |v| pass(v.map(i128::from))),
+            Reader::Units(c) => batch.retain_by(page.col(c)?, |v| pass(v.map(i128::from))),
+            Reader::Date(c) => batch.retain_by(page.col(c)?, |v| pass(v.map(i128::from))),
+            Reader::I16(c) => batch.retain_by(page.col(c)?, |v| pass(v.map(i128::from))),
+            Reader::Timestamp(c) => batch.retain_by(page.col(c)?, |v| pass(v.map(i128::from))),
+            Reader::Bool(_) | Reader::F64(_) | Reader::Bytes(_) => {
+                unreachable!("retain_num on a column `fixed` refuses")
+            }
+        }
+        Ok(())
     }
 }
 
@@ -476,15 +535,10 @@ impl Compiler<'_> {
         let lits = list.iter().map(literal).collect::<Option<Vec<_>>>()?;
         let null = lits.iter().any(|l| matches!(l, Lit::Null));
         if col.class == Class::Float {
-            let list = lits
-                .into_iter()
-                .filter(|l| !matches!(l, Lit::Null))
-                .map(|l| match l {
-                    Lit::Float(x) => Some(x),
-                    _ => None,
-                })
-                .collect::<Option<Vec<_>>>()?;
-            return Some(Pred::F64In { col: col.col, list, null });
+            // DataFusion matches a float against a list of more than three by its bits (-0.0
+            // not in a list holding +0.0), against a shorter one as `=`s (it rewrites it so, and
+            // the rewrite is what is pushed): left to it.
+            return None;
         }
         if col.class == Class::String {
             let list = lits

@@ -249,14 +249,31 @@ pub(crate) fn retain<'p>(
     batch: &mut PageBatch<'p, '_>,
 ) -> nvpage::Result<()> {
     match pred {
-        Pred::And(ps) => {
-            for p in ps {
+        Pred::And(_) => {
+            // The column-wise conjuncts first, so that the others are evaluated only on the
+            // rows they keep (in any order, a row is kept only where every one is true).
+            let mut all = Vec::new();
+            pred.conjuncts(&mut all);
+            let (columnar, rest): (Vec<&Pred>, Vec<&Pred>) =
+                all.into_iter().partition(|p| p.is_columnar());
+            for p in columnar {
                 if batch.is_empty() {
-                    break;
+                    return Ok(());
                 }
                 retain(p, page, batch)?;
             }
-            Ok(())
+            if rest.is_empty() || batch.is_empty() {
+                return Ok(());
+            }
+            batch.retain(|row| {
+                let row = row.row();
+                for p in &rest {
+                    if p.eval(&row)? != Some(true) {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            })
         }
         Pred::Const(Some(true)) => Ok(()),
         Pred::Num { col, scale_up, op, lit } if col.fixed() => {
@@ -270,6 +287,17 @@ pub(crate) fn retain<'p>(
             Ok(())
         }
         p => batch.retain(|row| Ok(p.eval(&row.row())? == Some(true))),
+    }
+}
+
+impl Pred {
+    /// Whether [`retain`] evaluates it a column at a time.
+    fn is_columnar(&self) -> bool {
+        match self {
+            Pred::Num { col, .. } => col.fixed(),
+            Pred::F64 { .. } | Pred::Const(Some(true)) => true,
+            _ => false,
+        }
     }
 }
 

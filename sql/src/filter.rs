@@ -249,13 +249,11 @@ pub(crate) fn retain<'p>(
     batch: &mut PageBatch<'p, '_>,
 ) -> nvpage::Result<()> {
     match pred {
-        Pred::And(_) => {
-            // The column-wise conjuncts first, so that the others are evaluated only on the
-            // rows they keep (in any order, a row is kept only where every one is true).
-            let mut all = Vec::new();
-            pred.conjuncts(&mut all);
-            let (columnar, rest): (Vec<&Pred>, Vec<&Pred>) =
-                all.into_iter().partition(|p| p.is_columnar());
+        Pred::And(ps) => {
+            // The column-wise conjuncts come first ([`compile_all`] put them there), so that the
+            // others are evaluated only on the rows they keep.
+            let split = ps.iter().position(|p| !p.is_columnar()).unwrap_or(ps.len());
+            let (columnar, rest) = ps.split_at(split);
             for p in columnar {
                 if batch.is_empty() {
                     return Ok(());
@@ -267,7 +265,7 @@ pub(crate) fn retain<'p>(
             }
             batch.retain(|row| {
                 let row = row.row();
-                for p in &rest {
+                for p in rest {
                     if p.eval(&row)? != Some(true) {
                         return Ok(false);
                     }
@@ -291,6 +289,14 @@ pub(crate) fn retain<'p>(
 }
 
 impl Pred {
+    /// Appends its conjuncts (itself, if it is no `AND`) to `out`.
+    fn into_conjuncts(self, out: &mut Vec<Pred>) {
+        match self {
+            Pred::And(list) => list.into_iter().for_each(|p| p.into_conjuncts(out)),
+            p => out.push(p),
+        }
+    }
+
     /// Whether [`retain`] evaluates it a column at a time.
     fn is_columnar(&self) -> bool {
         match self {
@@ -356,15 +362,22 @@ pub(crate) fn compile(expr: &Expr, schema: &Schema) -> Option<Pred> {
     Compiler { schema }.pred(expr)
 }
 
-/// `AND` of every filter, each compiled (all must compile).
+/// `AND` of every filter, each compiled (all must compile), its conjuncts flattened and those
+/// [`retain`] evaluates a column at a time first (a row is kept only where every conjunct is
+/// true, in any order).
 pub(crate) fn compile_all(filters: &[Expr], schema: &Schema) -> Result<Option<Pred>> {
     if filters.is_empty() {
         return Ok(None);
     }
     let preds = filters.iter().map(|f| compile(f, schema)).collect::<Option<Vec<_>>>();
     match preds {
-        Some(mut p) if p.len() == 1 => Ok(p.pop()),
-        Some(p) => Ok(Some(Pred::And(p))),
+        Some(p) => {
+            let mut all = Vec::new();
+            Pred::And(p).into_conjuncts(&mut all);
+            // Stable: the order among each kind is the filter's own.
+            all.sort_by_key(|p| !p.is_columnar());
+            Ok(Some(if all.len() == 1 { all.pop().expect("one") } else { Pred::And(all) }))
+        }
         None => Err(crate::error::Error::Plan(
             "a filter was pushed into an nvpage scan that it cannot evaluate exactly".into(),
         )),

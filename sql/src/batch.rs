@@ -47,6 +47,8 @@ pub(crate) struct BatchBuilder {
     pred: Option<Arc<Pred>>,
     places: RowPlaces,
     rows: usize,
+    /// Rows read, before the predicate, since the last [`BatchBuilder::take_scanned`].
+    scanned: usize,
     /// The gathered rows' ids, when the builder keeps them (for an update or a delete).
     ids: Option<Vec<RowId>>,
 }
@@ -86,7 +88,15 @@ impl BatchBuilder {
                 Ok(Gathered { values, valid: c.nullable.then(Vec::new) })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { schema: projected, cols, pred, places: RowPlaces::new(), rows: 0, ids: None })
+        Ok(Self {
+            schema: projected,
+            cols,
+            pred,
+            places: RowPlaces::new(),
+            rows: 0,
+            scanned: 0,
+            ids: None,
+        })
     }
 
     /// Keeps the gathered rows' ids too ([`BatchBuilder::take_ids`]).
@@ -106,10 +116,16 @@ impl BatchBuilder {
         self.rows
     }
 
+    /// The predicate rows are kept by from now on.
+    pub(crate) fn set_pred(&mut self, pred: Option<Arc<Pred>>) {
+        self.pred = pred;
+    }
+
     /// Gathers the rows of `page` the predicate keeps, at most `limit` of them; returns how
     /// many.
     pub(crate) fn append(&mut self, page: PageRows<'_>, limit: usize) -> Result<usize> {
         let mut batch = page.locate(&mut self.places)?;
+        self.scanned += batch.len();
         if let Some(pred) = &self.pred {
             filter::retain(pred, page, &mut batch)?;
         }
@@ -127,6 +143,7 @@ impl BatchBuilder {
     /// Appends `row` if the predicate keeps it; returns whether it did. For rows reached one at
     /// a time (through an index), where [`BatchBuilder::append`] gathers a page's at once.
     pub(crate) fn append_row(&mut self, row: &RowRef<'_>) -> Result<bool> {
+        self.scanned += 1;
         if let Some(pred) = &self.pred
             && pred.eval(row)? != Some(true)
         {
@@ -167,6 +184,11 @@ impl BatchBuilder {
         }
         self.rows += 1;
         Ok(true)
+    }
+
+    /// The rows read since the last call, kept or not.
+    pub(crate) fn take_scanned(&mut self) -> usize {
+        std::mem::take(&mut self.scanned)
     }
 
     /// The rows gathered so far as a record batch; the builder starts again empty.

@@ -65,7 +65,7 @@ pub(crate) enum Pred {
     NumIn {
         col: ColRef,
         scale_up: i128,
-        list: Vec<i128>,
+        list: NumSet,
         null: bool,
     },
     StrIn {
@@ -229,7 +229,7 @@ impl Pred {
             Pred::F64 { col, op, lit } => col.float(row)?.map(|v| op.holds_float(v, *lit)),
             Pred::Str { col, op, lit } => col.bytes(row)?.map(|v| op.holds(v, lit.as_slice())),
             Pred::NumIn { col, scale_up, list, null } => {
-                col.num(row)?.and_then(|v| in_list(list.contains(&(v * scale_up)), *null))
+                col.num(row)?.and_then(|v| in_list(list.contains(v * scale_up), *null))
             }
             Pred::StrIn { col, list, null } => {
                 col.bytes(row)?.and_then(|v| in_list(list.iter().any(|l| l == v), *null))
@@ -278,6 +278,11 @@ pub(crate) fn retain<'p>(
             let (scale_up, op, lit) = (*scale_up, *op, *lit);
             col.retain_num(page, batch, move |v| op.holds(&(v * scale_up), &lit))
         }
+        // A miss is false or unknown, and either drops the row.
+        Pred::NumIn { col, scale_up, list, null: _ } if col.fixed() => {
+            let scale_up = *scale_up;
+            col.retain_num(page, batch, |v| list.contains(v * scale_up))
+        }
         Pred::F64 { col, op, lit } => {
             let Reader::F64(c) = col.read else { unreachable!("a float predicate's column") };
             let (op, lit) = (*op, *lit);
@@ -300,7 +305,7 @@ impl Pred {
     /// Whether [`retain`] evaluates it a column at a time.
     fn is_columnar(&self) -> bool {
         match self {
-            Pred::Num { col, .. } => col.fixed(),
+            Pred::Num { col, .. } | Pred::NumIn { col, .. } => col.fixed(),
             Pred::F64 { .. } | Pred::Const(Some(true)) => true,
             _ => false,
         }
@@ -345,6 +350,57 @@ fn float_order(a: f64, b: f64) -> std::cmp::Ordering {
     zero_as_one(a).total_cmp(&zero_as_one(b))
 }
 
+/// The numbers of an `IN` list, kept for a lookup per row: a bitmap over their range where that
+/// range is small (up to 32 KiB, or up to 2 MiB for a list of 256 values or more: the keys a
+/// join's build side collected), else sorted for a binary search.
+#[derive(Clone, Debug)]
+pub(crate) struct NumSet {
+    sorted: Vec<i128>,
+    /// The smallest value and a bit for each value from it on.
+    bits: Option<(i128, Vec<u64>)>,
+}
+
+impl NumSet {
+    /// The bitmap's size: always allowed up to `SMALL_BITS`, up to `MAX_BITS` for a list of
+    /// `LONG_LIST` values or more.
+    const SMALL_BITS: i128 = 1 << 18;
+    const MAX_BITS: i128 = 1 << 24;
+    const LONG_LIST: usize = 256;
+
+    fn new(mut values: Vec<i128>) -> Self {
+        values.sort_unstable();
+        values.dedup();
+        let bits = match (values.first(), values.last()) {
+            (Some(&lo), Some(&hi))
+                if hi.checked_sub(lo).is_some_and(|range| {
+                    range < Self::SMALL_BITS
+                        || (range < Self::MAX_BITS && values.len() >= Self::LONG_LIST)
+                }) =>
+            {
+                let mut words = vec![0u64; ((hi - lo) / 64 + 1) as usize];
+                for v in &values {
+                    let at = (v - lo) as usize;
+                    words[at / 64] |= 1 << (at % 64);
+                }
+                Some((lo, words))
+            }
+            _ => None,
+        };
+        Self { sorted: values, bits }
+    }
+
+    #[inline]
+    fn contains(&self, v: i128) -> bool {
+        match &self.bits {
+            Some((lo, words)) => {
+                let Ok(at) = usize::try_from(v.wrapping_sub(*lo)) else { return false };
+                v >= *lo && words.get(at / 64).is_some_and(|w| w >> (at % 64) & 1 == 1)
+            }
+            None => self.sorted.binary_search(&v).is_ok(),
+        }
+    }
+}
+
 /// `x IN list`: true on a hit; on a miss false, or unknown if the list holds a NULL.
 fn in_list(hit: bool, null: bool) -> Option<bool> {
     if hit {
@@ -366,21 +422,126 @@ pub(crate) fn compile(expr: &Expr, schema: &Schema) -> Option<Pred> {
 /// [`retain`] evaluates a column at a time first (a row is kept only where every conjunct is
 /// true, in any order).
 pub(crate) fn compile_all(filters: &[Expr], schema: &Schema) -> Result<Option<Pred>> {
-    if filters.is_empty() {
-        return Ok(None);
-    }
     let preds = filters.iter().map(|f| compile(f, schema)).collect::<Option<Vec<_>>>();
     match preds {
-        Some(p) => {
-            let mut all = Vec::new();
-            Pred::And(p).into_conjuncts(&mut all);
-            // Stable: the order among each kind is the filter's own.
-            all.sort_by_key(|p| !p.is_columnar());
-            Ok(Some(if all.len() == 1 { all.pop().expect("one") } else { Pred::And(all) }))
-        }
+        Some(p) => Ok(conjoin(p)),
         None => Err(crate::error::Error::Plan(
             "a filter was pushed into an nvpage scan that it cannot evaluate exactly".into(),
         )),
+    }
+}
+
+/// The `AND` of `preds`, simplified ([`Pred::simplified`]), its conjuncts flattened and those
+/// [`retain`] evaluates a column at a time first, else in the order given; `None` if nothing is
+/// left to evaluate.
+pub(crate) fn conjoin(preds: impl IntoIterator<Item = Pred>) -> Option<Pred> {
+    let mut all = Vec::new();
+    for p in preds {
+        p.simplified().into_conjuncts(&mut all);
+    }
+    all.retain(|p| !matches!(p, Pred::Const(Some(true))));
+    // A bound every value of an `IN` list on the same column meets adds nothing (a join's
+    // run-time filter gives its keys' bounds beside its keys).
+    let lists: Vec<(usize, i128, i128, i128)> = all
+        .iter()
+        .filter_map(|p| match p {
+            Pred::NumIn { col, scale_up, list, .. } => {
+                Some((col.index, *scale_up, *list.sorted.first()?, *list.sorted.last()?))
+            }
+            _ => None,
+        })
+        .collect();
+    all.retain(|p| match p {
+        Pred::Num { col, scale_up, op: op @ (Cmp::Lt | Cmp::Le | Cmp::Gt | Cmp::Ge), lit } => {
+            !lists.iter().any(|&(c, s, lo, hi)| {
+                c == col.index && s == *scale_up && op.holds(&lo, lit) && op.holds(&hi, lit)
+            })
+        }
+        _ => true,
+    });
+    // Stable: the order among each kind is the one given.
+    all.sort_by_key(|p| !p.is_columnar());
+    match all.len() {
+        0 => None,
+        1 => all.pop(),
+        _ => Some(Pred::And(all)),
+    }
+}
+
+/// A predicate true wherever one of `branches` is (and possibly elsewhere), for a filter that
+/// may keep more rows than asked (`runtime.rs`): their `OR`, except that where every branch
+/// that is not false requires one column to be in an `IN` list, that column in the lists'
+/// union, which a page is filtered by a column at a time.
+pub(crate) fn any_of_weakened(branches: Vec<Pred>) -> Pred {
+    let branches: Vec<Pred> = branches.into_iter().map(Pred::simplified).collect();
+    if branches.iter().any(|p| matches!(p, Pred::Const(Some(true)))) {
+        return Pred::Const(Some(true));
+    }
+    Pred::union_of_lists(&branches).unwrap_or(Pred::Or(branches))
+}
+
+impl Pred {
+    /// The same predicate with its constants folded where that keeps its value on every row:
+    /// an `AND` without its `true`s, an `OR` with a `true` is `true`.
+    fn simplified(self) -> Pred {
+        match self {
+            Pred::And(ps) => {
+                let mut out = Vec::new();
+                for p in ps {
+                    p.simplified().into_conjuncts(&mut out);
+                }
+                out.retain(|p| !matches!(p, Pred::Const(Some(true))));
+                match out.len() {
+                    0 => Pred::Const(Some(true)),
+                    1 => out.pop().expect("one"),
+                    _ => Pred::And(out),
+                }
+            }
+            Pred::Or(ps) => {
+                let mut ps: Vec<Pred> = ps.into_iter().map(Pred::simplified).collect();
+                if ps.iter().any(|p| matches!(p, Pred::Const(Some(true)))) {
+                    return Pred::Const(Some(true));
+                }
+                ps.retain(|p| !matches!(p, Pred::Const(Some(false))));
+                match ps.len() {
+                    0 => Pred::Const(Some(false)),
+                    1 => ps.pop().expect("one"),
+                    _ => Pred::Or(ps),
+                }
+            }
+            Pred::Not(p) => Pred::Not(Box::new(p.simplified())),
+            p => p,
+        }
+    }
+
+    /// For branches each of which is false or requires column `c` in a list (a conjunct
+    /// `c IN (…)`), `c IN` the union of those lists.
+    fn union_of_lists(branches: &[Pred]) -> Option<Pred> {
+        let mut found: Option<(ColRef, i128, Vec<i128>)> = None;
+        for b in branches {
+            if matches!(b, Pred::Const(Some(false))) {
+                continue;
+            }
+            let conjuncts = match b {
+                Pred::And(ps) => ps.as_slice(),
+                one => std::slice::from_ref(one),
+            };
+            let (col, scale_up, list) = conjuncts.iter().find_map(|p| match p {
+                Pred::NumIn { col, scale_up, list, .. } => Some((*col, *scale_up, list)),
+                _ => None,
+            })?;
+            match &mut found {
+                None => found = Some((col, scale_up, list.sorted.clone())),
+                Some((c, s, all)) => {
+                    if c.index != col.index || *s != scale_up {
+                        return None;
+                    }
+                    all.extend_from_slice(&list.sorted);
+                }
+            }
+        }
+        let (col, scale_up, all) = found?;
+        Some(Pred::NumIn { col, scale_up, list: NumSet::new(all), null: false })
     }
 }
 
@@ -607,7 +768,7 @@ impl Compiler<'_> {
             .iter()
             .map(|n| n.units.checked_mul(pow10(scale - n.scale)?))
             .collect::<Option<Vec<_>>>()?;
-        Some(Pred::NumIn { col: col.col, scale_up, list, null })
+        Some(Pred::NumIn { col: col.col, scale_up, list: NumSet::new(list), null })
     }
 }
 

@@ -52,6 +52,7 @@ mod error;
 mod filter;
 mod modify;
 mod provider;
+mod runtime;
 mod scan;
 mod session;
 pub mod types;
@@ -60,7 +61,7 @@ mod writer;
 
 pub use error::{Error, Result};
 pub use provider::NvpageTable;
-pub use session::{CATALOG, SCHEMA, Session};
+pub use session::{CATALOG, RUNTIME_LIST_KEYS, SCHEMA, Session};
 
 /// The README's examples (the engine's and SQL's), compiled and run as doctests here, where both
 /// crates are in reach.

@@ -102,7 +102,25 @@ impl TableProvider for NvpageTable {
         // Rows read through an index are few (at most a quarter of the pages' count): one
         // partition reads them in the heap's order.
         let partitions = if via.is_some() { 1 } else { state.config().target_partitions().max(1) };
-        let spec = ScanSpec { table: self.table.clone(), projection, schema, pred, limit, via };
+        let rows = rows.map(|rows| match (&pred, &via) {
+            (None, _) => Precision::Exact(rows),
+            // The rows of the index's range: the filter keeps at most these.
+            (Some(_), Some(via)) => Precision::Inexact(via.ids.len() as u64),
+            // What DataFusion assumes of a filter it cannot see into.
+            (Some(_), None) => {
+                let percent = state.config_options().optimizer.default_filter_selectivity;
+                Precision::Inexact(rows * u64::from(percent.min(100)) / 100)
+            }
+        });
+        let spec = ScanSpec {
+            table: self.table.clone(),
+            projection,
+            schema,
+            pred,
+            limit,
+            via,
+            runtime: None,
+        };
         Ok(Arc::new(NvpageScan::new(source, spec, partitions, rows)))
     }
 

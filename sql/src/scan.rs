@@ -11,25 +11,36 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Statistics, internal_err};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
+use futures::StreamExt;
 use nvpage::{Partition, ReadOps, RowId, Snapshot, Table};
 
 use crate::batch::BatchBuilder;
 use crate::error::{Result, df};
 use crate::filter::Pred;
+use crate::runtime::RuntimeFilters;
 use crate::writer::Writer;
 
 /// Where a scan reads: a committed snapshot, or the open transaction of a session's writer.
@@ -50,6 +61,57 @@ pub(crate) struct ScanSpec {
     /// The rows an index range named, when the plan reads them rather than every page
     /// (`access.rs`).
     pub(crate) via: Option<Arc<IndexRead>>,
+    /// Filters DataFusion builds while the query runs, which narrow `pred` (`runtime.rs`).
+    pub(crate) runtime: Option<Arc<RuntimeFilters>>,
+}
+
+/// What a scan counts, for `EXPLAIN ANALYZE`: the rows it read, the rows it handed on, and
+/// the time its fold took, waits for the consumer left out.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ScanMetrics {
+    counts: Option<(Count, Count, Time)>,
+}
+
+impl ScanMetrics {
+    fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        let scanned = MetricBuilder::new(set).counter("rows_scanned", partition);
+        let output = MetricBuilder::new(set).output_rows(partition);
+        let time = MetricBuilder::new(set).elapsed_compute(partition);
+        Self { counts: Some((scanned, output, time)) }
+    }
+
+    fn record(&self, scanned: usize, output: usize) {
+        if let Some((s, o, _)) = &self.counts {
+            s.add(scanned);
+            o.add(output);
+        }
+    }
+
+    /// Adds the time since `since` to the fold's.
+    fn lap(&self, since: Instant) {
+        if let Some((_, _, t)) = &self.counts {
+            t.add_duration(since.elapsed());
+        }
+    }
+}
+
+/// The predicate a fold keeps rows by: the pushed one, narrowed by the run-time filters as they
+/// stand, compiled again when their generation moves.
+struct Filters<'s> {
+    spec: &'s ScanSpec,
+    seen: Option<u64>,
+}
+
+impl Filters<'_> {
+    fn refresh(&mut self, builder: &mut BatchBuilder) {
+        let Some(runtime) = &self.spec.runtime else { return };
+        let generation = runtime.generation();
+        if self.seen != Some(generation) {
+            let pred = runtime.pred(generation, self.spec.pred.as_ref(), self.spec.table.schema());
+            builder.set_pred(pred);
+            self.seen = Some(generation);
+        }
+    }
 }
 
 /// Rows to read through an index: the ids its range yielded, sorted by where they live.
@@ -68,6 +130,7 @@ impl ScanSpec {
         rx: &impl ReadOps,
         part: Partition,
         batch_rows: usize,
+        metrics: &ScanMetrics,
         mut send: impl FnMut(RecordBatch) -> bool,
     ) -> Result<()> {
         let builder = BatchBuilder::new(
@@ -76,15 +139,23 @@ impl ScanSpec {
             self.schema.clone(),
             self.pred.clone(),
         )?;
+        let mut out = Batches {
+            builder,
+            batch_rows,
+            sent: false,
+            metrics: metrics.clone(),
+            since: Instant::now(),
+        };
+        let mut filters = Filters { spec: self, seen: None };
         if let Some(via) = &self.via {
-            return self.run_ids(rx, via, part, batch_rows, builder, send);
+            return self.run_ids(rx, via, part, out, filters, send);
         }
-        let mut out = Batches { builder, batch_rows, sent: false };
         let mut left = self.limit.unwrap_or(usize::MAX);
         let mut pages = rx.scan_partition(&self.table, part)?;
         while left > 0 {
             let Some(page) = pages.next() else { break };
             let page = page?;
+            filters.refresh(&mut out.builder);
             left -= page.with_rows(|rows| out.builder.append(rows, left))?;
             drop(page);
             if !out.send_full(&mut send)? {
@@ -100,6 +171,9 @@ struct Batches {
     builder: BatchBuilder,
     batch_rows: usize,
     sent: bool,
+    metrics: ScanMetrics,
+    /// When the fold last resumed (it pauses while a batch waits for the consumer).
+    since: Instant,
 }
 
 impl Batches {
@@ -109,14 +183,29 @@ impl Batches {
             return Ok(true);
         }
         self.sent = true;
-        Ok(send(self.builder.finish()?))
+        let batch = self.finish()?;
+        self.metrics.lap(self.since);
+        let open = send(batch);
+        self.since = Instant::now();
+        Ok(open)
+    }
+
+    fn finish(&mut self) -> Result<RecordBatch> {
+        let batch = self.builder.finish()?;
+        self.metrics.record(self.builder.take_scanned(), batch.num_rows());
+        Ok(batch)
     }
 
     /// Sends what is left: the last rows, or an empty batch if nothing was sent (the stream's
     /// schema still reaches the consumer).
     fn send_last(mut self, mut send: impl FnMut(RecordBatch) -> bool) -> Result<()> {
         if self.builder.rows() > 0 || !self.sent {
-            send(self.builder.finish()?);
+            let batch = self.finish()?;
+            self.metrics.lap(self.since);
+            send(batch);
+        } else {
+            self.metrics.record(self.builder.take_scanned(), 0);
+            self.metrics.lap(self.since);
         }
         Ok(())
     }
@@ -130,19 +219,19 @@ impl ScanSpec {
         rx: &impl ReadOps,
         via: &IndexRead,
         part: Partition,
-        batch_rows: usize,
-        builder: BatchBuilder,
+        mut out: Batches,
+        mut filters: Filters<'_>,
         mut send: impl FnMut(RecordBatch) -> bool,
     ) -> Result<()> {
         let n = via.ids.len();
         let (i, count) = (part.index(), part.count());
         let mine = &via.ids[i * n / count..(i + 1) * n / count];
-        let mut out = Batches { builder, batch_rows, sent: false };
         let mut left = self.limit.unwrap_or(usize::MAX);
         for &id in mine {
             if left == 0 {
                 break;
             }
+            filters.refresh(&mut out.builder);
             let row = rx.get(&self.table, id)?;
             if out.builder.append_row(&row.row()?)? {
                 left -= 1;
@@ -162,8 +251,11 @@ pub(crate) struct NvpageScan {
     source: Source,
     spec: Arc<ScanSpec>,
     partitions: usize,
-    rows: Option<u64>,
+    /// The rows the scan yields: exact without a filter, an estimate with one; `None` inside
+    /// an explicit transaction.
+    rows: Option<Precision<u64>>,
     props: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl NvpageScan {
@@ -171,7 +263,7 @@ impl NvpageScan {
         source: Source,
         spec: ScanSpec,
         partitions: usize,
-        rows: Option<u64>,
+        rows: Option<Precision<u64>>,
     ) -> Self {
         let props = PlanProperties::new(
             EquivalenceProperties::new(spec.schema.clone()),
@@ -179,7 +271,14 @@ impl NvpageScan {
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
-        Self { source, spec: Arc::new(spec), partitions, rows, props: Arc::new(props) }
+        Self {
+            source,
+            spec: Arc::new(spec),
+            partitions,
+            rows,
+            props: Arc::new(props),
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
     }
 }
 
@@ -198,6 +297,9 @@ impl DisplayAs for NvpageScan {
                 )?;
                 if self.spec.pred.is_some() {
                     write!(f, ", filter=pushed")?;
+                }
+                if let Some(runtime) = &self.spec.runtime {
+                    write!(f, ", runtime filters={}", runtime.exprs().len())?;
                 }
                 if let Some(via) = &self.spec.via {
                     write!(f, ", index={} ({} rows in range)", via.index, via.ids.len())?;
@@ -227,9 +329,51 @@ impl ExecutionPlan for NvpageScan {
 
     fn apply_expressions(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
     ) -> DfResult<TreeNodeRecursion> {
+        // The run-time filters this scan reads: a join builds one only if its probe side has
+        // a reader of it.
+        for e in self.spec.runtime.iter().flat_map(|r| r.exprs()) {
+            if f(e)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
         Ok(TreeNodeRecursion::Continue)
+    }
+
+    /// Takes the filters DataFusion builds while the query runs (`runtime.rs`); reports every
+    /// filter as not pushed, since the scan evaluates them only in part.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> DfResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let filters = child_pushdown_result.parent_filters;
+        let not_pushed = vec![PushedDown::No; filters.len()];
+        let mut runtime: Vec<Arc<dyn PhysicalExpr>> =
+            self.spec.runtime.iter().flat_map(|r| r.exprs().iter().cloned()).collect();
+        let before = runtime.len();
+        if phase == FilterPushdownPhase::Post {
+            runtime.extend(
+                filters
+                    .into_iter()
+                    .map(|f| f.filter)
+                    .filter(|f| f.is::<DynamicFilterPhysicalExpr>()),
+            );
+        }
+        if runtime.len() == before {
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(not_pushed));
+        }
+        let mut spec = (*self.spec).clone();
+        spec.runtime = Some(Arc::new(RuntimeFilters::new(runtime, spec.schema.clone())));
+        let node = NvpageScan::new(self.source.clone(), spec, self.partitions, self.rows);
+        Ok(FilterPushdownPropagation::with_parent_pushdown_result(not_pushed)
+            .with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
     }
 
     fn with_new_children(
@@ -246,43 +390,59 @@ impl ExecutionPlan for NvpageScan {
     ) -> DfResult<SendableRecordBatchStream> {
         let part = Partition::new(partition, self.partitions).map_err(df)?;
         let batch_rows = context.session_config().batch_size().max(1);
-        let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(2);
-        let spec = self.spec.clone();
-        match &self.source {
-            Source::Snapshot(snap) => {
-                let snap = snap.clone();
-                tokio::task::spawn_blocking(move || {
-                    let run = std::panic::AssertUnwindSafe(|| {
-                        spec.run(&snap, part, batch_rows, |b| tx.blocking_send(Ok(b)).is_ok())
-                    });
-                    let outcome = match std::panic::catch_unwind(run) {
-                        Ok(r) => r.map_err(df),
-                        Err(_) => Err(DataFusionError::Execution(format!(
-                            "the scan of {} panicked",
-                            spec.table.name()
-                        ))),
-                    };
-                    if let Err(e) = outcome {
-                        let _ = tx.blocking_send(Err(e));
-                    }
-                });
-            }
-            Source::Txn(writer) => writer.scan(spec, part, batch_rows, tx),
-        }
-        let stream =
-            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+        let metrics = ScanMetrics::new(&self.metrics, partition);
+        let (spec, source) = (self.spec.clone(), self.source.clone());
+        // The fold starts when the stream is first polled, not now: a join polls its probe
+        // side once its build side is complete, and by then the run-time filter it built
+        // reaches the first page.
+        let start = move || start(source, spec, part, batch_rows, metrics);
+        let stream = futures::stream::once(async move { start() }).flat_map(|rx| {
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) })
+        });
         Ok(Box::pin(RecordBatchStreamAdapter::new(self.spec.schema.clone(), stream)))
     }
 
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
         let mut stats = Statistics::new_unknown(&self.spec.schema);
         if partition.is_none()
-            && self.spec.pred.is_none()
             && let Some(rows) = self.rows
         {
-            let rows = self.spec.limit.map_or(rows, |l| rows.min(l as u64));
-            stats = stats.with_num_rows(Precision::Exact(rows as usize));
+            let rows = rows.map(|r| self.spec.limit.map_or(r, |l| r.min(l as u64)) as usize);
+            stats = stats.with_num_rows(rows);
         }
         Ok(Arc::new(stats))
     }
+}
+
+/// Starts partition `part`'s fold (on a blocking thread for a snapshot, on the writer's for
+/// the open transaction) and returns the channel its batches arrive through.
+fn start(
+    source: Source,
+    spec: Arc<ScanSpec>,
+    part: Partition,
+    batch_rows: usize,
+    metrics: ScanMetrics,
+) -> tokio::sync::mpsc::Receiver<DfResult<RecordBatch>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(2);
+    match source {
+        Source::Snapshot(snap) => {
+            tokio::task::spawn_blocking(move || {
+                let run = std::panic::AssertUnwindSafe(|| {
+                    spec.run(&snap, part, batch_rows, &metrics, |b| tx.blocking_send(Ok(b)).is_ok())
+                });
+                let outcome = match std::panic::catch_unwind(run) {
+                    Ok(r) => r.map_err(df),
+                    Err(_) => Err(DataFusionError::Execution(format!(
+                        "the scan of {} panicked",
+                        spec.table.name()
+                    ))),
+                };
+                if let Err(e) = outcome {
+                    let _ = tx.blocking_send(Err(e));
+                }
+            });
+        }
+        Source::Txn(writer) => writer.scan(spec, part, batch_rows, metrics, tx),
+    }
+    rx
 }

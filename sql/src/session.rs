@@ -49,6 +49,10 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// The most keys a hash join of a session hands its probe side's scan as a list, unless the
+/// session's configuration says otherwise ([`Session::with_config`]).
+pub const RUNTIME_LIST_KEYS: usize = 4096;
+
 impl Session {
     /// A session over `db`, with DataFusion's default settings and its information schema on
     /// (`SHOW TABLES`, `DESCRIBE t`).
@@ -58,7 +62,11 @@ impl Session {
 
     /// A session over `db` with `config` (batch size, target partitions, …); its default
     /// catalog and schema become the database's, and numeric literals with a point are exact
-    /// decimals (`sql_parser.parse_float_as_decimal`).
+    /// decimals (`sql_parser.parse_float_as_decimal`). Where `config` leaves them at
+    /// DataFusion's defaults, a hash join hands its scan the build side's keys as a list for
+    /// up to [`RUNTIME_LIST_KEYS`] of them (`hash_join_inlist_pushdown_max_distinct_values`,
+    /// and `hash_join_inlist_pushdown_max_size` to match): the scan filters pages by such a
+    /// list, where a larger build side gives it only the keys' bounds.
     pub fn with_config(db: Arc<Database>, config: SessionConfig) -> Result<Self> {
         let writer = Writer::start(db)?;
         let mut config = config;
@@ -66,6 +74,18 @@ impl Session {
         // integers and decimals, and a float's rounding would change the value stored or
         // compared (99999999999999.9999 as a float is 10^14).
         config.options_mut().sql_parser.parse_float_as_decimal = true;
+        let defaults = datafusion::config::OptimizerOptions::default();
+        let opt = &mut config.options_mut().optimizer;
+        if opt.hash_join_inlist_pushdown_max_distinct_values
+            == defaults.hash_join_inlist_pushdown_max_distinct_values
+        {
+            opt.hash_join_inlist_pushdown_max_distinct_values = RUNTIME_LIST_KEYS;
+        }
+        if opt.hash_join_inlist_pushdown_max_size == defaults.hash_join_inlist_pushdown_max_size {
+            // The build side's key columns, as Arrow holds them: 16 bytes a key covers two
+            // columns of 8 bytes or a decimal.
+            opt.hash_join_inlist_pushdown_max_size = RUNTIME_LIST_KEYS * 16;
+        }
         let config = config
             .with_information_schema(true)
             .with_create_default_catalog_and_schema(false)

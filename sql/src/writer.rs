@@ -18,7 +18,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use nvpage::{Database, Partition, ReadOps, WriteTxn};
 
 use crate::error::{Error, Result};
-use crate::scan::ScanSpec;
+use crate::scan::{ScanMetrics, ScanSpec};
 
 /// What the writer thread keeps between jobs.
 pub(crate) struct Slot<'db> {
@@ -267,11 +267,12 @@ impl Writer {
         spec: Arc<ScanSpec>,
         part: Partition,
         batch_rows: usize,
+        metrics: ScanMetrics,
         out: tokio::sync::mpsc::Sender<DfResult<RecordBatch>>,
     ) {
         let writer = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = writer.scan_chunks(spec, part, batch_rows, &out).await {
+            if let Err(e) = writer.scan_chunks(spec, part, batch_rows, metrics, &out).await {
                 let _ = out.send(Err(e)).await;
             }
         });
@@ -282,6 +283,7 @@ impl Writer {
         spec: Arc<ScanSpec>,
         part: Partition,
         batch_rows: usize,
+        metrics: ScanMetrics,
         out: &tokio::sync::mpsc::Sender<DfResult<RecordBatch>>,
     ) -> DfResult<()> {
         // Partition i of n is partitions i·k .. (i+1)·k of n·k: split it into chunks of about
@@ -305,11 +307,12 @@ impl Writer {
                 Partition::new(part.index() * k + j, part.count() * k).map_err(crate::error::df)?;
             let mut spec = (*s).clone();
             spec.limit = left;
+            let metrics = metrics.clone();
             let batches = self
                 .call(move |slot| {
                     let txn = slot.reading().ok_or_else(no_transaction)?;
                     let mut v = Vec::new();
-                    spec.run(txn, chunk, batch_rows, |b| {
+                    spec.run(txn, chunk, batch_rows, &metrics, |b| {
                         v.push(b);
                         true
                     })?;

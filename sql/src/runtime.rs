@@ -1,0 +1,177 @@
+//! Filters DataFusion builds while a query runs and offers the scan: a hash join's, from its
+//! build side (the key's bounds and, where the build side is small enough, its keys as an `IN`
+//! list), and a top-N sort's, from the rows it holds so far.
+//!
+//! They are hints: the join still matches every row it is given, so a scan may drop a row only
+//! where the filter is false or unknown, and may keep any row. That makes a weaker predicate
+//! always correct, and the scan evaluates what it can of each filter ([`weaken`]): the
+//! conjuncts it compiles, an `OR` only when it compiles every branch, a `CASE` (a partitioned
+//! join routes keys to per-partition filters with one) as the `OR` of its branches; anything
+//! else keeps every row. The result joins the statement's pushed filter in the page fold, before
+//! a value is gathered. DataFusion evaluates none of them again at the scan, so the scan reports
+//! them as not pushed.
+//!
+//! A filter changes while the scan runs (each join's once, when its build side is complete; a
+//! top-N's whenever its heap improves): the fold asks for its generation at every page and
+//! compiles it again, once for all partitions, when that has moved.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::Column;
+use datafusion::logical_expr::Operator;
+use datafusion::logical_expr::{BinaryExpr, Cast, Expr, expr::InList};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{
+    self as phys, CaseExpr, CastExpr, DynamicFilterPhysicalExpr, InListExpr, IsNotNullExpr,
+    IsNullExpr, Literal, NotExpr,
+};
+use datafusion::physical_expr_common::physical_expr::snapshot_generation;
+use nvpage::Schema;
+use parking_lot::Mutex;
+
+use crate::filter::{self, Pred};
+
+/// The run-time filters a scan accepted, and their last compiled form.
+pub(crate) struct RuntimeFilters {
+    filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// The scan's output schema, which the filters' columns index.
+    output: SchemaRef,
+    /// The generation last compiled, and the predicate it gave (with the pushed one).
+    compiled: Mutex<Option<(u64, Option<Arc<Pred>>)>>,
+}
+
+impl fmt::Debug for RuntimeFilters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeFilters").field("filters", &self.filters.len()).finish()
+    }
+}
+
+impl RuntimeFilters {
+    pub(crate) fn new(filters: Vec<Arc<dyn PhysicalExpr>>, output: SchemaRef) -> Self {
+        Self { filters, output, compiled: Mutex::new(None) }
+    }
+
+    pub(crate) fn exprs(&self) -> &[Arc<dyn PhysicalExpr>] {
+        &self.filters
+    }
+
+    /// A number that changes whenever one of the filters does.
+    pub(crate) fn generation(&self) -> u64 {
+        self.filters.iter().fold(0u64, |g, f| g.wrapping_add(snapshot_generation(f)))
+    }
+
+    /// The predicate of generation `generation`: `pushed` and what the scan evaluates of every
+    /// filter as it stands, its conjuncts in [`filter::conjoin`]'s order.
+    pub(crate) fn pred(
+        &self,
+        generation: u64,
+        pushed: Option<&Arc<Pred>>,
+        table: &Schema,
+    ) -> Option<Arc<Pred>> {
+        let mut compiled = self.compiled.lock();
+        if let Some((g, p)) = compiled.as_ref()
+            && *g == generation
+        {
+            return p.clone();
+        }
+        let mut preds: Vec<Pred> = Vec::new();
+        for f in &self.filters {
+            let current = match f.downcast_ref::<DynamicFilterPhysicalExpr>() {
+                Some(d) => d.current().ok(),
+                None => Some(f.clone()),
+            };
+            if let Some(e) = current {
+                preds.push(weaken(&e, table, &self.output));
+            }
+        }
+        // The run-time filters first: a join's keys are often the most selective conjunct.
+        let pred =
+            filter::conjoin(preds.into_iter().chain(pushed.map(|p| (**p).clone()))).map(Arc::new);
+        *compiled = Some((generation, pred.clone()));
+        pred
+    }
+}
+
+/// A predicate true wherever `e` is true (and possibly elsewhere): what the scan evaluates of
+/// `e`. `Const(Some(true))` where it evaluates none of it.
+pub(crate) fn weaken(e: &Arc<dyn PhysicalExpr>, table: &Schema, output: &SchemaRef) -> Pred {
+    if let Some(b) = e.downcast_ref::<phys::BinaryExpr>() {
+        match b.op() {
+            Operator::And => {
+                return Pred::And(vec![
+                    weaken(b.left(), table, output),
+                    weaken(b.right(), table, output),
+                ]);
+            }
+            Operator::Or => {
+                return filter::any_of_weakened(vec![
+                    weaken(b.left(), table, output),
+                    weaken(b.right(), table, output),
+                ]);
+            }
+            _ => {}
+        }
+    }
+    if let Some(c) = e.downcast_ref::<CaseExpr>() {
+        // True only where the branch taken is true: the OR of the branches' values (a missing
+        // ELSE is NULL, which keeps no row).
+        let mut branches: Vec<Pred> =
+            c.when_then_expr().iter().map(|(_, then)| weaken(then, table, output)).collect();
+        if let Some(other) = c.else_expr() {
+            branches.push(weaken(other, table, output));
+        }
+        return filter::any_of_weakened(branches);
+    }
+    if let Some(d) = e.downcast_ref::<DynamicFilterPhysicalExpr>()
+        && let Ok(current) = d.current()
+    {
+        return weaken(&current, table, output);
+    }
+    logical(e, output).and_then(|l| filter::compile(&l, table)).unwrap_or(Pred::Const(Some(true)))
+}
+
+/// `e` as the logical expression the filter compiler reads, where it has one: columns of the
+/// scan's output (by name), literals, comparisons, `AND`/`OR`/`NOT`, `IS [NOT] NULL`, casts and
+/// `IN` lists of literals.
+fn logical(e: &Arc<dyn PhysicalExpr>, output: &SchemaRef) -> Option<Expr> {
+    if let Some(c) = e.downcast_ref::<phys::Column>() {
+        let field = output.fields().get(c.index())?;
+        return (field.name() == c.name()).then(|| Expr::Column(Column::from_name(c.name())));
+    }
+    if let Some(l) = e.downcast_ref::<Literal>() {
+        return Some(Expr::Literal(l.value().clone(), None));
+    }
+    if let Some(b) = e.downcast_ref::<phys::BinaryExpr>() {
+        return Some(Expr::BinaryExpr(BinaryExpr::new(
+            Box::new(logical(b.left(), output)?),
+            *b.op(),
+            Box::new(logical(b.right(), output)?),
+        )));
+    }
+    if let Some(n) = e.downcast_ref::<NotExpr>() {
+        return Some(Expr::Not(Box::new(logical(n.arg(), output)?)));
+    }
+    if let Some(n) = e.downcast_ref::<IsNullExpr>() {
+        return Some(Expr::IsNull(Box::new(logical(n.arg(), output)?)));
+    }
+    if let Some(n) = e.downcast_ref::<IsNotNullExpr>() {
+        return Some(Expr::IsNotNull(Box::new(logical(n.arg(), output)?)));
+    }
+    if let Some(c) = e.downcast_ref::<CastExpr>() {
+        return Some(Expr::Cast(Cast::new(
+            Box::new(logical(c.expr(), output)?),
+            c.cast_type().clone(),
+        )));
+    }
+    if let Some(i) = e.downcast_ref::<InListExpr>() {
+        let list = i.list().iter().map(|v| logical(v, output)).collect::<Option<Vec<_>>>()?;
+        return Some(Expr::InList(InList::new(
+            Box::new(logical(i.expr(), output)?),
+            list,
+            i.negated(),
+        )));
+    }
+    None
+}

@@ -49,6 +49,10 @@ pub(crate) struct BatchBuilder {
     rows: usize,
     /// Rows read, before the predicate, since the last [`BatchBuilder::take_scanned`].
     scanned: usize,
+    /// A run-time filter, evaluated on the rows `pred` keeps.
+    runtime: Option<Arc<Pred>>,
+    /// The rows `runtime` was evaluated on and kept since it was set.
+    runtime_counts: (usize, usize),
     /// The gathered rows' ids, when the builder keeps them (for an update or a delete).
     ids: Option<Vec<RowId>>,
 }
@@ -95,6 +99,8 @@ impl BatchBuilder {
             places: RowPlaces::new(),
             rows: 0,
             scanned: 0,
+            runtime: None,
+            runtime_counts: (0, 0),
             ids: None,
         })
     }
@@ -116,9 +122,16 @@ impl BatchBuilder {
         self.rows
     }
 
-    /// The predicate rows are kept by from now on.
-    pub(crate) fn set_pred(&mut self, pred: Option<Arc<Pred>>) {
-        self.pred = pred;
+    /// The run-time filter rows are kept by from now on, besides the pushed predicate
+    /// (`runtime.rs`); its counts start again.
+    pub(crate) fn set_runtime(&mut self, pred: Option<Arc<Pred>>) {
+        self.runtime = pred;
+        self.runtime_counts = (0, 0);
+    }
+
+    /// The rows the run-time filter was evaluated on and the rows it kept, since it was set.
+    pub(crate) fn runtime_counts(&self) -> (usize, usize) {
+        self.runtime_counts
     }
 
     /// Gathers the rows of `page` the predicate keeps, at most `limit` of them; returns how
@@ -128,6 +141,13 @@ impl BatchBuilder {
         self.scanned += batch.len();
         if let Some(pred) = &self.pred {
             filter::retain(pred, page, &mut batch)?;
+        }
+        if let Some(runtime) = &self.runtime
+            && !batch.is_empty()
+        {
+            self.runtime_counts.0 += batch.len();
+            filter::retain(runtime, page, &mut batch)?;
+            self.runtime_counts.1 += batch.len();
         }
         batch.truncate(limit);
         if let Some(ids) = &mut self.ids {
@@ -148,6 +168,13 @@ impl BatchBuilder {
             && pred.eval(row)? != Some(true)
         {
             return Ok(false);
+        }
+        if let Some(runtime) = &self.runtime {
+            self.runtime_counts.0 += 1;
+            if runtime.eval(row)? != Some(true) {
+                return Ok(false);
+            }
+            self.runtime_counts.1 += 1;
         }
         if let Some(ids) = &mut self.ids {
             ids.push(row.id());

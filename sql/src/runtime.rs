@@ -13,7 +13,11 @@
 //!
 //! A filter changes while the scan runs (each join's once, when its build side is complete; a
 //! top-N's whenever its heap improves): the fold asks for its generation at every page and
-//! compiles it again, once for all partitions, when that has moved.
+//! compiles it again, once for all partitions, when that has moved. It is evaluated on the rows
+//! the pushed filter keeps, and a fold stops evaluating it once it has kept more than
+//! [`KEEPS_TOO_MUCH`] per cent of the first [`TRIAL_ROWS`] rows of its generation: a join's
+//! keys that span the probe side's (bounds, or a hash table the scan cannot read, of which it
+//! keeps only the bounds) cost a pass per page and drop nothing.
 
 use std::fmt;
 use std::sync::Arc;
@@ -33,12 +37,18 @@ use parking_lot::Mutex;
 
 use crate::filter::{self, Pred};
 
+/// Rows a fold evaluates a run-time filter on before it judges whether the filter pays.
+pub(crate) const TRIAL_ROWS: usize = 32 * 1024;
+
+/// The share of rows, in per cent, above which a run-time filter is dropped after its trial.
+pub(crate) const KEEPS_TOO_MUCH: usize = 95;
+
 /// The run-time filters a scan accepted, and their last compiled form.
 pub(crate) struct RuntimeFilters {
     filters: Vec<Arc<dyn PhysicalExpr>>,
     /// The scan's output schema, which the filters' columns index.
     output: SchemaRef,
-    /// The generation last compiled, and the predicate it gave (with the pushed one).
+    /// The generation last compiled, and the predicate it gave.
     compiled: Mutex<Option<(u64, Option<Arc<Pred>>)>>,
 }
 
@@ -62,14 +72,9 @@ impl RuntimeFilters {
         self.filters.iter().fold(0u64, |g, f| g.wrapping_add(snapshot_generation(f)))
     }
 
-    /// The predicate of generation `generation`: `pushed` and what the scan evaluates of every
-    /// filter as it stands, its conjuncts in [`filter::conjoin`]'s order.
-    pub(crate) fn pred(
-        &self,
-        generation: u64,
-        pushed: Option<&Arc<Pred>>,
-        table: &Schema,
-    ) -> Option<Arc<Pred>> {
+    /// The predicate of generation `generation`: what the scan evaluates of every filter as it
+    /// stands, its conjuncts in [`filter::conjoin`]'s order; `None` if nothing.
+    pub(crate) fn pred(&self, generation: u64, table: &Schema) -> Option<Arc<Pred>> {
         let mut compiled = self.compiled.lock();
         if let Some((g, p)) = compiled.as_ref()
             && *g == generation
@@ -86,9 +91,7 @@ impl RuntimeFilters {
                 preds.push(weaken(&e, table, &self.output));
             }
         }
-        // The run-time filters first: a join's keys are often the most selective conjunct.
-        let pred =
-            filter::conjoin(preds.into_iter().chain(pushed.map(|p| (**p).clone()))).map(Arc::new);
+        let pred = filter::conjoin(preds).map(Arc::new);
         *compiled = Some((generation, pred.clone()));
         pred
     }

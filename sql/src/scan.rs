@@ -40,7 +40,7 @@ use nvpage::{Partition, ReadOps, RowId, Snapshot, Table};
 use crate::batch::BatchBuilder;
 use crate::error::{Result, df};
 use crate::filter::Pred;
-use crate::runtime::RuntimeFilters;
+use crate::runtime::{KEEPS_TOO_MUCH, RuntimeFilters, TRIAL_ROWS};
 use crate::writer::Writer;
 
 /// Where a scan reads: a committed snapshot, or the open transaction of a session's writer.
@@ -95,11 +95,12 @@ impl ScanMetrics {
     }
 }
 
-/// The predicate a fold keeps rows by: the pushed one, narrowed by the run-time filters as they
-/// stand, compiled again when their generation moves.
+/// The run-time filters as a fold applies them: compiled again when their generation moves,
+/// dropped for the rest of a generation once its trial shows they keep nearly every row.
 struct Filters<'s> {
     spec: &'s ScanSpec,
     seen: Option<u64>,
+    judged: bool,
 }
 
 impl Filters<'_> {
@@ -107,9 +108,17 @@ impl Filters<'_> {
         let Some(runtime) = &self.spec.runtime else { return };
         let generation = runtime.generation();
         if self.seen != Some(generation) {
-            let pred = runtime.pred(generation, self.spec.pred.as_ref(), self.spec.table.schema());
-            builder.set_pred(pred);
+            builder.set_runtime(runtime.pred(generation, self.spec.table.schema()));
             self.seen = Some(generation);
+            self.judged = false;
+            return;
+        }
+        let (tried, kept) = builder.runtime_counts();
+        if !self.judged && tried >= TRIAL_ROWS {
+            self.judged = true;
+            if kept * 100 > tried * KEEPS_TOO_MUCH {
+                builder.set_runtime(None);
+            }
         }
     }
 }
@@ -146,7 +155,7 @@ impl ScanSpec {
             metrics: metrics.clone(),
             since: Instant::now(),
         };
-        let mut filters = Filters { spec: self, seen: None };
+        let mut filters = Filters { spec: self, seen: None, judged: false };
         if let Some(via) = &self.via {
             return self.run_ids(rx, via, part, out, filters, send);
         }

@@ -152,6 +152,25 @@ impl<'p> PageBatch<'p, '_> {
         });
     }
 
+    /// Keeps the rows whose values of columns `a` and `b` (of one type) pass `keep` (each given
+    /// `None` for a NULL), in order: [`Self::retain_by`] for a comparison of two columns.
+    pub fn retain_by_pair<K: Fixed>(
+        &mut self,
+        a: PageCol<'p, K>,
+        b: PageCol<'p, K>,
+        mut keep: impl FnMut(Option<K::Native>, Option<K::Native>) -> bool,
+    ) {
+        let read = |col: &PageCol<'p, K>, row: &[u8]| {
+            (!col.nullable() || !is_null(row, col.index())).then(|| K::read(row, col.offset()))
+        };
+        let page = self.page.bytes();
+        self.places.retain(|p| {
+            let start = usize::from(p.off);
+            let row = &page[start..start + usize::from(p.len)];
+            keep(read(&a, row), read(&b, row))
+        });
+    }
+
     /// Keeps the first `n` rows held.
     pub fn truncate(&mut self, n: usize) {
         self.places.truncate(n);

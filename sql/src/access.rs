@@ -1,7 +1,7 @@
 //! Whether a scan reads every page of its table or the rows an index range names.
 //!
 //! A pushed filter whose conjuncts bound the leading column of one of the table's indexes
-//! (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN` with a number, date, timestamp or boolean at the
+//! (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`, `IN` with a number, date, timestamp or boolean at the
 //! column's scale, or `=` with a string for a `VarChar` column: [`Pred::key_range`]) makes that
 //! index a candidate. For each candidate, the plan walks the range's entries in the statement's
 //! snapshot, row ids only, and stops as soon as they outnumber the budget: a quarter of the

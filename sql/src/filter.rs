@@ -13,7 +13,7 @@
 //! every other value, a NaN with its sign bit set below every other).
 //!
 //! What it handles: comparisons of a column with a literal (`=`, `<>`, `<`, `<=`, `>`, `>=`,
-//! either side), `BETWEEN`, `IN` lists of literals (not on floats), `IS [NOT] NULL`,
+//! either side) or with another column of its own fixed-width numeric type, `BETWEEN`, `IN` lists of literals (not on floats), `IS [NOT] NULL`,
 //! `LIKE 'prefix%'`, a boolean column standing alone, and `AND`, `OR`, `NOT` of those; a column
 //! may sit under a cast that keeps every value and its order (a wider integer or decimal,
 //! another string type). Anything else is left to DataFusion, binary columns among it.
@@ -47,6 +47,13 @@ pub(crate) enum Pred {
         scale_up: i128,
         op: Cmp,
         lit: i128,
+    },
+    /// Two numeric columns of one type (integers, decimals of one scale, dates, timestamps)
+    /// against each other.
+    Cols {
+        left: ColRef,
+        op: Cmp,
+        right: ColRef,
     },
     /// A float column against `lit`, as [`Cmp::holds_float`] compares them.
     F64 {
@@ -227,6 +234,10 @@ impl Pred {
                 col.num(row)?.map(|v| op.holds(&(v * scale_up), lit))
             }
             Pred::F64 { col, op, lit } => col.float(row)?.map(|v| op.holds_float(v, *lit)),
+            Pred::Cols { left, op, right } => match (left.num(row)?, right.num(row)?) {
+                (Some(a), Some(b)) => Some(op.holds(&a, &b)),
+                _ => None,
+            },
             Pred::Str { col, op, lit } => col.bytes(row)?.map(|v| op.holds(v, lit.as_slice())),
             Pred::NumIn { col, scale_up, list, null } => {
                 col.num(row)?.and_then(|v| in_list(list.contains(v * scale_up), *null))
@@ -278,6 +289,7 @@ pub(crate) fn retain<'p>(
             let (scale_up, op, lit) = (*scale_up, *op, *lit);
             col.retain_num(page, batch, move |v| op.holds(&(v * scale_up), &lit))
         }
+        Pred::Cols { left, op, right } => left.retain_pair(right, *op, page, batch),
         // A miss is false or unknown, and either drops the row.
         Pred::NumIn { col, scale_up, list, null: _ } if col.fixed() => {
             let scale_up = *scale_up;
@@ -306,7 +318,7 @@ impl Pred {
     fn is_columnar(&self) -> bool {
         match self {
             Pred::Num { col, .. } | Pred::NumIn { col, .. } => col.fixed(),
-            Pred::F64 { .. } | Pred::Const(Some(true)) => true,
+            Pred::F64 { .. } | Pred::Cols { .. } | Pred::Const(Some(true)) => true,
             _ => false,
         }
     }
@@ -338,6 +350,44 @@ impl ColRef {
             Reader::Bool(_) | Reader::F64(_) | Reader::Bytes(_) => {
                 unreachable!("retain_num on a column `fixed` refuses")
             }
+        }
+        Ok(())
+    }
+}
+
+impl ColRef {
+    /// Keeps the rows of `batch` where this column `op` `other` holds (a NULL on either side
+    /// never does). Only for two columns of one type that [`ColRef::fixed`] accepts.
+    fn retain_pair<'p>(
+        &self,
+        other: &ColRef,
+        op: Cmp,
+        page: PageRows<'p>,
+        batch: &mut PageBatch<'p, '_>,
+    ) -> nvpage::Result<()> {
+        fn both<T: Ord>(a: Option<T>, b: Option<T>, op: Cmp) -> bool {
+            matches!((a, b), (Some(a), Some(b)) if op.holds(&a, &b))
+        }
+        match (self.read, other.read) {
+            (Reader::I32(a), Reader::I32(b)) => {
+                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
+            }
+            (Reader::I64(a), Reader::I64(b)) => {
+                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
+            }
+            (Reader::Units(a), Reader::Units(b)) => {
+                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
+            }
+            (Reader::Date(a), Reader::Date(b)) => {
+                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
+            }
+            (Reader::I16(a), Reader::I16(b)) => {
+                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
+            }
+            (Reader::Timestamp(a), Reader::Timestamp(b)) => {
+                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
+            }
+            _ => unreachable!("a comparison of two columns of one fixed-width type"),
         }
         Ok(())
     }
@@ -594,7 +644,7 @@ impl Compiler<'_> {
                 } else if let (Some(lit), Some(col)) = (literal(left), self.operand(right)) {
                     self.compare(col, cmp.flipped(), lit)
                 } else {
-                    None
+                    self.columns(self.operand(left)?, cmp, self.operand(right)?)
                 }
             }
             Expr::Not(inner) => Some(Pred::Not(Box::new(self.pred(inner)?))),
@@ -714,6 +764,14 @@ impl Compiler<'_> {
         };
         // A cast that keeps every value reads the same number at the same scale.
         keeps.then_some(op)
+    }
+
+    /// Two columns compared, where both have one fixed-width type (and so one scale): their
+    /// values compare as stored.
+    fn columns(&self, left: Operand, op: Cmp, right: Operand) -> Option<Pred> {
+        let ty = |o: &Operand| self.schema.columns()[o.col.index].ty;
+        let same = ty(&left) == ty(&right) && left.scale == right.scale;
+        (same && left.col.fixed()).then_some(Pred::Cols { left: left.col, op, right: right.col })
     }
 
     fn compare(&self, col: Operand, op: Cmp, lit: Lit) -> Option<Pred> {
@@ -926,7 +984,8 @@ pub(crate) type KeyRange = (Bound<KeyLit>, Bound<KeyLit>);
 impl Pred {
     /// What the predicate's conjuncts say of column `column`'s values, as an index range: its
     /// comparisons of the column with a number at the column's own scale (`=`, `<`, `<=`, `>`,
-    /// `>=`, `BETWEEN`), each narrowing the range, or its equality with a string. `None` if no
+    /// `>=`, `BETWEEN`, an `IN` list's least and greatest), each narrowing the range, or its
+    /// equality with a string. `None` if no
     /// conjunct bounds the column. Every row the predicate keeps lies in the range; the scan
     /// still evaluates the whole predicate on each row it reads.
     pub(crate) fn key_range(&self, column: usize) -> Option<KeyRange> {
@@ -952,6 +1011,13 @@ impl Pred {
                 }
                 Pred::Str { col, op: Cmp::Eq, lit } if col.index == column => {
                     string = Some(lit.clone());
+                }
+                // Every value it keeps lies between the list's least and greatest.
+                Pred::NumIn { col, scale_up: 1, list, .. } if col.index == column => {
+                    if let (Some(&least), Some(&most)) = (list.sorted.first(), list.sorted.last()) {
+                        lo = tighter(lo, Bound::Included(least), true);
+                        hi = tighter(hi, Bound::Included(most), false);
+                    }
                 }
                 _ => {}
             }

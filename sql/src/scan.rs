@@ -376,7 +376,9 @@ impl ExecutionPlan for NvpageScan {
         }
         let mut spec = (*self.spec).clone();
         spec.runtime = Some(Arc::new(RuntimeFilters::new(runtime, spec.schema.clone())));
-        let node = NvpageScan::new(self.source.clone(), spec, self.partitions, self.rows);
+        // It may now drop rows: its count is no longer exact.
+        let rows = self.rows.map(|r| r.to_inexact());
+        let node = NvpageScan::new(self.source.clone(), spec, self.partitions, rows);
         Ok(FilterPushdownPropagation::with_parent_pushdown_result(not_pushed)
             .with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>))
     }
@@ -402,8 +404,8 @@ impl ExecutionPlan for NvpageScan {
         let metrics = ScanMetrics::new(&self.metrics, partition);
         let (spec, source) = (self.spec.clone(), self.source.clone());
         // The fold starts when the stream is first polled, not now: a join polls its probe
-        // side once its build side is complete, and by then the run-time filter it built
-        // reaches the first page.
+        // side once its build side is complete (unless told to buffer probe rows ahead), and
+        // by then the run-time filter it built reaches the first page.
         let start = move || start(source, spec, part, batch_rows, metrics);
         let stream = futures::stream::once(async move { start() }).flat_map(|rx| {
             futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) })

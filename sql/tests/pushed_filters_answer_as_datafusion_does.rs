@@ -1,6 +1,7 @@
 //! Goal: a filter pushed into the nvpage scan (evaluated in the page fold, reported `Exact`)
 //! keeps exactly the rows DataFusion keeps evaluating it itself (DESIGN S2): random predicates —
-//! comparisons with literals of other widths and scales, `BETWEEN`, `IN` lists with NULLs,
+//! comparisons with literals of other widths and scales and of two columns, `BETWEEN`, `IN`
+//! lists with NULLs,
 //! `IS [NOT] NULL`, `LIKE 'prefix%'`, `AND`, `OR`, `NOT` — over columns with NULLs (small
 //! integers, booleans, timestamps, and floats with both NaNs, infinities and both zeros among
 //! them), answered by the nvpage table and by the same rows in DataFusion's memory table, must
@@ -88,6 +89,12 @@ fn atom() -> impl Strategy<Value = String> {
         (op.clone(), boolean).prop_map(|(o, v)| format!("f {o} {v}")),
         (op.clone(), stamp).prop_map(|(o, v)| format!("ts {o} {v}")),
         (op.clone(), float.clone()).prop_map(|(o, v)| format!("x {o} {v}")),
+        // Two columns: of one type (pushed), or of two (left to DataFusion).
+        (
+            prop_oneof![Just("d d2"), Just("e e2"), Just("h h"), Just("ts ts"), Just("a b")],
+            op.clone()
+        )
+            .prop_map(|(pair, o)| pair.replace(' ', &format!(" {o} "))),
         (prop::collection::vec(float, 1..4), any::<bool>()).prop_map(|(l, n)| {
             format!("x {}IN ({})", if n { "NOT " } else { "" }, l.join(", "))
         }),
@@ -119,7 +126,8 @@ fn pushed_and_unpushed_filters_keep_the_same_rows() {
             &s,
             &format!(
                 "CREATE TABLE t (k BIGINT NOT NULL, a INT, b BIGINT, d DECIMAL(10, 2), e DATE,
-                   s VARCHAR(8), c CHAR(4), h SMALLINT, f BOOLEAN, ts TIMESTAMP, x DOUBLE);
+                   s VARCHAR(8), c CHAR(4), h SMALLINT, f BOOLEAN, ts TIMESTAMP, x DOUBLE,
+                   d2 DECIMAL(10, 2), e2 DATE);
                  INSERT INTO t SELECT value,
                    CASE WHEN value % 11 = 0 THEN NULL ELSE CAST(value % 97 - 48 AS INT) END,
                    value % 53 - 26,
@@ -139,7 +147,10 @@ fn pushed_and_unpushed_filters_keep_the_same_rows() {
                         WHEN 2 THEN CAST('-0' AS DOUBLE) WHEN 3 THEN CAST('0' AS DOUBLE)
                         WHEN 4 THEN CAST('-inf' AS DOUBLE) WHEN 5 THEN CAST('inf' AS DOUBLE)
                         WHEN 6 THEN -CAST('NaN' AS DOUBLE)
-                        ELSE CAST(value % 37 - 18 AS DOUBLE) / 4 END
+                        ELSE CAST(value % 37 - 18 AS DOUBLE) / 4 END,
+                   CASE WHEN value % 41 = 0 THEN NULL
+                        ELSE CAST((value * 13) % 600 - 300 AS DECIMAL(10, 2)) / 100 END,
+                   CASE WHEN value % 43 = 0 THEN NULL ELSE DATE '2020-01-01' + CAST(value % 47 AS INT) END
                  FROM generate_series(1, {ROWS})"
             ),
         )
@@ -184,7 +195,7 @@ fn the_predicates_it_evaluates_are_pushed_into_the_scan() {
         run_all(
             &s,
             "CREATE TABLE t (k BIGINT NOT NULL, d DECIMAL(10, 2), s VARCHAR(8), e DATE,
-               h SMALLINT, f BOOLEAN, ts TIMESTAMP, x DOUBLE)",
+               h SMALLINT, f BOOLEAN, ts TIMESTAMP, x DOUBLE, e2 DATE)",
         )
         .await;
         for p in [
@@ -197,6 +208,7 @@ fn the_predicates_it_evaluates_are_pushed_into_the_scan() {
             "NOT f OR f IS NULL",
             "ts >= TIMESTAMP '2020-01-02 00:00:00' AND ts < TIMESTAMP '2020-01-02 12:00:00.5'",
             "x > CAST('1.5' AS DOUBLE) OR x IN (CAST('0' AS DOUBLE), CAST('-2.25' AS DOUBLE))",
+            "e < e2 AND k > 3",
         ] {
             let plan = rows(&s, &format!("EXPLAIN SELECT k FROM t WHERE {p}")).await;
             let physical = &plan.iter().find(|r| r[0] == "physical_plan").unwrap()[1];

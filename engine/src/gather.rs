@@ -143,13 +143,7 @@ impl<'p> PageBatch<'p, '_> {
         col: PageCol<'p, K>,
         mut keep: impl FnMut(Option<K::Native>) -> bool,
     ) {
-        let (at, index, nullable) = (col.offset(), col.index(), col.nullable());
-        let page = self.page.bytes();
-        self.places.retain(|p| {
-            let start = usize::from(p.off);
-            let row = &page[start..start + usize::from(p.len)];
-            keep((!nullable || !is_null(row, index)).then(|| K::read(row, at)))
-        });
+        self.retain_bytes(|row| keep(col.value_in(row)));
     }
 
     /// Keeps the rows whose values of columns `a` and `b` (of one type) pass `keep` (each given
@@ -160,14 +154,15 @@ impl<'p> PageBatch<'p, '_> {
         b: PageCol<'p, K>,
         mut keep: impl FnMut(Option<K::Native>, Option<K::Native>) -> bool,
     ) {
-        let read = |col: &PageCol<'p, K>, row: &[u8]| {
-            (!col.nullable() || !is_null(row, col.index())).then(|| K::read(row, col.offset()))
-        };
+        self.retain_bytes(|row| keep(a.value_in(row), b.value_in(row)));
+    }
+
+    /// Keeps the rows whose bytes pass `keep`, in order.
+    fn retain_bytes(&mut self, mut keep: impl FnMut(&'p [u8]) -> bool) {
         let page = self.page.bytes();
         self.places.retain(|p| {
             let start = usize::from(p.off);
-            let row = &page[start..start + usize::from(p.len)];
-            keep(read(&a, row), read(&b, row))
+            keep(&page[start..start + usize::from(p.len)])
         });
     }
 
@@ -253,6 +248,14 @@ impl<'p> PageBatch<'p, '_> {
             }
         }
         Ok(())
+    }
+}
+
+impl<K: Fixed> PageCol<'_, K> {
+    /// The column's value in `row` (a row of the page), `None` for a NULL.
+    #[inline(always)]
+    fn value_in(&self, row: &[u8]) -> Option<K::Native> {
+        (!self.nullable() || !is_null(row, self.index())).then(|| K::read(row, self.offset()))
     }
 }
 

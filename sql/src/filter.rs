@@ -23,7 +23,7 @@ use std::ops::Bound;
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator, expr::InList};
-use nvpage::{Col, ColumnType, PageBatch, PageRows, RowRef, Schema, kind};
+use nvpage::{Col, ColumnType, Fixed, PageBatch, PageRows, RowRef, Schema, kind};
 
 use crate::error::Result;
 
@@ -365,31 +365,31 @@ impl ColRef {
         page: PageRows<'p>,
         batch: &mut PageBatch<'p, '_>,
     ) -> nvpage::Result<()> {
-        fn both<T: Ord>(a: Option<T>, b: Option<T>, op: Cmp) -> bool {
-            matches!((a, b), (Some(a), Some(b)) if op.holds(&a, &b))
+        fn pair<'p, K: Fixed>(
+            page: PageRows<'p>,
+            batch: &mut PageBatch<'p, '_>,
+            (a, b): (Col<K>, Col<K>),
+            op: Cmp,
+        ) -> nvpage::Result<()>
+        where
+            K::Native: Ord,
+        {
+            batch.retain_by_pair(
+                page.col(a)?,
+                page.col(b)?,
+                |x, y| matches!((x, y), (Some(x), Some(y)) if op.holds(&x, &y)),
+            );
+            Ok(())
         }
         match (self.read, other.read) {
-            (Reader::I32(a), Reader::I32(b)) => {
-                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
-            }
-            (Reader::I64(a), Reader::I64(b)) => {
-                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
-            }
-            (Reader::Units(a), Reader::Units(b)) => {
-                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
-            }
-            (Reader::Date(a), Reader::Date(b)) => {
-                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
-            }
-            (Reader::I16(a), Reader::I16(b)) => {
-                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
-            }
-            (Reader::Timestamp(a), Reader::Timestamp(b)) => {
-                batch.retain_by_pair(page.col(a)?, page.col(b)?, |x, y| both(x, y, op))
-            }
+            (Reader::I32(a), Reader::I32(b)) => pair(page, batch, (a, b), op),
+            (Reader::I64(a), Reader::I64(b)) => pair(page, batch, (a, b), op),
+            (Reader::Units(a), Reader::Units(b)) => pair(page, batch, (a, b), op),
+            (Reader::Date(a), Reader::Date(b)) => pair(page, batch, (a, b), op),
+            (Reader::I16(a), Reader::I16(b)) => pair(page, batch, (a, b), op),
+            (Reader::Timestamp(a), Reader::Timestamp(b)) => pair(page, batch, (a, b), op),
             _ => unreachable!("a comparison of two columns of one fixed-width type"),
         }
-        Ok(())
     }
 }
 
@@ -486,9 +486,7 @@ pub(crate) fn compile_all(filters: &[Expr], schema: &Schema) -> Result<Option<Pr
 /// left to evaluate.
 pub(crate) fn conjoin(preds: impl IntoIterator<Item = Pred>) -> Option<Pred> {
     let mut all = Vec::new();
-    for p in preds {
-        p.simplified().into_conjuncts(&mut all);
-    }
+    Pred::And(preds.into_iter().collect()).simplified().into_conjuncts(&mut all);
     all.retain(|p| !matches!(p, Pred::Const(Some(true))));
     // A bound every value of an `IN` list on the same column meets adds nothing (a join's
     // run-time filter gives its keys' bounds beside its keys).
@@ -523,11 +521,10 @@ pub(crate) fn conjoin(preds: impl IntoIterator<Item = Pred>) -> Option<Pred> {
 /// that is not false requires one column to be in an `IN` list, that column in the lists'
 /// union, which a page is filtered by a column at a time.
 pub(crate) fn any_of_weakened(branches: Vec<Pred>) -> Pred {
-    let branches: Vec<Pred> = branches.into_iter().map(Pred::simplified).collect();
-    if branches.iter().any(|p| matches!(p, Pred::Const(Some(true)))) {
-        return Pred::Const(Some(true));
+    match Pred::Or(branches).simplified() {
+        Pred::Or(branches) => Pred::union_of_lists(&branches).unwrap_or(Pred::Or(branches)),
+        one => one,
     }
-    Pred::union_of_lists(&branches).unwrap_or(Pred::Or(branches))
 }
 
 impl Pred {
@@ -564,14 +561,11 @@ impl Pred {
         }
     }
 
-    /// For branches each of which is false or requires column `c` in a list (a conjunct
-    /// `c IN (…)`), `c IN` the union of those lists.
+    /// For branches each of which requires column `c` in a list (a conjunct `c IN (…)`), `c IN`
+    /// the union of those lists.
     fn union_of_lists(branches: &[Pred]) -> Option<Pred> {
         let mut found: Option<(ColRef, i128, Vec<i128>)> = None;
         for b in branches {
-            if matches!(b, Pred::Const(Some(false))) {
-                continue;
-            }
             let conjuncts = match b {
                 Pred::And(ps) => ps.as_slice(),
                 one => std::slice::from_ref(one),

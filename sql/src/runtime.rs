@@ -31,7 +31,6 @@ use datafusion::physical_expr::expressions::{
     self as phys, CaseExpr, CastExpr, DynamicFilterPhysicalExpr, InListExpr, IsNotNullExpr,
     IsNullExpr, Literal, NotExpr,
 };
-use datafusion::physical_expr_common::physical_expr::snapshot_generation;
 use nvpage::Schema;
 use parking_lot::Mutex;
 
@@ -67,9 +66,11 @@ impl RuntimeFilters {
         &self.filters
     }
 
-    /// A number that changes whenever one of the filters does.
+    /// A number that changes whenever one of the filters does: each is a
+    /// `DynamicFilterPhysicalExpr` (the scan takes no other), whose own generation counts its
+    /// updates, so no walk of its tree (asked at every page) is needed.
     pub(crate) fn generation(&self) -> u64 {
-        self.filters.iter().fold(0u64, |g, f| g.wrapping_add(snapshot_generation(f)))
+        self.filters.iter().fold(0u64, |g, f| g.wrapping_add(f.snapshot_generation()))
     }
 
     /// The predicate of generation `generation`: what the scan evaluates of every filter as it
@@ -81,16 +82,7 @@ impl RuntimeFilters {
         {
             return p.clone();
         }
-        let mut preds: Vec<Pred> = Vec::new();
-        for f in &self.filters {
-            let current = match f.downcast_ref::<DynamicFilterPhysicalExpr>() {
-                Some(d) => d.current().ok(),
-                None => Some(f.clone()),
-            };
-            if let Some(e) = current {
-                preds.push(weaken(&e, table, &self.output));
-            }
-        }
+        let preds = self.filters.iter().map(|f| weaken(f, table, &self.output));
         let pred = filter::conjoin(preds).map(Arc::new);
         *compiled = Some((generation, pred.clone()));
         pred

@@ -67,31 +67,30 @@ pub(crate) struct ScanSpec {
 
 /// What a scan counts, for `EXPLAIN ANALYZE`: the rows it read, the rows it handed on, and
 /// the time its fold took, waits for the consumer left out.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct ScanMetrics {
-    counts: Option<(Count, Count, Time)>,
+    scanned: Count,
+    output: Count,
+    time: Time,
 }
 
 impl ScanMetrics {
     fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
-        let scanned = MetricBuilder::new(set).counter("rows_scanned", partition);
-        let output = MetricBuilder::new(set).output_rows(partition);
-        let time = MetricBuilder::new(set).elapsed_compute(partition);
-        Self { counts: Some((scanned, output, time)) }
+        Self {
+            scanned: MetricBuilder::new(set).counter("rows_scanned", partition),
+            output: MetricBuilder::new(set).output_rows(partition),
+            time: MetricBuilder::new(set).elapsed_compute(partition),
+        }
     }
 
     fn record(&self, scanned: usize, output: usize) {
-        if let Some((s, o, _)) = &self.counts {
-            s.add(scanned);
-            o.add(output);
-        }
+        self.scanned.add(scanned);
+        self.output.add(output);
     }
 
     /// Adds the time since `since` to the fold's.
     fn lap(&self, since: Instant) {
-        if let Some((_, _, t)) = &self.counts {
-            t.add_duration(since.elapsed());
-        }
+        self.time.add_duration(since.elapsed());
     }
 }
 

@@ -7,7 +7,7 @@
 //! [`StorageError::AlreadyOpen`], naming the holders as `/proc/locks` shows them.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -58,13 +58,35 @@ pub(crate) fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
 }
 
 /// The holders of `file`'s `flock` that `/proc/locks` shows; none where it cannot be read.
+///
+/// The kernel lists the locks a buffer at a time, and a lock taken or dropped elsewhere between
+/// two reads can shift the listing past a line. So the file is read in as few reads as its size
+/// allows, and read again (a few times at most) while it shows no holder of a lock that was just
+/// refused.
 fn holders(file: &File) -> Holders {
-    let (Ok(meta), Ok(text)) = (file.metadata(), std::fs::read_to_string("/proc/locks")) else {
-        return Holders::default();
-    };
+    let Ok(meta) = file.metadata() else { return Holders::default() };
     let id =
         FileId { major: libc::major(meta.dev()), minor: libc::minor(meta.dev()), ino: meta.ino() };
-    holders_in(&text, id, std::process::id())
+    let mut h = Holders::default();
+    for _ in 0..LISTING_READS {
+        let Some(text) = proc_locks() else { break };
+        h = holders_in(&text, id, std::process::id());
+        if h.writer.is_some() {
+            break;
+        }
+    }
+    h
+}
+
+/// How many times [`holders`] reads `/proc/locks` before it settles for a listing without the
+/// file.
+const LISTING_READS: usize = 4;
+
+/// `/proc/locks` read whole, into a buffer large enough that most listings take one read.
+fn proc_locks() -> Option<String> {
+    let mut buf = Vec::with_capacity(1 << 20);
+    File::open("/proc/locks").ok()?.read_to_end(&mut buf).ok()?;
+    String::from_utf8(buf).ok()
 }
 
 /// A file as `/proc/locks` names it: its device's major and minor numbers and its inode.

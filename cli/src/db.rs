@@ -179,7 +179,11 @@ pub fn info(place: Place<'_>, out: &mut dyn Write) -> Result<(), Failure> {
             writeln!(out, "  {:<24} {rows:>12} rows {pages:>10} pages", t.name())?;
             for x in rx.indexes(t).map_err(io::Error::other)? {
                 let entries = rx.index_len(&x).map_err(io::Error::other)?;
-                let kind = if x.is_unique() { "unique index" } else { "index" };
+                let kind = match (x.is_primary(), x.is_unique()) {
+                    (true, _) => "primary key",
+                    (false, true) => "unique index",
+                    (false, false) => "index",
+                };
                 writeln!(
                     out,
                     "    {kind} {} ({}): {entries} entries",

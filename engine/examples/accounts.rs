@@ -1,4 +1,4 @@
-//! Accounts an application keeps by key: users upserted by email, transfers that read a balance
+//! Accounts an application keeps by key: users keyed and upserted by email, transfers that read a balance
 //! and set it by key, a count over a range of an index and a prefix scan, all without a row id
 //! in sight.
 //!
@@ -22,9 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Column::new("email", ColumnType::VarChar { max_len: 80 }),
             Column::new("city", ColumnType::VarChar { max_len: 40 }),
             Column::new("balance", ColumnType::Decimal { scale: 2 }),
-        ])?,
+        ])?
+        .with_primary_key(&["email"])?,
     )?;
-    let by_email = tx.create_unique_index("users_email", &users, &["email"])?;
+    // The primary key is a unique index made with the table, named `users_pkey`.
+    let by_email = tx.primary_key(&users)?.ok_or("a primary key")?;
     let by_balance = tx.create_index("users_balance", &users, &["balance"])?;
     for (email, city, cents) in [
         ("ada@example.com", "London", 10_000),

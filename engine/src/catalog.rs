@@ -13,7 +13,15 @@
 //!   extent count u32 | (start u64, len u32)* | pages used in the last extent u32
 //! column:
 //!   name len u8 | name | type tag u8 | type param u16 | nullable u8
+//! index (version 2 on):
+//!   id u32 | name len u8 | name | table id u32 | column count u16 | column u16* |
+//!   kind u8 (0 non-unique, 1 unique, 2 primary key) | root u64 | entries u64 |
+//!   extent count u32 | (start u64, len u32)* | pages used in the last extent u32 |
+//!   free page count u32 | page u64*
 //! ```
+//!
+//! A table's primary key is not written with its schema: it is its index of kind 2, whose
+//! columns the schema takes back when the catalog is read.
 //!
 //! A table's pages are all the pages of its extents but the last, then the first `used_in_last`
 //! pages of the last. Extents double in size (8 pages up to 1024), so a table's pages are few
@@ -38,10 +46,16 @@ pub const CATALOG_PAGE: u8 = b'C';
 /// old format). Version 5 added the column types `Bool`, `I16`, `F64`, `Timestamp` and `Binary`
 /// (type tags 7 to 11): a catalog is written as version 5 only while a table has a column of one
 /// of them, and as version 4 otherwise, so that a database that uses none of them still opens
-/// with builds from before them (which refuse version 5 as an unknown version).
-const CATALOG_VERSION: u32 = 5;
+/// with builds from before them (which refuse version 5 as an unknown version). Version 6 added
+/// primary keys: an index's kind byte is 2 for a table's primary key (0 and 1 as before). A
+/// catalog is written as version 6 only while a table has a primary key, by the same rule.
+const CATALOG_VERSION: u32 = 6;
+/// The version a catalog with the types of version 5 and no primary key is written as.
+const CATALOG_VERSION_WITHOUT_PRIMARY_KEYS: u32 = 5;
 /// The version a catalog without the types of version 5 is written as.
 const CATALOG_VERSION_WITHOUT_NEW_TYPES: u32 = 4;
+/// An index's kind byte: a table's primary key (version 6 on).
+const KIND_PRIMARY: u8 = 2;
 /// The largest column type tag of catalogs before version 5.
 const LAST_TAG_BEFORE_5: u8 = 6;
 /// The flag of a catalog whose counts (rows, index entries) may be behind the data: see
@@ -147,6 +161,8 @@ pub struct IndexMeta {
     pub columns: Vec<u16>,
     /// Whether a key may appear once only.
     pub unique: bool,
+    /// Whether it is its table's primary key (unique too): made and dropped with the table.
+    pub primary: bool,
     /// The root page (a leaf while the tree has one level).
     pub root: u64,
     /// Entries (one per row of the table).
@@ -252,7 +268,7 @@ impl<'a> Reader<'a> {
         let n = usize::from(self.u8()?);
         String::from_utf8(self.take(n)?.to_vec()).map_err(|_| corrupt("a name is not UTF-8"))
     }
-    fn indexes(&mut self) -> Result<Vec<IndexMeta>> {
+    fn indexes(&mut self, version: u32) -> Result<Vec<IndexMeta>> {
         let n = self.u32()? as usize;
         let mut out = Vec::with_capacity(n.min(1024));
         for _ in 0..n {
@@ -261,7 +277,12 @@ impl<'a> Reader<'a> {
             let table_id = self.u32()?;
             let ncols = usize::from(self.u16()?);
             let columns = (0..ncols).map(|_| self.u16()).collect::<Result<Vec<_>>>()?;
-            let unique = self.u8()? != 0;
+            let kind = self.u8()?;
+            if version >= 6 && kind > KIND_PRIMARY {
+                return Err(corrupt("unknown index kind"));
+            }
+            let primary = version >= 6 && kind == KIND_PRIMARY;
+            let unique = kind != 0;
             let root = self.u64()?;
             let entries = self.u64()?;
             let extents = self.extents()?;
@@ -278,6 +299,7 @@ impl<'a> Reader<'a> {
                 table_id,
                 columns,
                 unique,
+                primary,
                 root,
                 entries,
                 extents,
@@ -334,6 +356,7 @@ impl Catalog {
                 table_id,
                 columns,
                 unique,
+                primary,
                 root,
                 entries: _,
                 extents,
@@ -346,6 +369,7 @@ impl Catalog {
                 && *table_id == b.table_id
                 && *columns == b.columns
                 && *unique == b.unique
+                && *primary == b.primary
                 && *root == b.root
                 && *extents == b.extents
                 && *used_in_last == b.used_in_last
@@ -378,7 +402,13 @@ impl Catalog {
             .iter()
             .flat_map(|t| t.schema.columns())
             .any(|c| c.ty.tag() > LAST_TAG_BEFORE_5);
-        let version = if new_types { CATALOG_VERSION } else { CATALOG_VERSION_WITHOUT_NEW_TYPES };
+        let version = if self.indexes.iter().any(|x| x.primary) {
+            CATALOG_VERSION
+        } else if new_types {
+            CATALOG_VERSION_WITHOUT_PRIMARY_KEYS
+        } else {
+            CATALOG_VERSION_WITHOUT_NEW_TYPES
+        };
         out.extend_from_slice(&version.to_le_bytes());
         let flags = if self.counts_stale { FLAG_COUNTS_STALE } else { 0 };
         out.extend_from_slice(&flags.to_le_bytes());
@@ -413,7 +443,7 @@ impl Catalog {
             for c in &x.columns {
                 out.extend_from_slice(&c.to_le_bytes());
             }
-            out.push(u8::from(x.unique));
+            out.push(if x.primary { KIND_PRIMARY } else { u8::from(x.unique) });
             out.extend_from_slice(&x.root.to_le_bytes());
             out.extend_from_slice(&x.entries.to_le_bytes());
             put_extents(&mut out, &x.extents);
@@ -481,7 +511,7 @@ impl Catalog {
                 used_in_last,
             });
         }
-        let indexes = if version >= 2 { r.indexes()? } else { Vec::new() };
+        let indexes = if version >= 2 { r.indexes(version)? } else { Vec::new() };
         if version == 2 && !indexes.is_empty() {
             return Err(Error::IncompatibleFormat(format!(
                 "its {} index(es) have pages in the format of catalog version 2, and this nvpage \
@@ -491,7 +521,7 @@ impl Catalog {
             )));
         }
         let counts_stale = flags & FLAG_COUNTS_STALE != 0;
-        let cat = Catalog {
+        let mut cat = Catalog {
             next_table_id,
             free,
             pending_free: Vec::new(),
@@ -501,7 +531,29 @@ impl Catalog {
             counts_stale,
         };
         cat.check(page_count)?;
+        cat.attach_primary_keys()?;
         Ok(cat)
+    }
+
+    /// Gives each table with a primary-key index that key in its schema: one such index at
+    /// most per table, its columns NOT NULL as the schema was written.
+    fn attach_primary_keys(&mut self) -> Result<()> {
+        for x in self.indexes.iter().filter(|x| x.primary) {
+            let t = self
+                .tables
+                .iter_mut()
+                .find(|t| t.id == x.table_id)
+                .expect("check found every index's table");
+            let columns = t.schema.columns();
+            if t.schema.primary_key().is_some()
+                || x.columns.iter().any(|&c| columns[usize::from(c)].nullable)
+            {
+                return Err(corrupt("a second primary key, or one over a nullable column"));
+            }
+            let key = x.columns.iter().map(|&c| usize::from(c)).collect();
+            t.schema = t.schema.with_key_positions(key).map_err(|e| corrupt(&e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// Every extent inside the file, none overlapping, ids below the next id, names unique.
@@ -705,6 +757,7 @@ mod tests {
                 table_id: 2,
                 columns: vec![0, 2],
                 unique: true,
+                primary: false,
                 root: 121,
                 entries: 5,
                 extents: vec![Extent { start: 120, len: 8 }],
@@ -805,9 +858,89 @@ mod tests {
             assert!(matches!(Catalog::decode(&as_4, 10, vec![1]), Err(Error::CorruptCatalog(_))));
         }
         let mut newer = cat(ColumnType::Bool).encode();
-        newer[..4].copy_from_slice(&6u32.to_le_bytes());
+        newer[..4].copy_from_slice(&7u32.to_le_bytes());
         let e = Catalog::decode(&newer, 10, vec![1]).unwrap_err();
         assert!(matches!(e, Error::IncompatibleFormat(_)), "{e}");
         assert!(e.to_string().contains("newer nvpage"), "{e}");
+    }
+
+    /// A catalog is version 6 only while a table has a primary key, written as its index's kind
+    /// byte 2: the schema read back has the key (its columns NOT NULL); a kind 2 in an earlier
+    /// version is an ordinary unique index, a second primary key of one table or one over a
+    /// nullable column is damage.
+    #[test]
+    fn version_6_only_for_primary_keys() {
+        let plain = Schema::new(vec![
+            Column::new("a", ColumnType::I64),
+            Column::nullable("b", ColumnType::VarChar { max_len: 9 }),
+        ])
+        .unwrap();
+        let keyed = plain.with_primary_key(&["a"]).unwrap();
+        let index = |id, name: &str, columns, primary| IndexMeta {
+            id,
+            stamp: Stamp(0),
+            name: name.into(),
+            table_id: 1,
+            columns,
+            unique: true,
+            primary,
+            root: 20,
+            entries: 0,
+            extents: vec![Extent { start: 20 + u64::from(id) * 8, len: 8 }],
+            used_in_last: 1,
+            free_pages: Vec::new(),
+            pending_free_pages: Vec::new(),
+        };
+        let cat = |schema: &Schema, indexes: Vec<IndexMeta>| {
+            let mut indexes = indexes;
+            for x in &mut indexes {
+                x.root = x.extents[0].start;
+            }
+            Catalog {
+                next_table_id: 9,
+                free: Vec::new(),
+                pending_free: Vec::new(),
+                indexes,
+                tables: vec![TableMeta {
+                    id: 1,
+                    stamp: Stamp(0),
+                    name: "t".into(),
+                    schema: schema.clone(),
+                    rows: 0,
+                    extents: Vec::new(),
+                    used_in_last: 0,
+                }],
+                chain: vec![1],
+                counts_stale: false,
+            }
+        };
+        let version = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().unwrap());
+        let with_key = cat(&keyed, vec![index(2, "t_pkey", vec![0], true)]);
+        let blob = with_key.encode();
+        assert_eq!(version(&blob), 6);
+        let read = Catalog::decode(&blob, 100, vec![1]).unwrap();
+        assert_eq!(read.tables[0].schema.primary_key(), Some(&[0][..]));
+        assert_eq!(unstamped(read), with_key);
+        // Without a primary key, the version is as before.
+        let unique = cat(&keyed, vec![index(2, "t_a", vec![0], false)]);
+        assert_eq!(version(&unique.encode()), 4);
+        let read = Catalog::decode(&unique.encode(), 100, vec![1]).unwrap();
+        assert_eq!(read.tables[0].schema.primary_key(), None);
+        // Kind 2 read as version 5: a unique index, no primary key.
+        let mut as_5 = blob.clone();
+        as_5[..4].copy_from_slice(&5u32.to_le_bytes());
+        let read = Catalog::decode(&as_5, 100, vec![1]).unwrap();
+        assert!(read.indexes[0].unique && !read.indexes[0].primary);
+        assert_eq!(read.tables[0].schema.primary_key(), None);
+        // Two primary keys of one table; one over a nullable column.
+        let two = cat(
+            &keyed,
+            vec![index(2, "t_pkey", vec![0], true), index(3, "t_other", vec![0], true)],
+        );
+        let e = Catalog::decode(&two.encode(), 100, vec![1]).unwrap_err();
+        assert!(matches!(e, Error::CorruptCatalog(_)), "{e}");
+        let nullable = cat(&plain, vec![index(2, "t_pkey", vec![1], true)]);
+        let e = Catalog::decode(&nullable.encode(), 100, vec![1]).unwrap_err();
+        assert!(matches!(e, Error::CorruptCatalog(_)), "{e}");
     }
 }

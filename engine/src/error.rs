@@ -197,6 +197,15 @@ pub enum Error {
          look the rows up and change each by its id)"
     )]
     NotUnique(String),
+    /// [`WriteTxn::drop_index`](crate::WriteTxn::drop_index) given a table's primary key, which
+    /// lives and goes with its table.
+    #[error("index {index} is the primary key of table {table}: it is dropped with the table")]
+    PrimaryKeyIndex {
+        /// The index.
+        index: String,
+        /// Its table.
+        table: String,
+    },
     /// A column named twice among the columns an update sets.
     #[error("column {0} is set twice in one update")]
     DuplicateColumn(String),
@@ -330,6 +339,7 @@ impl Error {
             | Error::UnknownIndex(_)
             | Error::IndexExists(_)
             | Error::NotUnique(_)
+            | Error::PrimaryKeyIndex { .. }
             | Error::DuplicateColumn(_)
             | Error::UniqueViolation { .. }
             | Error::KeyTooLarge { .. }

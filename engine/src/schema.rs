@@ -208,6 +208,8 @@ struct SchemaInner {
     var_cols: Vec<usize>,
     /// Indices of the `Bool` columns, whose bytes [`crate::RowRef::check_values`] checks.
     bool_cols: Vec<usize>,
+    /// The primary key's columns, in key order (empty: none).
+    primary_key: Vec<usize>,
 }
 
 impl Schema {
@@ -239,7 +241,61 @@ impl Schema {
         };
         let var_cols = of(ColumnType::is_var);
         let bool_cols = of(|ty| ty == ColumnType::Bool);
-        Ok(Schema(Arc::new(SchemaInner { columns, offsets, fixed_end: at, var_cols, bool_cols })))
+        let primary_key = Vec::new();
+        let inner =
+            SchemaInner { columns, offsets, fixed_end: at, var_cols, bool_cols, primary_key };
+        Ok(Schema(Arc::new(inner)))
+    }
+
+    /// This schema with a primary key of `columns` (named, in key order): no two rows of the
+    /// table may have one key, and its columns become NOT NULL. A table created with it gets a
+    /// unique index `<table>_pkey` over those columns, made and dropped with the table
+    /// ([`ReadOps::primary_key`](crate::ReadOps::primary_key)). Unknown, repeated or no columns
+    /// are errors.
+    ///
+    /// ```
+    /// use nvpage::{Column, ColumnType, Schema};
+    ///
+    /// let schema = Schema::new(vec![
+    ///     Column::nullable("id", ColumnType::I64),
+    ///     Column::new("name", ColumnType::VarChar { max_len: 40 }),
+    /// ])?
+    /// .with_primary_key(&["id"])?;
+    /// assert_eq!(schema.primary_key(), Some(&[0][..]));
+    /// assert!(!schema.columns()[0].nullable);
+    /// # Ok::<(), nvpage::Error>(())
+    /// ```
+    pub fn with_primary_key(&self, columns: &[&str]) -> Result<Schema> {
+        let mut key = Vec::with_capacity(columns.len());
+        for c in columns {
+            let i = self.index_of(c)?;
+            if key.contains(&i) {
+                return Err(Error::InvalidSchema(format!("column {c} twice in the primary key")));
+            }
+            key.push(i);
+        }
+        self.with_key_positions(key)
+    }
+
+    /// [`Self::with_primary_key`] by column positions (the catalog's form).
+    pub(crate) fn with_key_positions(&self, key: Vec<usize>) -> Result<Schema> {
+        if key.is_empty() {
+            return Err(Error::InvalidSchema("a primary key needs at least one column".into()));
+        }
+        let mut columns = self.0.columns.clone();
+        for &i in &key {
+            columns[i].nullable = false;
+        }
+        let plain = Schema::new(columns)?;
+        let mut inner = Arc::into_inner(plain.0).expect("a schema just made is not shared");
+        inner.primary_key = key;
+        Ok(Schema(Arc::new(inner)))
+    }
+
+    /// The primary key's columns, by position in key order, if the schema has one
+    /// ([`Self::with_primary_key`]).
+    pub fn primary_key(&self) -> Option<&[usize]> {
+        Some(&self.0.primary_key[..]).filter(|k| !k.is_empty())
     }
 
     /// The columns, in order.

@@ -50,6 +50,7 @@ use crate::table::{DropTarget, Fsm, RowId, Table};
 use crate::undo;
 
 mod indexing;
+use indexing::{IndexKind, primary_key_name};
 mod keyed;
 
 pub use keyed::Upserted;
@@ -365,6 +366,7 @@ fn may_leave_half(e: &Error) -> bool {
             | Error::UnknownIndex(_)
             | Error::IndexExists(_)
             | Error::NotUnique(_)
+            | Error::PrimaryKeyIndex { .. }
             | Error::DuplicateColumn(_)
             | Error::UniqueViolation { .. }
             | Error::KeyTooLarge { .. }
@@ -493,6 +495,16 @@ pub trait ReadOps: sealed::Reads {
             .table_by_id(x.table_id)
             .ok_or_else(|| Error::CorruptCatalog(format!("index {name} of no table")))?;
         Ok(Index::from_meta(x, t))
+    }
+
+    /// `table`'s primary key: the unique index a table created with a
+    /// [`Schema::with_primary_key`](crate::Schema::with_primary_key) has, named `<table>_pkey`;
+    /// `None` for a table without one.
+    fn primary_key(&self, table: &Table) -> Result<Option<Index>> {
+        let ctx = self.ctx();
+        let t = ctx.meta(table)?;
+        let mut xs = ctx.catalog.indexes.iter();
+        Ok(xs.find(|x| x.table_id == t.id && x.primary).map(|x| Index::from_meta(x, t)))
     }
 
     /// `table`'s indexes, in creation order.
@@ -813,10 +825,16 @@ impl WriteTxn<'_> {
         if name.is_empty() || name.len() > 255 {
             return Err(Error::InvalidSchema("a table name is 1 to 255 bytes".into()));
         }
-        let cat = &mut self.catalog;
-        if cat.table(name).is_some() {
+        if self.catalog.table(name).is_some() {
             return Err(Error::TableExists(name.into()));
         }
+        // A primary key's index is checked before anything changes, so that its create cannot
+        // fail on a name or a key length after the table exists.
+        let key = schema.primary_key().map(|k| (primary_key_name(name), k.to_vec()));
+        if let Some((index, cols)) = &key {
+            self.check_new_index(index, &schema, cols)?;
+        }
+        let cat = &mut self.catalog;
         let id = cat.next_table_id;
         cat.next_table_id =
             id.checked_add(1).ok_or_else(|| Error::InvalidSchema("table ids exhausted".into()))?;
@@ -833,6 +851,12 @@ impl WriteTxn<'_> {
         cat.tables.push(meta);
         self.db.fsm.lock().insert(id, Fsm::complete());
         self.catalog_dirty = true;
+        if let Some((index, cols)) = key {
+            let live = self.live(&t)?;
+            let names: Vec<&str> =
+                cols.iter().map(|&c| t.schema().columns()[c].name.as_str()).collect();
+            self.create_index_inner(&index, live, &names, IndexKind::Primary)?;
+        }
         Ok(t)
     }
 

@@ -37,8 +37,10 @@
 //!   and one that fails after changing something dooms the transaction: every later statement
 //!   is refused, and `COMMIT` rolls back and says why (as PostgreSQL does).
 //! - **Types** map as [`types`] says; `CREATE TABLE` takes `INT`, `BIGINT`, `DECIMAL(p, s)` (p
-//!   ≤ 18), `DATE`, `CHAR(n)`, `VARCHAR(n)`, `TEXT`, `NOT NULL` and a `PRIMARY KEY` (its columns
-//!   NOT NULL and a unique index `<table>_pkey`).
+//!   ≤ 18), `DATE`, `CHAR(n)`, `VARCHAR(n)`, `TEXT`, `NOT NULL` and a `PRIMARY KEY`: the
+//!   engine's ([`nvpage::Schema::with_primary_key`]), its columns NOT NULL and a unique index
+//!   `<table>_pkey` dropped only with the table; DataFusion is told of it, so a `GROUP BY` of
+//!   the key may select the table's other columns.
 //!
 //! A `DataFrame` of a query or of an `INSERT`, `UPDATE` or `DELETE` runs when it is collected
 //! (or streamed); other statements have run when [`Session::sql`] returns.

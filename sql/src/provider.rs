@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{Statistics, stats::Precision};
+use datafusion::common::{Constraint, Constraints, Statistics, stats::Precision};
 use datafusion::datasource::TableType;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::error::Result as DfResult;
@@ -37,12 +37,17 @@ pub struct NvpageTable {
     writer: Writer,
     /// Live rows as of the catalog the table was found in (exact).
     rows: u64,
+    /// The table's primary key, as DataFusion knows keys (its planner derives functional
+    /// dependencies from it; the engine enforces it).
+    constraints: Constraints,
 }
 
 impl NvpageTable {
     pub(crate) fn new(table: Table, rows: u64, writer: Writer) -> Self {
         let schema = arrow_schema(table.schema());
-        Self { table, schema, writer, rows }
+        let key = table.schema().primary_key().map(|k| Constraint::PrimaryKey(k.to_vec()));
+        let constraints = Constraints::new_unverified(key.into_iter().collect());
+        Self { table, schema, writer, rows, constraints }
     }
 
     /// The engine's handle on the table.
@@ -75,6 +80,10 @@ impl TableProvider for NvpageTable {
 
     fn table_type(&self) -> TableType {
         TableType::Base
+    }
+
+    fn constraints(&self) -> Option<&Constraints> {
+        Some(&self.constraints)
     }
 
     async fn scan(

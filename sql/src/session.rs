@@ -224,7 +224,7 @@ impl Session {
 
     async fn create_table(&self, ct: &CreateTable) -> Result<()> {
         let name = table_name(&ct.name)?;
-        let (schema, key) = declared_schema(ct)?;
+        let schema = declared_schema(ct)?;
         let if_not_exists = ct.if_not_exists;
         self.writer
             .statement(move |slot| {
@@ -232,11 +232,7 @@ impl Session {
                 if if_not_exists && txn.table(&name).is_ok() {
                     return Ok(());
                 }
-                let t = txn.create_table(&name, schema)?;
-                if let Some(cols) = key {
-                    let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
-                    txn.create_unique_index(&format!("{name}_pkey"), &t, &cols)?;
-                }
+                txn.create_table(&name, schema)?;
                 Ok(())
             })
             .await
@@ -255,7 +251,7 @@ impl Session {
         let schema = if ct.columns.is_empty() {
             schema_of(df.schema().as_arrow())?
         } else {
-            declared_schema(ct)?.0
+            declared_schema(ct)?
         };
         // Declared columns take the query's values as an INSERT would, cast to their types.
         let casts: Option<Vec<_>> = (!ct.columns.is_empty())
@@ -385,9 +381,9 @@ fn table_name(name: &ObjectName) -> Result<String> {
     }
 }
 
-/// The schema a `CREATE TABLE` declares, and its primary key's columns if it names one (a
-/// primary key is its columns made NOT NULL, with a unique index `<table>_pkey`).
-fn declared_schema(ct: &CreateTable) -> Result<(Schema, Option<Vec<String>>)> {
+/// The schema a `CREATE TABLE` declares, with its primary key if it names one (the engine's:
+/// its columns NOT NULL, with a unique index `<table>_pkey` made and dropped with the table).
+fn declared_schema(ct: &CreateTable) -> Result<Schema> {
     let mut key: Option<Vec<String>> = None;
     let mut set_key = |cols: Vec<String>| {
         if key.replace(cols).is_some() {
@@ -404,10 +400,7 @@ fn declared_schema(ct: &CreateTable) -> Result<(Schema, Option<Vec<String>>)> {
             match &o.option {
                 ColumnOption::NotNull => nullable = false,
                 ColumnOption::Null => nullable = true,
-                ColumnOption::PrimaryKey(_) => {
-                    nullable = false;
-                    set_key(vec![name.clone()])?;
-                }
+                ColumnOption::PrimaryKey(_) => set_key(vec![name.clone()])?,
                 other => {
                     return Err(Error::Plan(format!(
                         "column {name}: {other} is not supported (NOT NULL, NULL and PRIMARY KEY \
@@ -439,14 +432,11 @@ fn declared_schema(ct: &CreateTable) -> Result<(Schema, Option<Vec<String>>)> {
             }
         }
     }
-    if let Some(cols) = &key {
-        for k in cols {
-            let c = columns
-                .iter_mut()
-                .find(|c| &c.name == k)
-                .ok_or_else(|| Error::Plan(format!("primary key column {k} is not a column")))?;
-            c.nullable = false;
-        }
+    let schema = Schema::new(columns)?;
+    let Some(cols) = key else { return Ok(schema) };
+    if let Some(k) = cols.iter().find(|k| schema.index_of(k).is_err()) {
+        return Err(Error::Plan(format!("primary key column {k} is not a column")));
     }
-    Ok((Schema::new(columns)?, key))
+    let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
+    Ok(schema.with_primary_key(&cols)?)
 }

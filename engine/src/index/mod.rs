@@ -43,6 +43,7 @@ pub struct Index {
     table: Arc<str>,
     columns: Arc<[String]>,
     unique: bool,
+    primary: bool,
 }
 
 impl Index {
@@ -54,6 +55,7 @@ impl Index {
             table: t.name.as_str().into(),
             columns: names.collect(),
             unique: x.unique,
+            primary: x.primary,
         }
     }
 
@@ -75,6 +77,12 @@ impl Index {
     /// Whether a key appears at most once (keys with a NULL excepted).
     pub fn is_unique(&self) -> bool {
         self.unique
+    }
+
+    /// Whether the index is its table's primary key
+    /// ([`ReadOps::primary_key`](crate::ReadOps::primary_key)).
+    pub fn is_primary(&self) -> bool {
+        self.primary
     }
 }
 

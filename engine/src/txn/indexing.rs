@@ -20,6 +20,22 @@ use crate::schema::Schema;
 use crate::table::{DropTarget, RowId, Table};
 use crate::txn::ReadOps;
 
+/// What [`WriteTxn::create_index_inner`] makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum IndexKind {
+    /// Keys may repeat.
+    Plain,
+    /// A key appears once at most (NULLs aside).
+    Unique,
+    /// A table's primary key: unique, over NOT NULL columns, made and dropped with the table.
+    Primary,
+}
+
+/// The name of table `table`'s primary-key index.
+pub(super) fn primary_key_name(table: &str) -> String {
+    format!("{table}_pkey")
+}
+
 /// Tables of up to this many rows are indexed by reading every key into memory and sorting
 /// (about 40 bytes a row); larger ones are first checked for keys that come in order, which are
 /// then indexed as they are read.
@@ -32,7 +48,7 @@ impl WriteTxn<'_> {
     pub fn create_index(&mut self, name: &str, table: &Table, columns: &[&str]) -> Result<Index> {
         self.statement(|t| {
             let table = t.live(table)?;
-            t.create_index_inner(name, table, columns, false)
+            t.create_index_inner(name, table, columns, IndexKind::Plain)
         })
     }
 
@@ -48,40 +64,29 @@ impl WriteTxn<'_> {
     ) -> Result<Index> {
         self.statement(|t| {
             let table = t.live(table)?;
-            t.create_index_inner(name, table, columns, true)
+            t.create_index_inner(name, table, columns, IndexKind::Unique)
         })
     }
 
-    fn create_index_inner(
+    pub(super) fn create_index_inner(
         &mut self,
         name: &str,
         table: Live<'_>,
         columns: &[&str],
-        unique: bool,
+        kind: IndexKind,
     ) -> Result<Index> {
-        if name.is_empty() || name.len() > 255 {
-            return Err(Error::InvalidSchema("an index name is 1 to 255 bytes".into()));
-        }
-        if self.catalog.index(name).is_some() {
-            return Err(Error::IndexExists(name.into()));
-        }
         let schema = self.meta(&table)?.schema.clone();
-        if columns.is_empty() {
-            return Err(Error::InvalidSchema("an index needs at least one column".into()));
-        }
-        let mut cols = Vec::with_capacity(columns.len());
+        let mut positions = Vec::with_capacity(columns.len());
         for c in columns {
-            let i = schema.index_of(c)? as u16;
-            if cols.contains(&i) {
+            let i = schema.index_of(c)?;
+            if positions.contains(&i) {
                 return Err(Error::InvalidSchema(format!("column {c} twice in index {name}")));
             }
-            cols.push(i);
+            positions.push(i);
         }
-        let (bytes, max) = (key::max_len(&schema, &cols, true), node::max_key(self.db.page_size()));
-        if bytes > max {
-            let columns = columns.iter().map(|c| c.to_string()).collect();
-            return Err(Error::KeyTooLarge { index: name.into(), columns, bytes, max });
-        }
+        self.check_new_index(name, &schema, &positions)?;
+        let cols: Vec<u16> = positions.iter().map(|&i| i as u16).collect();
+        let unique = kind != IndexKind::Plain;
         let id = self.catalog.next_table_id;
         let next_id =
             id.checked_add(1).ok_or_else(|| Error::InvalidSchema("table ids exhausted".into()))?;
@@ -92,6 +97,7 @@ impl WriteTxn<'_> {
             table_id: table.id,
             columns: cols,
             unique,
+            primary: kind == IndexKind::Primary,
             root: 0,
             entries: 0,
             extents: Vec::new(),
@@ -192,9 +198,44 @@ impl WriteTxn<'_> {
                     (indexes.iter().position(|x| x.stamp == h.stamp), h.name())
                 }
             };
-            let x = t.catalog.indexes.remove(i.ok_or_else(|| Error::UnknownIndex(name.into()))?);
+            let i = i.ok_or_else(|| Error::UnknownIndex(name.into()))?;
+            let x = &t.catalog.indexes[i];
+            if x.primary {
+                let table = t.catalog.table_by_id(x.table_id).map(|t| t.name.clone());
+                let table = table
+                    .ok_or_else(|| Error::CorruptCatalog(format!("index {name} of no table")))?;
+                return Err(Error::PrimaryKeyIndex { index: x.name.clone(), table });
+            }
+            let x = t.catalog.indexes.remove(i);
             t.release_index(&x)
         })
+    }
+
+    /// Fails unless an index `name` over the columns at `positions` of `schema` could be made:
+    /// a name of 1 to 255 bytes that no index has, at least one column, and keys that fit a
+    /// node.
+    pub(super) fn check_new_index(
+        &self,
+        name: &str,
+        schema: &Schema,
+        positions: &[usize],
+    ) -> Result<()> {
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidSchema("an index name is 1 to 255 bytes".into()));
+        }
+        if self.catalog.index(name).is_some() {
+            return Err(Error::IndexExists(name.into()));
+        }
+        if positions.is_empty() {
+            return Err(Error::InvalidSchema("an index needs at least one column".into()));
+        }
+        let cols: Vec<u16> = positions.iter().map(|&i| i as u16).collect();
+        let (bytes, max) = (key::max_len(schema, &cols, true), node::max_key(self.db.page_size()));
+        if bytes > max {
+            let columns = positions.iter().map(|&i| schema.columns()[i].name.clone()).collect();
+            return Err(Error::KeyTooLarge { index: name.into(), columns, bytes, max });
+        }
+        Ok(())
     }
 
     /// Lets a dropped index's pages go, as a dropped table's.

@@ -176,7 +176,11 @@ pub fn info(place: Place<'_>, out: &mut dyn Write) -> Result<(), Failure> {
         for t in &tables {
             let rows = rx.row_count(t).map_err(io::Error::other)?;
             let pages = rx.page_count(t).map_err(io::Error::other)?;
-            writeln!(out, "  {:<24} {rows:>12} rows {pages:>10} pages", t.name())?;
+            let kind = match t.storage() {
+                nvpage::Storage::Heap => "",
+                nvpage::Storage::Clustered => " (clustered: rows in its primary key's leaves)",
+            };
+            writeln!(out, "  {:<24} {rows:>12} rows {pages:>10} pages{kind}", t.name())?;
             for x in rx.indexes(t).map_err(io::Error::other)? {
                 let entries = rx.index_len(&x).map_err(io::Error::other)?;
                 let kind = match (x.is_primary(), x.is_unique()) {

@@ -15,13 +15,15 @@
 //!   name len u8 | name | type tag u8 | type param u16 | nullable u8
 //! index (version 2 on):
 //!   id u32 | name len u8 | name | table id u32 | column count u16 | column u16* |
-//!   kind u8 (0 non-unique, 1 unique, 2 primary key) | root u64 | entries u64 |
+//!   kind u8 (0 non-unique, 1 unique, 2 primary key, 3 a clustered table's primary key) |
+//!   root u64 | entries u64 |
 //!   extent count u32 | (start u64, len u32)* | pages used in the last extent u32 |
 //!   free page count u32 | page u64*
 //! ```
 //!
-//! A table's primary key is not written with its schema: it is its index of kind 2, whose
-//! columns the schema takes back when the catalog is read.
+//! A table's primary key is not written with its schema: it is its index of kind 2 or 3, whose
+//! columns the schema takes back when the catalog is read. A table whose key is of kind 3 is
+//! clustered: its rows are that tree's leaf values, and it has no extents of its own.
 //!
 //! A table's pages are all the pages of its extents but the last, then the first `used_in_last`
 //! pages of the last. Extents double in size (8 pages up to 1024), so a table's pages are few
@@ -33,7 +35,9 @@ use nvpage_storage::PageId;
 use nvpage_storage::page::PAGE_HEADER_LEN;
 
 use crate::error::{Error, Result};
+use crate::index::node::LeafValues;
 use crate::schema::{Column, ColumnType, Schema};
+use crate::table::Storage;
 
 /// The catalog's first page.
 pub const CATALOG_ROOT: PageId = PageId(1);
@@ -56,6 +60,9 @@ const CATALOG_VERSION_WITHOUT_PRIMARY_KEYS: u32 = 5;
 const CATALOG_VERSION_WITHOUT_NEW_TYPES: u32 = 4;
 /// An index's kind byte: a table's primary key (version 6 on).
 const KIND_PRIMARY: u8 = 2;
+/// An index's kind byte: a clustered table's primary key, whose leaves hold its rows (version 6
+/// on).
+const KIND_CLUSTERED: u8 = 3;
 /// The largest column type tag of catalogs before version 5.
 const LAST_TAG_BEFORE_5: u8 = 6;
 /// The flag of a catalog whose counts (rows, index entries) may be behind the data: see
@@ -117,6 +124,9 @@ pub struct TableMeta {
     pub extents: Vec<Extent>,
     /// Pages taken from the last extent.
     pub used_in_last: u32,
+    /// Where its rows live (not written: a clustered table is one whose primary key is of kind
+    /// 3, and it has no extents of its own).
+    pub storage: Storage,
 }
 
 impl TableMeta {
@@ -163,6 +173,10 @@ pub struct IndexMeta {
     pub unique: bool,
     /// Whether it is its table's primary key (unique too): made and dropped with the table.
     pub primary: bool,
+    /// Whether it is a clustered table's primary key, whose leaves hold the table's rows.
+    pub clustered: bool,
+    /// What its leaves hold beside the keys (not written: it follows from the table's kind).
+    pub leaf_values: LeafValues,
     /// The root page (a leaf while the tree has one level).
     pub root: u64,
     /// Entries (one per row of the table).
@@ -278,11 +292,13 @@ impl<'a> Reader<'a> {
             let ncols = usize::from(self.u16()?);
             let columns = (0..ncols).map(|_| self.u16()).collect::<Result<Vec<_>>>()?;
             let kind = self.u8()?;
-            if version >= 6 && kind > KIND_PRIMARY {
+            if version >= 6 && kind > KIND_CLUSTERED {
                 return Err(corrupt("unknown index kind"));
             }
-            let primary = version >= 6 && kind == KIND_PRIMARY;
+            let clustered = version >= 6 && kind == KIND_CLUSTERED;
+            let primary = version >= 6 && (kind == KIND_PRIMARY || clustered);
             let unique = kind != 0;
+            let leaf_values = if clustered { LeafValues::Sized } else { LeafValues::RowIds };
             let root = self.u64()?;
             let entries = self.u64()?;
             let extents = self.extents()?;
@@ -300,6 +316,8 @@ impl<'a> Reader<'a> {
                 columns,
                 unique,
                 primary,
+                clustered,
+                leaf_values,
                 root,
                 entries,
                 extents,
@@ -341,12 +359,14 @@ impl Catalog {
             self;
         let same_table = |a: &TableMeta, b: &TableMeta| {
             // Stamps are not written: an entry created again differs in its id too.
-            let TableMeta { id, stamp: _, name, schema, rows: _, extents, used_in_last } = a;
+            let TableMeta { id, stamp: _, name, schema, rows: _, extents, used_in_last, storage } =
+                a;
             *id == b.id
                 && *name == b.name
                 && *schema == b.schema
                 && *extents == b.extents
                 && *used_in_last == b.used_in_last
+                && *storage == b.storage
         };
         let same_index = |a: &IndexMeta, b: &IndexMeta| {
             let IndexMeta {
@@ -357,6 +377,8 @@ impl Catalog {
                 columns,
                 unique,
                 primary,
+                clustered,
+                leaf_values,
                 root,
                 entries: _,
                 extents,
@@ -370,6 +392,8 @@ impl Catalog {
                 && *columns == b.columns
                 && *unique == b.unique
                 && *primary == b.primary
+                && *clustered == b.clustered
+                && *leaf_values == b.leaf_values
                 && *root == b.root
                 && *extents == b.extents
                 && *used_in_last == b.used_in_last
@@ -443,7 +467,11 @@ impl Catalog {
             for c in &x.columns {
                 out.extend_from_slice(&c.to_le_bytes());
             }
-            out.push(if x.primary { KIND_PRIMARY } else { u8::from(x.unique) });
+            out.push(match (x.clustered, x.primary) {
+                (true, _) => KIND_CLUSTERED,
+                (false, true) => KIND_PRIMARY,
+                (false, false) => u8::from(x.unique),
+            });
             out.extend_from_slice(&x.root.to_le_bytes());
             out.extend_from_slice(&x.entries.to_le_bytes());
             put_extents(&mut out, &x.extents);
@@ -509,6 +537,7 @@ impl Catalog {
                 rows,
                 extents,
                 used_in_last,
+                storage: Storage::Heap,
             });
         }
         let indexes = if version >= 2 { r.indexes(version)? } else { Vec::new() };
@@ -550,8 +579,14 @@ impl Catalog {
             {
                 return Err(corrupt("a second primary key, or one over a nullable column"));
             }
+            if x.clustered && !t.extents.is_empty() {
+                return Err(corrupt("a clustered table with heap pages"));
+            }
             let key = x.columns.iter().map(|&c| usize::from(c)).collect();
             t.schema = t.schema.with_key_positions(key).map_err(|e| corrupt(&e.to_string()))?;
+            if x.clustered {
+                t.storage = Storage::Clustered;
+            }
         }
         Ok(())
     }
@@ -758,6 +793,8 @@ mod tests {
                 columns: vec![0, 2],
                 unique: true,
                 primary: false,
+                clustered: false,
+                leaf_values: LeafValues::RowIds,
                 root: 121,
                 entries: 5,
                 extents: vec![Extent { start: 120, len: 8 }],
@@ -773,6 +810,7 @@ mod tests {
                 rows: 5,
                 extents: vec![Extent { start: 2, len: 8 }, Extent { start: 10, len: 16 }],
                 used_in_last: 3,
+                storage: Storage::Heap,
             }],
             chain: vec![1],
             counts_stale: false,
@@ -830,6 +868,7 @@ mod tests {
             rows: 0,
             extents: Vec::new(),
             used_in_last: 0,
+            storage: Storage::Heap,
         };
         let cat = |ty| Catalog {
             next_table_id: 2,
@@ -884,6 +923,8 @@ mod tests {
             columns,
             unique: true,
             primary,
+            clustered: false,
+            leaf_values: LeafValues::RowIds,
             root: 20,
             entries: 0,
             extents: vec![Extent { start: 20 + u64::from(id) * 8, len: 8 }],
@@ -909,6 +950,7 @@ mod tests {
                     rows: 0,
                     extents: Vec::new(),
                     used_in_last: 0,
+                    storage: Storage::Heap,
                 }],
                 chain: vec![1],
                 counts_stale: false,

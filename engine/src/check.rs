@@ -167,13 +167,6 @@ impl Database {
                     }
                 }
             }
-            if tr.rows_scanned != tr.rows_in_catalog {
-                report.damage.push(format!(
-                    "table {}: the catalog counts {} rows, its pages hold {}",
-                    t.name, tr.rows_in_catalog, tr.rows_scanned
-                ));
-            }
-            report.tables.push(tr);
             for (x, keys) in indexed {
                 let (mut found, mut verified) = (Vec::new(), 0);
                 let mut read_page = |id: u64| -> Result<Option<Vec<u8>>> {
@@ -182,12 +175,25 @@ impl Database {
                     verified += u64::from(ok);
                     Ok(ok.then_some(b))
                 };
-                let ir = verify(x, &t.name, keys, &mut read_page, &mut report.damage, &mut in_use)?;
+                let rows = x.clustered.then_some(&t.schema);
+                let damage = &mut report.damage;
+                let ir = verify(x, &t.name, rows, keys, &mut read_page, damage, &mut in_use)?;
                 // A page that does not verify is named by the storage layer's error; say whose.
                 report.damage.extend(found.into_iter().map(|e| format!("index {}: {e}", x.name)));
                 report.pages_verified += verified;
+                if x.clustered {
+                    // A clustered table's rows are its tree's entries.
+                    (tr.rows_scanned, tr.pages) = (ir.entries_found, ir.pages);
+                }
                 report.indexes.push(ir);
             }
+            if tr.rows_scanned != tr.rows_in_catalog {
+                report.damage.push(format!(
+                    "table {}: the catalog counts {} rows, its pages hold {}",
+                    t.name, tr.rows_in_catalog, tr.rows_scanned
+                ));
+            }
+            report.tables.push(tr);
         }
         let mut scratch = Vec::new();
         for id in 0..report.page_count {

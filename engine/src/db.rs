@@ -753,7 +753,8 @@ fn create(dir: &Path, log_dir: &Path, b: &Builder, page_size: PageSize) -> Resul
     Ok(())
 }
 
-/// Counts the rows of every table, reading each of its pages, after an open found the file's
+/// Counts the rows of every table, reading each of its pages (a clustered table's: the entries
+/// of its tree's leaves), after an open found the file's
 /// counts possibly stale (no clean close since commits changed counts only: see
 /// `Catalog::counts_stale`). Every row is in each of its table's indexes once, so an index
 /// holds as many entries as its table rows (`check` verifies both). The flag stays: it is the
@@ -766,10 +767,22 @@ fn count_rows(pool: &BufferPool, catalog: &mut Catalog) -> bool {
         let page = pool.read(p, View::Writer)?;
         Ok(HeapPage::new(&page, id, p.0)?.rows().count() as u64)
     };
+    // A clustered table's rows are its tree's leaf entries.
+    let count_leaves = |x: &catalog::IndexMeta| -> Result<u64> {
+        let leaves = crate::index::tree::leaves(pool, View::Writer, x)?;
+        leaves.into_iter().try_fold(0, |n, p| {
+            let page = pool.read(PageId(p), View::Writer)?;
+            Ok(n + crate::index::node::Node::new(&page, x.id, p)?.len() as u64)
+        })
+    };
     let mut all = true;
     let Catalog { tables, indexes, .. } = catalog;
     for t in tables.iter_mut() {
-        match t.pages().map(|p| count(t.id, p)).sum::<Result<u64>>() {
+        let counted = match indexes.iter().find(|x| x.table_id == t.id && x.clustered) {
+            Some(x) => count_leaves(x),
+            None => t.pages().map(|p| count(t.id, p)).sum::<Result<u64>>(),
+        };
+        match counted {
             Ok(rows) => {
                 t.rows = rows;
                 for x in indexes.iter_mut().filter(|x| x.table_id == t.id) {

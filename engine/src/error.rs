@@ -197,6 +197,16 @@ pub enum Error {
          look the rows up and change each by its id)"
     )]
     NotUnique(String),
+    /// A call that takes a row id, given a clustered table (or its row id,
+    /// [`RowId::KEYED`](crate::RowId::KEYED)): its rows are found and changed by key.
+    #[error(
+        "table {0} keeps its rows in its primary key's order: find and change them by key \
+         (get_by, update_by, delete_by, upsert with its primary key), not by row id"
+    )]
+    KeyedRows(String),
+    /// What this build does not do yet, named.
+    #[error("not supported yet: {0}")]
+    Unsupported(String),
     /// [`WriteTxn::drop_index`](crate::WriteTxn::drop_index) given a table's primary key, which
     /// lives and goes with its table.
     #[error("index {index} is the primary key of table {table}: it is dropped with the table")]
@@ -340,6 +350,8 @@ impl Error {
             | Error::IndexExists(_)
             | Error::NotUnique(_)
             | Error::PrimaryKeyIndex { .. }
+            | Error::KeyedRows(_)
+            | Error::Unsupported(_)
             | Error::DuplicateColumn(_)
             | Error::UniqueViolation { .. }
             | Error::KeyTooLarge { .. }

@@ -19,7 +19,6 @@
 use std::marker::PhantomData;
 
 use crate::error::{Error, Result};
-use crate::heap;
 use crate::row::{Brand, Kind, PageCol, PageRow, RowRef, kind};
 use crate::scan::PageRows;
 use crate::table::RowId;
@@ -65,14 +64,14 @@ impl<'p> PageRows<'p> {
         let bytes = self.bytes();
         let base = bytes.as_ptr() as usize;
         let fixed_end = self.schema().fixed_end();
-        heap::fold_rows_rev(bytes, self.table_id(), self.page_id(), (), |(), slot, row| {
+        self.fold_raw((), |(), id, row| {
             if row.len() < fixed_end {
                 return Err(short_row(row.len(), fixed_end));
             }
             // A row lies inside its page (checked by the fold), and a page is at most 64 KiB:
             // its offset, length and slot fit in 16 bits.
             let off = row.as_ptr() as usize - base;
-            places.push(Place { off: off as u16, len: row.len() as u16, slot: slot as u16 });
+            places.push(Place { off: off as u16, len: row.len() as u16, slot: id.slot });
             Ok(())
         })?;
         Ok(PageBatch { page: *self, places, _page: PhantomData })
@@ -104,7 +103,7 @@ impl<'p> PageBatch<'p, '_> {
 
     #[inline(always)]
     fn row_of(&self, p: Place) -> PageRow<'p> {
-        let id = RowId { page: self.page.page_id(), slot: p.slot };
+        let id = self.page.row_id(p.slot);
         PageRow::new(RowRef::from_checked(self.page.schema(), self.bytes_of(p), id))
     }
 
@@ -115,8 +114,7 @@ impl<'p> PageBatch<'p, '_> {
 
     /// The ids of the rows held, in order (for an update or a delete of them).
     pub fn ids(&self) -> impl Iterator<Item = RowId> + '_ {
-        let page = self.page.page_id();
-        self.places.iter().map(move |p| RowId { page, slot: p.slot })
+        self.places.iter().map(|p| self.page.row_id(p.slot))
     }
 
     /// Keeps the rows for which `keep` returns `true`, in order; its first error is returned and

@@ -170,7 +170,7 @@ pub use row::{
 pub use scan::{PageRows, Scan, ScanPage};
 pub use schema::{Column, ColumnType, MAX_SCALE, MAX_STRING_LEN, Schema};
 pub use snapshot::Snapshot;
-pub use table::{DropTarget, RowId, Table};
+pub use table::{DropTarget, RowId, Storage, Table};
 pub use txn::{ReadOps, ReadTxn, RowGuard, Upserted, WriteTxn};
 
 /// Failpoints for tests (feature `failpoints`): arm one by name, and the engine panics there.
@@ -289,14 +289,15 @@ pub mod fuzzing {
         let n = Node::new(whole_page(page)?, index_id, id)?;
         n.check_entries()?;
         let level = n.level();
-        if value.len() != node::value_len(level) || right.len() != page.len() {
+        let values = n.values();
+        if !values.fits(level, value.len()) || right.len() != page.len() {
             return Err(Error::InvalidOption("a value or page of the wrong length".into()));
         }
         let pos = n.search(key)?.err().ok_or_else(|| bad("the key is there already"))?;
         if node::insert_at(page, pos, key, value) {
             return Ok(None);
         }
-        node::init(right, index_id, level);
+        node::init(right, index_id, level, values);
         let mid = node::split(page, right).ok_or_else(|| bad("a full node of one entry"))?;
         let fitted = if pos <= mid {
             node::insert_at(page, pos, key, value)

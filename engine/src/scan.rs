@@ -15,12 +15,14 @@ use nvpage_buffer::{PageRef, ScanRing, View};
 use nvpage_storage::PageId;
 
 use crate::db::Database;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::heap::{self, HeapPage};
+use crate::index::node::Node;
+use crate::index::tree;
 use crate::partition::Partition;
 use crate::row::{Brand, Col, Kind, PageCol, PageRow, RowRef};
 use crate::schema::Schema;
-use crate::table::{RowId, Table};
+use crate::table::{RowId, Storage, Table};
 use crate::txn::{self, Ctx};
 
 /// A scan cycles through a ring of frames only when its table is larger than the pool (so it
@@ -48,12 +50,44 @@ const READ_AHEAD_PAGES: u64 = 256;
 /// Pages a parallel-scan worker takes at a time.
 const CHUNK_PAGES: u64 = 32;
 
-/// A table's pages, in order, as an iterator of [`ScanPage`]s, as its transaction sees them.
+/// The pages that hold a table's rows, as a scan reads them.
+struct RowPages {
+    /// Runs of consecutive page ids, in scan order: a heap table's extents, or a clustered
+    /// table's leaves in key order.
+    runs: Vec<(u64, u64)>,
+    /// The tree whose leaves they are (a clustered table's).
+    leaf_of: Option<u32>,
+}
+
+/// The pages that hold `table`'s rows as `ctx` sees them.
+fn row_pages(ctx: &Ctx<'_>, table: &Table) -> Result<RowPages> {
+    let meta = ctx.meta(table)?;
+    if meta.storage == Storage::Heap {
+        return Ok(RowPages { runs: meta.runs(), leaf_of: None });
+    }
+    let tree =
+        ctx.catalog.indexes.iter().find(|x| x.table_id == meta.id && x.clustered).ok_or_else(
+            || Error::CorruptCatalog(format!("clustered table {} without its tree", meta.name)),
+        )?;
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for leaf in tree::leaves(&ctx.db.pool, ctx.view, tree)? {
+        match runs.last_mut() {
+            Some((start, len)) if *start + *len == leaf => *len += 1,
+            _ => runs.push((leaf, 1)),
+        }
+    }
+    Ok(RowPages { runs, leaf_of: Some(tree.id) })
+}
+
+/// A table's pages, in order, as an iterator of [`ScanPage`]s, as its transaction sees them:
+/// a heap table's pages, or a clustered table's leaves in key order.
 #[derive(Debug)]
 pub struct Scan<'t> {
     db: &'t Database,
     view: View,
     table: Table,
+    /// The tree whose leaves are scanned (a clustered table's).
+    leaf_of: Option<u32>,
     pages: Vec<(u64, u64)>,
     run: usize,
     next: u64,
@@ -64,11 +98,12 @@ pub struct Scan<'t> {
 impl<'t> Scan<'t> {
     /// Partition `part` of `table`'s pages, as `ctx` sees them.
     pub(crate) fn new(ctx: Ctx<'t>, table: &Table, part: Partition) -> Result<Self> {
-        let pages = part.runs_of(&ctx.meta(table)?.runs());
+        let RowPages { runs, leaf_of } = row_pages(&ctx, table)?;
+        let pages = part.runs_of(&runs);
         let next = pages.first().map_or(0, |r| r.0);
         let ring = scan_ring(ctx.db, &pages);
-        let (db, view) = (ctx.db, ctx.view);
-        Ok(Self { db, view, table: table.clone(), pages, run: 0, next, ahead_to: 0, ring })
+        let (db, view, table) = (ctx.db, ctx.view, table.clone());
+        Ok(Self { db, view, table, leaf_of, pages, run: 0, next, ahead_to: 0, ring })
     }
 }
 
@@ -89,17 +124,19 @@ impl<'t> Iterator for Scan<'t> {
             self.db.pool.will_need(PageId(page), n);
             self.ahead_to = page + n;
         }
-        Some(ScanPage::read(self.db, self.view, &self.table, page, &mut self.ring))
+        Some(ScanPage::read(self.db, self.view, &self.table, self.leaf_of, page, &mut self.ring))
     }
 }
 
-/// One heap page of a scan, held for as long as its rows are borrowed.
+/// One page of a scan (a heap page, or a clustered table's leaf), held for as long as its rows
+/// are borrowed.
 #[derive(Debug)]
 pub struct ScanPage<'t> {
     page: PageRef<'t>,
     schema: Schema,
     id: u64,
     table_id: u32,
+    leaf_of: Option<u32>,
 }
 
 impl<'t> ScanPage<'t> {
@@ -107,12 +144,16 @@ impl<'t> ScanPage<'t> {
         db: &'t Database,
         view: View,
         table: &Table,
+        leaf_of: Option<u32>,
         id: u64,
         ring: &mut Option<ScanRing>,
     ) -> Result<Self> {
         let page = read_page(db, view, id, ring)?;
-        HeapPage::new(&page, table.id, id)?;
-        Ok(Self { page, schema: table.schema().clone(), id, table_id: table.id })
+        match leaf_of {
+            None => drop(HeapPage::new(&page, table.id, id)?),
+            Some(tree) => drop(leaf(&page, tree, id)?),
+        }
+        Ok(Self { page, schema: table.schema().clone(), id, table_id: table.id, leaf_of })
     }
 
     /// The page's id.
@@ -135,16 +176,30 @@ impl<'t> ScanPage<'t> {
             bytes: &self.page,
             table_id: self.table_id,
             id: self.id,
+            leaf_of: self.leaf_of,
             _page: PhantomData,
         })
     }
 
-    /// The live rows of the page, in slot order; each knows its id ([`RowRef::id`]).
+    /// The live rows of the page, in slot order (a clustered table's leaf: in key order); each
+    /// knows its id ([`RowRef::id`]; [`RowId::KEYED`] in a clustered table).
     pub fn rows(&self) -> impl Iterator<Item = Result<RowRef<'_>>> + '_ {
-        let h = HeapPage::new(&self.page, self.table_id, self.id).expect("checked when read");
-        let page = self.id;
-        h.rows().map(move |(slot, bytes)| {
-            RowRef::new(&self.schema, bytes, RowId { page, slot: slot as u16 })
+        let (page, schema) = (self.id, &self.schema);
+        let (heap, node) = match self.leaf_of {
+            None => (Some(HeapPage::new(&self.page, self.table_id, page)), None),
+            Some(tree) => (None, Some(leaf(&self.page, tree, page))),
+        };
+        let (heap, node) = (
+            heap.map(|h| h.expect("checked when read")),
+            node.map(|n| n.expect("checked when read")),
+        );
+        let count = heap.map_or(0, |h| h.slot_count()) + node.map_or(0, |n| n.len());
+        (0..count).filter_map(move |i| match (heap, node) {
+            (Some(h), _) => {
+                h.get(i).map(|bytes| RowRef::new(schema, bytes, RowId { page, slot: i as u16 }))
+            }
+            (None, Some(n)) => Some(n.value(i).and_then(|b| RowRef::new(schema, b, RowId::KEYED))),
+            (None, None) => None,
         })
     }
 }
@@ -180,6 +235,8 @@ pub struct PageRows<'p> {
     bytes: &'p [u8],
     table_id: u32,
     id: u64,
+    /// The tree whose leaf this is (a clustered table's), or `None` for a heap page.
+    leaf_of: Option<u32>,
     /// Invariant in `'p`, as its handles and rows are: two pages' lifetimes never unify.
     _page: Brand<'p>,
 }
@@ -199,8 +256,12 @@ impl<'p> PageRows<'p> {
         self.bytes
     }
 
-    pub(crate) fn table_id(&self) -> u32 {
-        self.table_id
+    /// The id of the row in slot `slot` ([`RowId::KEYED`] in a clustered table's leaf).
+    pub(crate) fn row_id(&self, slot: u16) -> RowId {
+        match self.leaf_of {
+            None => RowId { page: self.id, slot },
+            Some(_) => RowId::KEYED,
+        }
     }
 
     /// `col`, checked against the page's schema: [`Error::ColumnMismatch`] unless the page's
@@ -222,12 +283,43 @@ impl<'p> PageRows<'p> {
     /// [`Error::CorruptRow`]: crate::Error::CorruptRow
     #[inline(always)]
     pub fn fold<A>(&self, init: A, mut f: impl FnMut(A, PageRow<'p>) -> Result<A>) -> Result<A> {
-        let (schema, id) = (self.schema, self.id);
-        heap::fold_rows_rev(self.bytes, self.table_id, id, init, |acc, slot, bytes| {
-            let rid = RowId { page: id, slot: slot as u16 };
+        let schema = self.schema;
+        self.fold_raw(init, |acc, rid, bytes| {
             f(acc, PageRow::new(RowRef::new(schema, bytes, rid)?))
         })
     }
+
+    /// Folds the page's live rows as their ids and bytes: a heap page's from its last slot, a
+    /// leaf's in key order (ids [`RowId::KEYED`]), checking the page as it goes.
+    #[inline(always)]
+    pub(crate) fn fold_raw<A>(
+        &self,
+        init: A,
+        mut f: impl FnMut(A, RowId, &'p [u8]) -> Result<A>,
+    ) -> Result<A> {
+        let id = self.id;
+        match self.leaf_of {
+            None => heap::fold_rows_rev(self.bytes, self.table_id, id, init, |acc, slot, bytes| {
+                f(acc, RowId { page: id, slot: slot as u16 }, bytes)
+            }),
+            Some(tree) => {
+                let n = leaf(self.bytes, tree, id)?;
+                (0..n.len()).try_fold(init, |acc, i| f(acc, RowId::KEYED, n.value(i)?))
+            }
+        }
+    }
+}
+
+/// `bytes` (page `id`) as a leaf of tree `tree`: a node of it at level 0.
+fn leaf(bytes: &[u8], tree: u32, id: u64) -> Result<Node<'_>> {
+    let n = Node::new(bytes, tree, id)?;
+    if n.level() != 0 {
+        return Err(Error::CorruptPage {
+            page: id,
+            reason: "a clustered table's leaf is not a leaf".into(),
+        });
+    }
+    Ok(n)
 }
 
 /// Folds partition `part` of `table` a page at a time on the calling thread, until `fold`
@@ -271,7 +363,7 @@ where
     C: Fn(A, A) -> A,
 {
     let (db, view) = (ctx.db, ctx.view);
-    let runs = ctx.meta(table)?.runs();
+    let RowPages { runs, leaf_of } = row_pages(&ctx, table)?;
     let use_ring = scan_ring(db, &runs).is_some();
     let chunks: Vec<(u64, u64)> = runs
         .into_iter()
@@ -305,6 +397,7 @@ where
                     bytes: &bytes,
                     table_id: table.id,
                     id,
+                    leaf_of,
                     _page: PhantomData,
                 };
                 acc = fold(acc, page)?;

@@ -19,10 +19,36 @@ pub struct RowId {
     pub slot: u16,
 }
 
+impl RowId {
+    /// The id of every row of a clustered table ([`Storage::Clustered`]): rows there move as
+    /// their leaves split and merge, so they are found and changed by key, and no call that
+    /// takes a row id accepts one of them ([`Error::KeyedRows`](crate::Error::KeyedRows)).
+    pub const KEYED: RowId = RowId { page: 0, slot: u16::MAX };
+}
+
 impl fmt::Display for RowId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == RowId::KEYED {
+            return f.write_str("keyed");
+        }
         write!(f, "{}:{}", self.page, self.slot)
     }
+}
+
+/// Where a table keeps its rows ([`WriteTxn::create_table_with`](crate::WriteTxn::create_table_with)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Storage {
+    /// On heap pages in the order they came, each row at a stable [`RowId`]; indexes point at
+    /// rows by id. Scans of whole tables read the fewest pages.
+    #[default]
+    Heap,
+    /// In the leaves of the primary key's B+tree, whole, in key order: a range of keys is read
+    /// from the few leaves that hold it, and a lookup ends in the leaf. Rows are found and
+    /// changed by key ([`ReadOps::get_by`](crate::ReadOps::get_by),
+    /// [`WriteTxn::update_by`](crate::WriteTxn::update_by), `delete_by`, `upsert` with
+    /// [`ReadOps::primary_key`](crate::ReadOps::primary_key)); scans walk the leaves in key
+    /// order. The schema must have a primary key.
+    Clustered,
 }
 
 /// A handle on a table, from [`crate::ReadOps::table`] or [`crate::WriteTxn::create_table`].
@@ -51,11 +77,23 @@ pub struct Table {
     pub(crate) stamp: Stamp,
     name: Arc<str>,
     schema: Schema,
+    storage: Storage,
 }
 
 impl Table {
     pub(crate) fn from_meta(m: &TableMeta) -> Self {
-        Self { id: m.id, stamp: m.stamp, name: m.name.as_str().into(), schema: m.schema.clone() }
+        Self {
+            id: m.id,
+            stamp: m.stamp,
+            name: m.name.as_str().into(),
+            schema: m.schema.clone(),
+            storage: m.storage,
+        }
+    }
+
+    /// Where the table keeps its rows.
+    pub fn storage(&self) -> Storage {
+        self.storage
     }
 
     /// The table's name.

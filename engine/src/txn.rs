@@ -44,11 +44,13 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::heap::{self, HeapPage};
 use crate::index::{Index, IndexScan};
+use crate::index::{key, node};
 use crate::row::{Value, encode_row};
 use crate::schema::Schema;
-use crate::table::{DropTarget, Fsm, RowId, Table};
+use crate::table::{DropTarget, Fsm, RowId, Storage, Table};
 use crate::undo;
 
+mod clustered;
 mod indexing;
 use indexing::{IndexKind, primary_key_name};
 mod keyed;
@@ -367,6 +369,8 @@ fn may_leave_half(e: &Error) -> bool {
             | Error::IndexExists(_)
             | Error::NotUnique(_)
             | Error::PrimaryKeyIndex { .. }
+            | Error::KeyedRows(_)
+            | Error::Unsupported(_)
             | Error::DuplicateColumn(_)
             | Error::UniqueViolation { .. }
             | Error::KeyTooLarge { .. }
@@ -388,6 +392,16 @@ fn may_leave_half(e: &Error) -> bool {
 /// of, so the check holds for the statement's life.
 #[derive(Clone, Copy, Debug)]
 struct Live<'h>(&'h Table);
+
+impl Live<'_> {
+    /// The table, if its rows have ids: [`Error::KeyedRows`] for a clustered table.
+    fn by_id(self) -> Result<Self> {
+        match self.storage() {
+            Storage::Heap => Ok(self),
+            Storage::Clustered => Err(Error::KeyedRows(self.name().into())),
+        }
+    }
+}
 
 impl std::ops::Deref for Live<'_> {
     type Target = Table;
@@ -477,9 +491,12 @@ pub trait ReadOps: sealed::Reads {
         Ok(self.ctx().meta(table)?.rows)
     }
 
-    /// Pages `table` uses.
+    /// Pages `table` uses (a clustered table's: its tree's).
     fn page_count(&self, table: &Table) -> Result<u64> {
-        Ok(self.ctx().meta(table)?.page_count())
+        let ctx = self.ctx();
+        let t = ctx.meta(table)?;
+        let mut trees = ctx.catalog.indexes.iter().filter(|x| x.table_id == t.id && x.clustered);
+        Ok(trees.next().map_or_else(|| t.page_count(), |x| x.page_count()))
     }
 
     /// The row `id` of `table`, read in place (see [`RowGuard`]).
@@ -752,6 +769,9 @@ pub(crate) fn get_row<'a>(ctx: &Ctx<'a>, table: &Table, id: RowId) -> Result<Row
 /// The row `id` of the table `t` (of `ctx`'s catalog), read in place. A page that is not the
 /// table's is [`Error::UnknownRow`], not a read of another table's page.
 pub(crate) fn get_in<'a>(ctx: &Ctx<'a>, t: &'a TableMeta, id: RowId) -> Result<RowGuard<'a>> {
+    if t.storage == Storage::Clustered {
+        return Err(Error::KeyedRows(t.name.clone()));
+    }
     if !t.holds(id.page) {
         return Err(Error::UnknownRow(id));
     }
@@ -759,7 +779,7 @@ pub(crate) fn get_in<'a>(ctx: &Ctx<'a>, t: &'a TableMeta, id: RowId) -> Result<R
     let Some((off, len)) = heap::row_at(&page, t.id, id.page, usize::from(id.slot))? else {
         return Err(Error::UnknownRow(id));
     };
-    Ok(RowGuard { page, schema: &t.schema, off, len, id })
+    Ok(RowGuard::at(page, &t.schema, off, len, id))
 }
 
 /// Fails unless `id`'s page belongs to `table` (so a stale or foreign id is an error, not a read
@@ -771,17 +791,50 @@ fn check_row_page(ctx: &Ctx<'_>, table: &Table, id: RowId) -> Result<()> {
 /// A row read in place, holding its page; [`RowGuard::row`] gives the typed view.
 #[derive(Debug)]
 pub struct RowGuard<'t> {
-    page: nvpage_buffer::PageRef<'t>,
+    page: GuardPage<'t>,
     schema: &'t Schema,
     off: usize,
     len: usize,
     id: RowId,
 }
 
-impl RowGuard<'_> {
+/// The page a [`RowGuard`] holds: its own guard, or a clustered table's leaf that a range scan
+/// holds too (rows from one leaf share one read of it).
+#[derive(Debug)]
+enum GuardPage<'t> {
+    Own(nvpage_buffer::PageRef<'t>),
+    Shared(std::rc::Rc<nvpage_buffer::PageRef<'t>>),
+}
+
+impl<'t> RowGuard<'t> {
+    /// A row at `off..off + len` of `page`, whose id is `id`.
+    pub(crate) fn at(
+        page: nvpage_buffer::PageRef<'t>,
+        schema: &'t Schema,
+        off: usize,
+        len: usize,
+        id: RowId,
+    ) -> Self {
+        Self { page: GuardPage::Own(page), schema, off, len, id }
+    }
+
+    /// A clustered table's row at `off..off + len` of `leaf`, which others may hold too.
+    pub(crate) fn in_leaf(
+        leaf: std::rc::Rc<nvpage_buffer::PageRef<'t>>,
+        schema: &'t Schema,
+        off: usize,
+        len: usize,
+    ) -> Self {
+        Self { page: GuardPage::Shared(leaf), schema, off, len, id: RowId::KEYED }
+    }
+
     /// The row's typed view.
     pub fn row(&self) -> Result<crate::RowRef<'_>> {
-        crate::RowRef::new(self.schema, &self.page[self.off..self.off + self.len], self.id)
+        let page: &[u8] = match &self.page {
+            GuardPage::Own(g) => g,
+            GuardPage::Shared(g) => g,
+        };
+        crate::RowRef::new(self.schema, &page[self.off..self.off + self.len], self.id)
     }
 }
 
@@ -816,12 +869,56 @@ impl WriteTxn<'_> {
         r
     }
 
-    /// Creates table `name`. Like every change, it is undone if the transaction is.
+    /// Creates table `name`, its rows on heap pages ([`Storage::Heap`]). Like every change, it
+    /// is undone if the transaction is.
     pub fn create_table(&mut self, name: &str, schema: Schema) -> Result<Table> {
-        self.statement(|t| t.create_table_inner(name, schema))
+        self.statement(|t| t.create_table_inner(name, schema, Storage::Heap))
     }
 
-    fn create_table_inner(&mut self, name: &str, schema: Schema) -> Result<Table> {
+    /// Creates table `name` with its rows kept as `storage` says: [`Storage::Clustered`] keeps
+    /// them in the leaves of the primary key's B+tree, so the schema needs a primary key
+    /// ([`Schema::with_primary_key`]), and a row there, its key included, may take up to a
+    /// quarter of a page less a few bytes ([`Error::RowTooLarge`] beyond).
+    ///
+    /// ```
+    /// # use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Storage, Value, kind};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path().join("db"))?;
+    /// let schema = Schema::new(vec![
+    ///     Column::new("id", ColumnType::I64),
+    ///     Column::new("name", ColumnType::VarChar { max_len: 40 }),
+    /// ])?
+    /// .with_primary_key(&["id"])?;
+    /// let mut w = db.begin_write()?;
+    /// let t = w.create_table_with("people", schema, Storage::Clustered)?;
+    /// for (id, name) in [(3, "carol"), (1, "ann"), (2, "bob")] {
+    ///     w.insert(&t, &[Value::I64(id), name.into()])?;
+    /// }
+    /// let pk = w.primary_key(&t)?.expect("a clustered table's key");
+    /// let g = w.get_by(&pk, &[Value::I64(2)])?.expect("bob");
+    /// assert_eq!(g.row()?.get_named::<kind::Str>("name")?, "bob");
+    /// drop(g);
+    /// // A scan walks the rows in key order.
+    /// let mut names = Vec::new();
+    /// w.for_each_row(&t, |row| Ok(names.push(row.get_named::<kind::Str>("name")?.to_owned())))?;
+    /// assert_eq!(names, ["ann", "bob", "carol"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_table_with(
+        &mut self,
+        name: &str,
+        schema: Schema,
+        storage: Storage,
+    ) -> Result<Table> {
+        self.statement(|t| t.create_table_inner(name, schema, storage))
+    }
+
+    fn create_table_inner(
+        &mut self,
+        name: &str,
+        schema: Schema,
+        storage: Storage,
+    ) -> Result<Table> {
         if name.is_empty() || name.len() > 255 {
             return Err(Error::InvalidSchema("a table name is 1 to 255 bytes".into()));
         }
@@ -834,6 +931,26 @@ impl WriteTxn<'_> {
         if let Some((index, cols)) = &key {
             self.check_new_index(index, &schema, cols)?;
         }
+        let kind = match (storage, &key) {
+            (Storage::Heap, _) => IndexKind::Primary,
+            (Storage::Clustered, Some((_, cols))) => {
+                // The smallest row and the longest key must fit a leaf's entry.
+                let cols: Vec<u16> = cols.iter().map(|&c| c as u16).collect();
+                let least = schema.fixed_end() + key::max_len(&schema, &cols, false);
+                let max = node::max_sized_entry(self.db.page_size());
+                if least > max {
+                    return Err(Error::RowTooLarge { bytes: least, max });
+                }
+                IndexKind::Clustered
+            }
+            (Storage::Clustered, None) => {
+                return Err(Error::InvalidSchema(
+                    "a clustered table keeps its rows in its primary key's order, so its \
+                     schema needs a primary key (Schema::with_primary_key)"
+                        .into(),
+                ));
+            }
+        };
         let cat = &mut self.catalog;
         let id = cat.next_table_id;
         cat.next_table_id =
@@ -846,6 +963,7 @@ impl WriteTxn<'_> {
             rows: 0,
             extents: Vec::new(),
             used_in_last: 0,
+            storage: Storage::Heap,
         };
         let t = Table::from_meta(&meta);
         cat.tables.push(meta);
@@ -855,7 +973,11 @@ impl WriteTxn<'_> {
             let live = self.live(&t)?;
             let names: Vec<&str> =
                 cols.iter().map(|&c| t.schema().columns()[c].name.as_str()).collect();
-            self.create_index_inner(&index, live, &names, IndexKind::Primary)?;
+            self.create_index_inner(&index, live, &names, kind)?;
+        }
+        if storage == Storage::Clustered {
+            self.meta_mut(Live(&t))?.storage = storage;
+            return Ok(Table::from_meta(self.meta(&t)?));
         }
         Ok(t)
     }
@@ -905,6 +1027,10 @@ impl WriteTxn<'_> {
     /// Inserts `row` (encoded) into `table` and its indexes, unless a unique index holds its
     /// key already.
     fn insert_row(&mut self, table: Live<'_>, row: &[u8]) -> Result<RowId> {
+        if table.storage() == Storage::Clustered {
+            self.clustered_put(table, row, false)?;
+            return Ok(RowId::KEYED);
+        }
         self.check_unique(table, row, None)?;
         let id = self.insert_encoded(table, row)?;
         if self.indexed(table) {
@@ -1038,9 +1164,10 @@ impl WriteTxn<'_> {
         Ok(page)
     }
 
-    /// Deletes row `id`.
+    /// Deletes row `id`. A clustered table's rows are deleted by key
+    /// ([`WriteTxn::delete_by`]): given one, this is [`Error::KeyedRows`].
     pub fn delete(&mut self, table: &Table, id: RowId) -> Result<()> {
-        self.statement(|t| t.delete_row(t.live(table)?, id))
+        self.statement(|t| t.delete_row(t.live(table)?.by_id()?, id))
     }
 
     /// Deletes row `id` from `table` and its indexes.
@@ -1076,7 +1203,9 @@ impl WriteTxn<'_> {
     /// Replaces row `id`. The row keeps its id if its page has room for the new value; otherwise
     /// it moves, and the new id is returned.
     pub fn update(&mut self, table: &Table, id: RowId, values: &[Value<'_>]) -> Result<RowId> {
-        self.encoded_statement(table, values, |t, table, row| t.update_encoded(table, id, row))
+        self.encoded_statement(table, values, |t, table, row| {
+            t.update_encoded(table.by_id()?, id, row)
+        })
     }
 
     fn update_encoded(&mut self, table: Live<'_>, id: RowId, row: &[u8]) -> Result<RowId> {

@@ -5,12 +5,16 @@
 //! with torn writes of each kind; after recovery, `check` finds the tree sound and in agreement
 //! with the table both ways, and the index holds exactly the keys of the last commit (or of
 //! the failed one, when its failure came after the commit point's store). All three layers,
-//! on /dev/shm with cache-line persistence and on disk.
+//! on /dev/shm with cache-line persistence and on disk; and the same workload on a clustered
+//! table, whose rows are its primary key's leaf values (the rows split, move and are freed
+//! with the leaves).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use nvpage::{Column, ColumnType, Database, Layer, PersistRequest, ReadOps, Schema, Value};
+use nvpage::{
+    Column, ColumnType, Database, Layer, PersistRequest, ReadOps, Schema, Storage, Value,
+};
 use nvpage_storage::SimOp;
 use nvpage_storage::sim::{Fault, FaultMode, Sim, Tear};
 use rand::rngs::StdRng;
@@ -28,10 +32,15 @@ fn key(n: u32) -> String {
     format!("{}{n:06}", "k".repeat(400))
 }
 
+/// The index the workload keeps: a unique index of a heap table, or a clustered table's key.
+fn index_name(clustered: bool) -> &'static str {
+    if clustered { "t_pkey" } else { "t_k" }
+}
+
 /// The keys the index holds, read through it in both directions (they must agree).
-fn contents(db: &Database) -> Result<Keys, String> {
+fn contents(db: &Database, clustered: bool) -> Result<Keys, String> {
     let rx = db.begin_read().map_err(|e| e.to_string())?;
-    let ix = match rx.index("t_k") {
+    let ix = match rx.index(index_name(clustered)) {
         Ok(ix) => ix,
         // The first commit, which creates the index, did not survive.
         Err(nvpage::Error::UnknownIndex(_)) => return Ok(Keys::new()),
@@ -71,7 +80,7 @@ fn generations(sim: &Sim, db: &Path) -> (u32, u32) {
 
 /// Runs the workload; returns the committed keys, and the keys of a commit that failed after
 /// its commit point's store (either may survive).
-fn workload(db: &Database, sim: &Sim, path: &Path) -> (Keys, Option<Keys>) {
+fn workload(db: &Database, sim: &Sim, path: &Path, clustered: bool) -> (Keys, Option<Keys>) {
     let mut r = StdRng::seed_from_u64(7);
     let mut committed = Keys::new();
     for txn in 0..5 {
@@ -79,17 +88,22 @@ fn workload(db: &Database, sim: &Sim, path: &Path) -> (Keys, Option<Keys>) {
         let t = match tx.table("t") {
             Ok(t) => t,
             Err(_) => {
-                let t = tx
-                    .create_table(
-                        "t",
-                        Schema::new(vec![Column::new("k", ColumnType::VarChar { max_len: 420 })])
-                            .unwrap(),
-                    )
-                    .unwrap();
-                if tx.create_unique_index("t_k", &t, &["k"]).is_err() {
-                    return (committed, None);
+                let schema =
+                    Schema::new(vec![Column::new("k", ColumnType::VarChar { max_len: 420 })])
+                        .unwrap();
+                if clustered {
+                    let schema = schema.with_primary_key(&["k"]).unwrap();
+                    match tx.create_table_with("t", schema, Storage::Clustered) {
+                        Ok(t) => t,
+                        Err(_) => return (committed, None),
+                    }
+                } else {
+                    let t = tx.create_table("t", schema).unwrap();
+                    if tx.create_unique_index("t_k", &t, &["k"]).is_err() {
+                        return (committed, None);
+                    }
+                    t
                 }
-                t
             }
         };
         let mut keys = committed.clone();
@@ -104,12 +118,16 @@ fn workload(db: &Database, sim: &Sim, path: &Path) -> (Keys, Option<Keys>) {
             } else {
                 let k = keys.iter().nth(r.random_range(0..keys.len())).unwrap().clone();
                 keys.remove(&k);
-                let ix = tx.index("t_k").unwrap();
-                let id = match tx.get_by(&ix, &[Value::Str(&k)]) {
-                    Ok(Some(g)) => g.row().unwrap().id(),
-                    _ => return (committed, None),
-                };
-                tx.delete(&t, id).is_ok()
+                let ix = tx.index(index_name(clustered)).unwrap();
+                if clustered {
+                    matches!(tx.delete_by(&ix, &[Value::Str(&k)]), Ok(true))
+                } else {
+                    let id = match tx.get_by(&ix, &[Value::Str(&k)]) {
+                        Ok(Some(g)) => g.row().unwrap().id(),
+                        _ => return (committed, None),
+                    };
+                    tx.delete(&t, id).is_ok()
+                }
             };
             if !ok {
                 // A failed statement (a steal's write-back): the transaction is rolled back.
@@ -134,7 +152,13 @@ fn workload(db: &Database, sim: &Sim, path: &Path) -> (Keys, Option<Keys>) {
     (committed, None)
 }
 
-fn point(layer: Layer, shm: bool, fault: Option<Fault>, tear: Tear) -> Result<(), String> {
+fn point(
+    layer: Layer,
+    clustered: bool,
+    shm: bool,
+    fault: Option<Fault>,
+    tear: Tear,
+) -> Result<(), String> {
     let dir = if shm { tempfile::tempdir_in("/dev/shm") } else { tempfile::tempdir() }.unwrap();
     let sim = Sim::attach(dir.path(), 18);
     let path = dir.path().join("db");
@@ -143,7 +167,7 @@ fn point(layer: Layer, shm: bool, fault: Option<Fault>, tear: Tear) -> Result<()
         sim.fail(f);
     }
     let (before, maybe) = match open(&path, shm, layer) {
-        Ok(db) => workload(&db, &sim, &path),
+        Ok(db) => workload(&db, &sim, &path, clustered),
         Err(_) => (Keys::new(), None),
     };
     sim.crash(tear);
@@ -153,14 +177,14 @@ fn point(layer: Layer, shm: bool, fault: Option<Fault>, tear: Tear) -> Result<()
     if !report.is_sound() {
         return Err(format!("check: {:?}", report.damage));
     }
-    let got = contents(&db)?;
+    let got = contents(&db, clustered)?;
     if got != before && Some(&got) != maybe.as_ref() {
         return Err(format!("{} keys recovered, {} committed", got.len(), before.len()));
     }
     Ok(())
 }
 
-fn campaign(layer: Layer) {
+fn campaign(layer: Layer, clustered: bool) {
     for shm in [true, false] {
         let dir = if shm { tempfile::tempdir_in("/dev/shm") } else { tempfile::tempdir() }.unwrap();
         let sim = Sim::attach(dir.path(), 18);
@@ -168,7 +192,7 @@ fn campaign(layer: Layer) {
         drop(open(&path, shm, layer).unwrap());
         let start = sim.counts().persists;
         let db = open(&path, shm, layer).unwrap();
-        let (keys, maybe) = workload(&db, &sim, &path);
+        let (keys, maybe) = workload(&db, &sim, &path, clustered);
         assert!(maybe.is_none() && keys.len() > 50, "{maybe:?} {}", keys.len());
         drop(db);
         let persists = sim.counts().persists - start;
@@ -178,7 +202,7 @@ fn campaign(layer: Layer) {
             let mode = if k % 2 == 0 { FaultMode::Once } else { FaultMode::Forever };
             let f = Fault { op: Some(SimOp::Persist), after: k, mode, errno: 5 };
             let tear = Tear::ALL[(k % 3) as usize];
-            point(layer, shm, Some(f), tear)
+            point(layer, clustered, shm, Some(f), tear)
                 .unwrap_or_else(|e| panic!("{layer:?}, shm {shm}, persist {k} of {persists}: {e}"));
         }
     }
@@ -186,15 +210,30 @@ fn campaign(layer: Layer) {
 
 #[test]
 fn index_splits_survive_power_loss_pread() {
-    campaign(Layer::Pread);
+    campaign(Layer::Pread, false);
 }
 
 #[test]
 fn index_splits_survive_power_loss_se1() {
-    campaign(Layer::Se1);
+    campaign(Layer::Se1, false);
 }
 
 #[test]
 fn index_splits_survive_power_loss_se2() {
-    campaign(Layer::Se2);
+    campaign(Layer::Se2, false);
+}
+
+#[test]
+fn clustered_rows_survive_power_loss_pread() {
+    campaign(Layer::Pread, true);
+}
+
+#[test]
+fn clustered_rows_survive_power_loss_se1() {
+    campaign(Layer::Se1, true);
+}
+
+#[test]
+fn clustered_rows_survive_power_loss_se2() {
+    campaign(Layer::Se2, true);
 }

@@ -20,7 +20,7 @@
 
 use std::ops::Bound;
 
-use nvpage::{ColumnType, Date, Decimal, ReadOps, Snapshot, Table, Timestamp, Value};
+use nvpage::{ColumnType, Date, Decimal, ReadOps, Snapshot, Storage, Table, Timestamp, Value};
 
 use crate::error::Result;
 use crate::filter::{KeyLit, Pred};
@@ -28,6 +28,10 @@ use crate::scan::IndexRead;
 
 /// The rows to read through an index, or `None` to read every page.
 pub(crate) fn choose(snap: &Snapshot, table: &Table, pred: &Pred) -> Result<Option<IndexRead>> {
+    // A clustered table's rows have no ids to fetch them by: its scan walks its leaves.
+    if table.storage() == Storage::Clustered {
+        return Ok(None);
+    }
     let budget = (snap.page_count(table)? / 4) as usize;
     if budget == 0 {
         return Ok(None);

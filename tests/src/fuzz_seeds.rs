@@ -194,6 +194,45 @@ fn index_seeds() -> Vec<Vec<u8>> {
         }
         out.push(index_input(0, index_id + 1, *id, first_key, page));
     }
+    out.extend(sized_leaf_seeds());
+    out
+}
+
+/// Seeds of a leaf whose values carry their own length (a clustered table's rows): searched,
+/// added to, an entry removed, a value's length damaged past the page, an unknown kind.
+fn sized_leaf_seeds() -> Vec<Vec<u8>> {
+    const EDIT: u8 = 8;
+    const REMOVE: u8 = 16;
+    let (index_id, id) = (7u32, 9u64);
+    // An empty leaf: type, free end, index id, and leaf values of kind 1 (sized).
+    let mut leaf = vec![0u8; 4096];
+    leaf[16] = b'X';
+    leaf[20..24].copy_from_slice(&4096u32.to_le_bytes());
+    leaf[24..28].copy_from_slice(&index_id.to_le_bytes());
+    leaf[29] = 1;
+    let mut right = vec![0u8; 4096];
+    for i in 0..40u8 {
+        let value = vec![i; usize::from(i) * 3];
+        let mut next = leaf.clone();
+        match fuzzing::index_insert(&mut next, index_id, id, &[1, i, i], &value, &mut right) {
+            Ok(None) => leaf = next,
+            Ok(Some(_)) => break,
+            Err(e) => panic!("an insert into a leaf of sized values: {e}"),
+        }
+    }
+    let mut out = vec![
+        index_input(0, index_id, id, &[1, 3, 3], &leaf),
+        index_input(EDIT, index_id, id, &[1, 5, 0], &leaf),
+        index_input(EDIT | REMOVE, index_id, id, &[1, 200], &leaf),
+    ];
+    let first = usize::from(u16::from_le_bytes([leaf[64], leaf[65]]));
+    let mut long = leaf.clone();
+    // The first entry's value length (after its 2-byte key length and 3-byte key).
+    long[first + 5..first + 7].copy_from_slice(&5000u16.to_le_bytes());
+    out.push(index_input(EDIT, index_id, id, &[1, 6], &long));
+    let mut unknown = leaf;
+    unknown[29] = 9;
+    out.push(index_input(EDIT, index_id, id, &[1, 6], &unknown));
     out
 }
 

@@ -1,17 +1,23 @@
 //! Index pages: the nodes of a B+tree, slotted like heap pages.
 //!
 //! ```text
-//! 0          16     17      18      20         24         28        29     32      40      48         64
-//! +----------+------+-------+-------+----------+----------+---------+------+-------+-------+----------+---------+
-//! | envelope | type | level | count | free end | index id | prefix  |      | prev  | next  | prefix   | slots:  |
-//! | (storage)| 'X'  | u8    | u16   | u32      | u32      | len u8  |      | u64   | u64   | 16 bytes | 6 bytes |
-//! +----------+------+-------+-------+----------+----------+---------+------+-------+-------+----------+---------+
+//! 0          16     17      18      20         24         28        29      30     32      40      48         64
+//! +----------+------+-------+-------+----------+----------+---------+-------+------+-------+-------+----------+---------+
+//! | envelope | type | level | count | free end | index id | prefix  | leaf  |      | prev  | next  | prefix   | slots:  |
+//! | (storage)| 'X'  | u8    | u16   | u32      | u32      | len u8  | vals  |      | u64   | u64   | 16 bytes | 6 bytes |
+//! +----------+------+-------+-------+----------+----------+---------+-------+------+-------+-------+----------+---------+
 //!  ... free space ... | entries, packed downward from the end of the page to `free end` |
 //!
 //! slot  := entry offset u16 | key head: 4 bytes
 //! entry := key len u16 | key | value     value: a leaf's row id (10 bytes, `key::put_row_id`),
-//!                                               an inner node's child page (u64)
+//!                                               or, in a tree of sized values, value len u16 |
+//!                                               value; an inner node's child page (u64)
 //! ```
+//!
+//! The `leaf vals` byte says what a tree's leaves hold ([`LeafValues`]): 0, row ids (every index
+//! of a heap table); 1, values of their own length (a clustered table's rows, and the primary
+//! keys its other indexes point with). Every node of a tree has its tree's byte, inner nodes
+//! included, so a node read alone is decoded alike whatever its level.
 //!
 //! Slots are kept in key order. Level 0 is a leaf; `prev` and `next` link the leaves in key order
 //! (0: none) for range scans in both directions. In an inner node, entry `i` leads to the keys
@@ -43,6 +49,7 @@ const COUNT_OFFSET: usize = LEVEL_OFFSET + 1;
 const FREE_END_OFFSET: usize = COUNT_OFFSET + 2;
 const INDEX_ID_OFFSET: usize = FREE_END_OFFSET + 4;
 const PREFIX_LEN_OFFSET: usize = INDEX_ID_OFFSET + 4;
+const LEAF_VALUES_OFFSET: usize = PREFIX_LEN_OFFSET + 1;
 const PREV_OFFSET: usize = INDEX_ID_OFFSET + 8;
 const NEXT_OFFSET: usize = PREV_OFFSET + 8;
 const PREFIX_OFFSET: usize = NEXT_OFFSET + 8;
@@ -53,6 +60,8 @@ pub const SLOTS_OFFSET: usize = PREFIX_OFFSET + MAX_PREFIX;
 const HEAD_BYTES: usize = 4;
 const SLOT_BYTES: usize = 2 + HEAD_BYTES;
 const KEY_LEN_BYTES: usize = 2;
+/// A sized value's length field.
+const VALUE_LEN_BYTES: usize = 2;
 /// A child pointer's bytes in an inner node.
 pub const CHILD_LEN: usize = 8;
 
@@ -73,9 +82,70 @@ pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// The value's length in an entry of a node of `level`.
+/// What a tree's leaves hold beside their keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafValues {
+    /// A row id (`ROW_ID_LEN` bytes): the indexes of heap tables.
+    RowIds,
+    /// A value of its own length (a `u16` before it): a clustered table's rows.
+    Sized,
+}
+
+impl LeafValues {
+    fn byte(self) -> u8 {
+        match self {
+            LeafValues::RowIds => 0,
+            LeafValues::Sized => 1,
+        }
+    }
+
+    fn of_byte(b: u8) -> Option<Self> {
+        match b {
+            0 => Some(LeafValues::RowIds),
+            1 => Some(LeafValues::Sized),
+            _ => None,
+        }
+    }
+
+    /// The bytes an entry of a node at `level` stores for a value of `len` bytes (its length
+    /// field included).
+    pub fn stored(self, level: u8, len: usize) -> usize {
+        match (self, level) {
+            (LeafValues::Sized, 0) => VALUE_LEN_BYTES + len,
+            _ => len,
+        }
+    }
+
+    /// Whether a value of `len` bytes is one a node at `level` takes: a row id or a child page
+    /// where those are fixed, any length where sized.
+    pub fn fits(self, level: u8, len: usize) -> bool {
+        match (self, level) {
+            (LeafValues::RowIds, 0) => len == ROW_ID_LEN,
+            (LeafValues::Sized, 0) => len <= usize::from(u16::MAX),
+            _ => len == CHILD_LEN,
+        }
+    }
+}
+
+/// The value's length in an entry of a node of `level` in a tree of row ids.
 pub fn value_len(level: u8) -> usize {
     if level == 0 { ROW_ID_LEN } else { CHILD_LEN }
+}
+
+/// Where the entry at `off` (of a node whose entries were checked) ends: its key's length, key,
+/// and value as `values` and `level` store it.
+fn entry_end(page: &[u8], off: usize, level: u8, values: LeafValues) -> usize {
+    let value_at = off + KEY_LEN_BYTES + u16_at(page, off);
+    match (values, level) {
+        (LeafValues::Sized, 0) => value_at + VALUE_LEN_BYTES + u16_at(page, value_at),
+        _ => value_at + value_len(level),
+    }
+}
+
+/// The tree kind a node's header names (a damaged byte reads as row ids; [`Node::new`] refuses
+/// it before any edit).
+fn values_of(page: &[u8]) -> LeafValues {
+    LeafValues::of_byte(page[LEAF_VALUES_OFFSET]).unwrap_or(LeafValues::RowIds)
 }
 
 /// The longest key a page of `page_size` bytes takes, so that every node holds at least four
@@ -84,11 +154,20 @@ pub fn max_key(page_size: usize) -> usize {
     (page_size - SLOTS_OFFSET) / 4 - SLOT_BYTES - KEY_LEN_BYTES - ROW_ID_LEN
 }
 
-/// Formats `page` as an empty node of index `index_id` at `level`.
-pub fn init(page: &mut [u8], index_id: u32, level: u8) {
+/// The most bytes a leaf entry of a tree of sized values may hold in key and value together, so
+/// that every leaf holds at least four entries (as [`max_key`] for row ids), and an inner node,
+/// whose keys are at most as long, too.
+pub fn max_sized_entry(page_size: usize) -> usize {
+    (page_size - SLOTS_OFFSET) / 4 - SLOT_BYTES - KEY_LEN_BYTES - VALUE_LEN_BYTES
+}
+
+/// Formats `page` as an empty node of index `index_id` at `level`, in a tree whose leaves hold
+/// `values`.
+pub fn init(page: &mut [u8], index_id: u32, level: u8, values: LeafValues) {
     page[PAGE_HEADER_LEN..].fill(0);
     page[TYPE_OFFSET] = INDEX_PAGE;
     page[LEVEL_OFFSET] = level;
+    page[LEAF_VALUES_OFFSET] = values.byte();
     put_u32(page, FREE_END_OFFSET, page.len() as u32);
     put_u32(page, INDEX_ID_OFFSET, index_id);
 }
@@ -107,6 +186,7 @@ pub struct Node<'p> {
     prefix: &'p [u8],
     count: usize,
     level: u8,
+    values: LeafValues,
     free_end: usize,
     page: u64,
 }
@@ -137,7 +217,15 @@ impl<'p> Node<'p> {
             return Err(bad(format!("a prefix of {p} bytes (at most {MAX_PREFIX})")));
         }
         let prefix = &bytes[PREFIX_OFFSET..PREFIX_OFFSET + p];
-        Ok(Self { bytes, prefix, count, level, free_end, page })
+        let values = LeafValues::of_byte(bytes[LEAF_VALUES_OFFSET]).ok_or_else(|| {
+            bad(format!("leaf values of unknown kind {}", bytes[LEAF_VALUES_OFFSET]))
+        })?;
+        Ok(Self { bytes, prefix, count, level, values, free_end, page })
+    }
+
+    /// What the tree's leaves hold.
+    pub fn values(&self) -> LeafValues {
+        self.values
     }
 
     /// Checks every entry, as reading each would, and that together they fit the entry area
@@ -146,7 +234,7 @@ impl<'p> Node<'p> {
     pub fn check_entries(&self) -> Result<()> {
         let mut used = 0;
         for i in 0..self.count {
-            used += KEY_LEN_BYTES + self.entry(i)?.1 + value_len(self.level);
+            used += self.entry(i)?.stored;
         }
         if used > self.bytes.len() - self.free_end {
             return Err(Error::CorruptPage {
@@ -180,8 +268,9 @@ impl<'p> Node<'p> {
         u64_at(self.bytes, NEXT_OFFSET)
     }
 
-    /// Entry `i`'s key's offset and length, checked against the page.
-    fn entry(&self, i: usize) -> Result<(usize, usize)> {
+    /// Entry `i`'s parts, checked against the page.
+    #[inline]
+    fn entry(&self, i: usize) -> Result<Entry> {
         let bad = |why: String| Error::CorruptPage { page: self.page, reason: why };
         if i >= self.count {
             return Err(bad(format!("entry {i} of {}", self.count)));
@@ -190,23 +279,54 @@ impl<'p> Node<'p> {
         if off < self.free_end || off + KEY_LEN_BYTES > self.bytes.len() {
             return Err(bad(format!("entry {i} lies outside the entry area")));
         }
-        let len = u16_at(self.bytes, off);
-        if off + KEY_LEN_BYTES + len + value_len(self.level) > self.bytes.len() {
-            return Err(bad(format!("entry {i} runs past the page")));
+        let key_len = u16_at(self.bytes, off);
+        let key_at = off + KEY_LEN_BYTES;
+        let past = || bad(format!("entry {i} runs past the page"));
+        let (value_at, value_len) = match (self.values, self.level) {
+            (LeafValues::Sized, 0) => {
+                let len_at = key_at + key_len;
+                if len_at + VALUE_LEN_BYTES > self.bytes.len() {
+                    return Err(past());
+                }
+                (len_at + VALUE_LEN_BYTES, u16_at(self.bytes, len_at))
+            }
+            (_, level) => (key_at + key_len, value_len(level)),
+        };
+        if value_at + value_len > self.bytes.len() {
+            return Err(past());
         }
-        Ok((off + KEY_LEN_BYTES, len))
+        Ok(Entry { key_at, key_len, value_at, value_len, stored: value_at + value_len - off })
     }
 
     /// Entry `i`'s key.
     pub fn key(&self, i: usize) -> Result<&'p [u8]> {
-        let (at, len) = self.entry(i)?;
-        Ok(&self.bytes[at..at + len])
+        let e = self.entry(i)?;
+        Ok(&self.bytes[e.key_at..e.key_at + e.key_len])
     }
 
-    /// Entry `i`'s value: a leaf's row id bytes, an inner node's child.
+    /// Entry `i`'s value: a leaf's row id bytes or sized value, an inner node's child.
     pub fn value(&self, i: usize) -> Result<&'p [u8]> {
-        let (at, len) = self.entry(i)?;
-        Ok(&self.bytes[at + len..at + len + value_len(self.level)])
+        let e = self.entry(i)?;
+        Ok(&self.bytes[e.value_at..e.value_at + e.value_len])
+    }
+
+    /// Entry `i`'s key, and where its value lies in the page (offset, length): one check of the
+    /// entry for both, as a scan's step wants them.
+    #[inline]
+    pub fn entry_at(&self, i: usize) -> Result<(&'p [u8], (usize, usize))> {
+        let e = self.entry(i)?;
+        Ok((&self.bytes[e.key_at..e.key_at + e.key_len], (e.value_at, e.value_len)))
+    }
+
+    /// The node's page.
+    pub fn bytes(&self) -> &'p [u8] {
+        self.bytes
+    }
+
+    /// Where entry `i`'s value lies in the page: its offset and length.
+    pub fn value_place(&self, i: usize) -> Result<(usize, usize)> {
+        let e = self.entry(i)?;
+        Ok((e.value_at, e.value_len))
     }
 
     /// Entry `i`'s child page (inner nodes).
@@ -300,13 +420,24 @@ impl<'p> Node<'p> {
     pub fn free_space(&self) -> Result<usize> {
         let mut used = 0;
         for i in 0..self.count {
-            used += KEY_LEN_BYTES + self.entry(i)?.1 + value_len(self.level);
+            used += self.entry(i)?.stored;
         }
         Ok(self.bytes.len() - SLOTS_OFFSET - self.count * SLOT_BYTES - used)
     }
 }
 
-/// Bytes an entry with a key of `key_len` takes at `level`, its slot included.
+/// An entry's parts: where its key and value lie, and the bytes it takes (slot aside).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    key_at: usize,
+    key_len: usize,
+    value_at: usize,
+    value_len: usize,
+    stored: usize,
+}
+
+/// Bytes an entry with a key of `key_len` takes at `level` of a tree of row ids, its slot
+/// included.
 pub fn entry_cost(key_len: usize, level: u8) -> usize {
     SLOT_BYTES + KEY_LEN_BYTES + key_len + value_len(level)
 }
@@ -325,11 +456,12 @@ pub fn set_next(page: &mut [u8], next: u64) {
 pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool {
     let count = u16_at(page, COUNT_OFFSET);
     let level = page[LEVEL_OFFSET];
-    debug_assert_eq!(value.len(), value_len(level));
-    let need = KEY_LEN_BYTES + key.len() + value.len();
+    let values = values_of(page);
+    debug_assert!(values.fits(level, value.len()));
+    let need = KEY_LEN_BYTES + key.len() + values.stored(level, value.len());
     let slots_end = SLOTS_OFFSET + (count + 1) * SLOT_BYTES;
     if (u32_at(page, FREE_END_OFFSET) as usize) < slots_end + need {
-        let free = Node { bytes: page, prefix: &[], count, level, free_end: 0, page: 0 }
+        let free = Node { bytes: page, prefix: &[], count, level, values, free_end: 0, page: 0 }
             .free_space()
             .unwrap_or(0);
         if free < need + SLOT_BYTES {
@@ -351,8 +483,13 @@ pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool 
     }
     let off = u32_at(page, FREE_END_OFFSET) as usize - need;
     put_u16(page, off, key.len());
-    page[off + KEY_LEN_BYTES..off + KEY_LEN_BYTES + key.len()].copy_from_slice(key);
-    page[off + KEY_LEN_BYTES + key.len()..off + need].copy_from_slice(value);
+    let key_end = off + KEY_LEN_BYTES + key.len();
+    page[off + KEY_LEN_BYTES..key_end].copy_from_slice(key);
+    let value_at = off + need - value.len();
+    if value_at > key_end {
+        put_u16(page, key_end, value.len());
+    }
+    page[value_at..off + need].copy_from_slice(value);
     put_u32(page, FREE_END_OFFSET, off as u32);
     let at = SLOTS_OFFSET + pos * SLOT_BYTES;
     page.copy_within(at..SLOTS_OFFSET + count * SLOT_BYTES, at + SLOT_BYTES);
@@ -413,10 +550,11 @@ pub fn remove_at(page: &mut [u8], pos: usize) {
 fn compact(page: &mut [u8]) {
     let count = u16_at(page, COUNT_OFFSET);
     let level = page[LEVEL_OFFSET];
+    let values = values_of(page);
     let entries: Vec<Vec<u8>> = (0..count)
         .map(|i| {
             let off = u16_at(page, SLOTS_OFFSET + i * SLOT_BYTES);
-            page[off..off + KEY_LEN_BYTES + u16_at(page, off) + value_len(level)].to_vec()
+            page[off..entry_end(page, off, level, values)].to_vec()
         })
         .collect();
     let mut end = page.len();
@@ -433,6 +571,7 @@ fn compact(page: &mut [u8]) {
 pub fn split(left: &mut [u8], right: &mut [u8]) -> Option<usize> {
     let count = u16_at(left, COUNT_OFFSET);
     let level = left[LEVEL_OFFSET];
+    let values = values_of(left);
     if count < 2 {
         return None;
     }
@@ -440,7 +579,7 @@ pub fn split(left: &mut [u8], right: &mut [u8]) -> Option<usize> {
     let sizes: Vec<usize> = (0..count)
         .map(|i| {
             let off = u16_at(left, SLOTS_OFFSET + i * SLOT_BYTES);
-            KEY_LEN_BYTES + u16_at(left, off) + value_len(level)
+            entry_end(left, off, level, values) - off
         })
         .collect();
     let total: usize = sizes.iter().sum();
@@ -456,9 +595,12 @@ pub fn split(left: &mut [u8], right: &mut [u8]) -> Option<usize> {
     for i in mid..count {
         let off = u16_at(left, SLOTS_OFFSET + i * SLOT_BYTES);
         let klen = u16_at(left, off);
-        let key = left[off + KEY_LEN_BYTES..off + KEY_LEN_BYTES + klen].to_vec();
-        let value = left[off + KEY_LEN_BYTES + klen..off + KEY_LEN_BYTES + klen + value_len(level)]
-            .to_vec();
+        let key_end = off + KEY_LEN_BYTES + klen;
+        let key = left[off + KEY_LEN_BYTES..key_end].to_vec();
+        let end = entry_end(left, off, level, values);
+        let value_at =
+            if values.stored(level, 0) > 0 { key_end + VALUE_LEN_BYTES } else { key_end };
+        let value = left[value_at..end].to_vec();
         let pos = i - mid;
         let fitted = insert_at(right, pos, &key, &value);
         debug_assert!(fitted, "half a page fits an empty page");
@@ -475,8 +617,78 @@ mod tests {
 
     fn node(level: u8) -> Vec<u8> {
         let mut p = vec![0u8; 4096];
-        init(&mut p, 3, level);
+        init(&mut p, 3, level, LeafValues::RowIds);
         p
+    }
+
+    /// Leaves of sized values keep each value whole and with its key through inserts (into
+    /// nodes needing compaction), removals and a split; every leaf of a tree of sized values takes
+    /// four entries of the largest size; a damaged kind byte is an error.
+    #[test]
+    fn sized_values_stay_with_their_keys() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(40);
+        for round in 0..100 {
+            let mut p = vec![0u8; 4096];
+            init(&mut p, 3, 0, LeafValues::Sized);
+            let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            for _ in 0..rng.random_range(1..200) {
+                let key = awkward_key(&mut rng);
+                let value: Vec<u8> =
+                    (0..rng.random_range(0..300)).map(|_| rng.random::<u8>()).collect();
+                let n = Node::new(&p, 3, 1).unwrap();
+                assert_eq!(n.values(), LeafValues::Sized);
+                if let Err(pos) = n.search(&key).unwrap()
+                    && insert_at(&mut p, pos, &key, &value)
+                {
+                    model.insert(pos, (key, value));
+                }
+                if rng.random_bool(0.3) && !model.is_empty() {
+                    let i = rng.random_range(0..model.len());
+                    remove_at(&mut p, i);
+                    model.remove(i);
+                }
+            }
+            let n = Node::new(&p, 3, 1).unwrap();
+            n.check_entries().unwrap();
+            let got: Vec<_> = (0..n.len())
+                .map(|i| (n.key(i).unwrap().to_vec(), n.value(i).unwrap().to_vec()))
+                .collect();
+            assert_eq!(got, model, "round {round}");
+            if model.len() >= 2 {
+                let mut right = vec![0u8; 4096];
+                init(&mut right, 3, 0, LeafValues::Sized);
+                let mid = split(&mut p, &mut right).unwrap();
+                let (l, r) = (Node::new(&p, 3, 1).unwrap(), Node::new(&right, 3, 2).unwrap());
+                l.check_entries().unwrap();
+                r.check_entries().unwrap();
+                let mut both: Vec<_> = (0..l.len())
+                    .map(|i| (l.key(i).unwrap().to_vec(), l.value(i).unwrap().to_vec()))
+                    .collect();
+                both.extend(
+                    (0..r.len())
+                        .map(|i| (r.key(i).unwrap().to_vec(), r.value(i).unwrap().to_vec())),
+                );
+                assert_eq!((both, l.len()), (model, mid), "a split of sized values");
+            }
+        }
+        // Four entries of the largest size fit an empty leaf.
+        let mut p = vec![0u8; 4096];
+        init(&mut p, 3, 0, LeafValues::Sized);
+        let most = max_sized_entry(4096);
+        for i in 0..4u8 {
+            let key = [i; 8];
+            assert!(insert_at(&mut p, usize::from(i), &key, &vec![i; most - key.len()]), "{i}");
+        }
+        let mut bad = p.clone();
+        bad[LEAF_VALUES_OFFSET] = 2;
+        assert!(Node::new(&bad, 3, 1).is_err(), "an unknown kind of leaf values");
+        // A value length that runs past the page.
+        let mut bad = p;
+        let off = u16_at(&bad, SLOTS_OFFSET);
+        put_u16(&mut bad, off + KEY_LEN_BYTES + 8, 4000);
+        let n = Node::new(&bad, 3, 1).unwrap();
+        assert!(n.value(0).is_err() && n.check_entries().is_err());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! than the index has pages.
 
 use std::ops::Bound;
+use std::rc::Rc;
 
 use nvpage_buffer::PageRef;
 use nvpage_storage::PageId;
@@ -18,7 +19,7 @@ use nvpage_storage::PageId;
 use super::Index;
 use super::key;
 use super::node::Node;
-use super::tree::{Target, corrupt, descend, entry_row, find_exact};
+use super::tree::{Target, corrupt, descend, entry_row, find_exact, find_value};
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
 use crate::heap;
@@ -51,7 +52,9 @@ pub struct IndexScan<'t> {
 #[derive(Debug)]
 struct Cursor<'t> {
     page: u64,
-    leaf: PageRef<'t>,
+    /// Shared with the rows of a clustered table's leaf that the scan has yielded: they read it
+    /// where it is held, with no second read of the page.
+    leaf: Rc<PageRef<'t>>,
     /// The front's next entry; for the back, one past its next entry.
     pos: usize,
     /// How far this leaf's rows were prefetched: the front's first entry not yet asked for, the
@@ -61,8 +64,42 @@ struct Cursor<'t> {
 
 impl<'t> Cursor<'t> {
     fn new(page: u64, leaf: PageRef<'t>, pos: usize) -> Self {
-        Self { page, leaf, pos, ahead: pos }
+        Self { page, leaf: Rc::new(leaf), pos, ahead: pos }
     }
+}
+
+/// An entry a scan's step yields.
+#[derive(Debug)]
+enum Hit<'t> {
+    /// A heap table's row, by id.
+    Row(RowId),
+    /// A clustered table's row, in the leaf held at `off..off + len`.
+    InLeaf { leaf: Rc<PageRef<'t>>, off: usize, len: usize },
+}
+
+impl Hit<'_> {
+    /// The id [`IndexScan::ids`] gives for it ([`RowId::KEYED`] in a clustered table).
+    fn id(self) -> RowId {
+        match self {
+            Hit::Row(id) => id,
+            Hit::InLeaf { .. } => RowId::KEYED,
+        }
+    }
+}
+
+/// What entry `pos` of leaf `page` (read as `n`) gives: a row id, or, in a clustered table's
+/// tree, where its row lies in the leaf.
+fn hit<'t>(
+    clustered: bool,
+    n: &Node<'_>,
+    cur: &Cursor<'t>,
+    place: (usize, usize),
+) -> Result<Hit<'t>> {
+    let (off, len) = place;
+    if clustered {
+        return Ok(Hit::InLeaf { leaf: cur.leaf.clone(), off, len });
+    }
+    entry_row(&n.bytes()[off..off + len], cur.page).map(Hit::Row)
 }
 
 /// Rows a scan that reads rows asks the pool to prefetch ahead of the one it yields: each is on
@@ -129,6 +166,12 @@ pub(crate) fn get_by<'t>(
     }
     let mut k = Vec::new();
     key::encode_values(&tmeta.schema, &meta.columns, values, &mut k)?;
+    if meta.clustered {
+        let found = find_value(ctx.db, ctx.view, meta, &k)?;
+        return Ok(
+            found.map(|(g, off, len)| RowGuard::at(g, &tmeta.schema, off, len, RowId::KEYED))
+        );
+    }
     let Some(rid) = find_exact(ctx.db, ctx.view, meta, &k)? else { return Ok(None) };
     // The row's page header and slot load while the pool finds the page.
     ctx.db.pool.prefetch(PageId(rid.page), &[0, heap::slot_offset(usize::from(rid.slot))]);
@@ -249,7 +292,7 @@ impl<'t> IndexScan<'t> {
         Ok(g)
     }
 
-    fn step_front(&mut self) -> Result<Option<RowId>> {
+    fn step_front(&mut self) -> Result<Option<Hit<'t>>> {
         if self.done {
             return Ok(None);
         }
@@ -271,7 +314,7 @@ impl<'t> IndexScan<'t> {
             let cur = self.front.as_mut().expect("set above");
             let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
             if cur.pos < n.len() {
-                let key = n.key(cur.pos)?;
+                let (key, place) = n.entry_at(cur.pos)?;
                 // Keys ahead of the front are above its bound in a sound tree; beyond the
                 // other bound is where the range (or the back's walk) ends.
                 if !above(key, &self.lo) {
@@ -281,10 +324,10 @@ impl<'t> IndexScan<'t> {
                     self.done = true;
                     return Ok(None);
                 }
-                let rid = entry_row(n.value(cur.pos)?, cur.page)?;
                 cur.pos += 1;
+                let hit = hit(self.meta.clustered, &n, cur, place)?;
                 exclude(&mut self.lo, key);
-                return Ok(Some(rid));
+                return Ok(Some(hit));
             }
             let next = n.next();
             if next == 0 {
@@ -297,7 +340,7 @@ impl<'t> IndexScan<'t> {
         }
     }
 
-    fn step_back(&mut self) -> Result<Option<RowId>> {
+    fn step_back(&mut self) -> Result<Option<Hit<'t>>> {
         if self.done {
             return Ok(None);
         }
@@ -319,7 +362,7 @@ impl<'t> IndexScan<'t> {
             let cur = self.back.as_mut().expect("set above");
             let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
             if cur.pos > 0 {
-                let key = n.key(cur.pos - 1)?;
+                let (key, place) = n.entry_at(cur.pos - 1)?;
                 if !below(key, &self.hi) {
                     return Err(corrupt(cur.page, "leaf keys out of order"));
                 }
@@ -327,10 +370,10 @@ impl<'t> IndexScan<'t> {
                     self.done = true;
                     return Ok(None);
                 }
-                let rid = entry_row(n.value(cur.pos - 1)?, cur.page)?;
                 cur.pos -= 1;
+                let hit = hit(self.meta.clustered, &n, cur, place)?;
                 exclude(&mut self.hi, key);
-                return Ok(Some(rid));
+                return Ok(Some(hit));
             }
             let prev = n.prev();
             if prev == 0 {
@@ -349,6 +392,10 @@ impl<'t> IndexScan<'t> {
     /// damage it meets is left for the step that reads the entry to report.
     fn prefetch_rows(&mut self, front: bool) {
         let (db, id) = (self.ctx.db, self.meta.id);
+        if self.meta.clustered {
+            // The rows are in the leaf the scan holds.
+            return;
+        }
         let Some(cur) = (if front { self.front.as_mut() } else { self.back.as_mut() }) else {
             return;
         };
@@ -381,7 +428,7 @@ impl<'t> IndexScan<'t> {
     }
 
     /// An end's step as an iterator's item: an error ends the scan.
-    fn item(&mut self, step: Result<Option<RowId>>) -> Option<Result<RowId>> {
+    fn item(&mut self, step: Result<Option<Hit<'t>>>) -> Option<Result<Hit<'t>>> {
         match step {
             Ok(r) => r.map(Ok),
             Err(e) => {
@@ -391,8 +438,13 @@ impl<'t> IndexScan<'t> {
         }
     }
 
-    fn row(&self, id: RowId) -> Result<RowGuard<'t>> {
-        indexed_row(&self.ctx, self.meta, self.table, id)
+    fn row(&self, hit: Hit<'t>) -> Result<RowGuard<'t>> {
+        match hit {
+            Hit::Row(id) => indexed_row(&self.ctx, self.meta, self.table, id),
+            Hit::InLeaf { leaf, off, len } => {
+                Ok(RowGuard::in_leaf(leaf, &self.table.schema, off, len))
+            }
+        }
     }
 }
 
@@ -401,18 +453,18 @@ impl<'t> Iterator for IndexScan<'t> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let step = self.step_front();
-        let id = self.item(step)?;
+        let hit = self.item(step)?;
         self.prefetch_rows(true);
-        Some(id.and_then(|id| self.row(id)))
+        Some(hit.and_then(|hit| self.row(hit)))
     }
 }
 
 impl DoubleEndedIterator for IndexScan<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         let step = self.step_back();
-        let id = self.item(step)?;
+        let hit = self.item(step)?;
         self.prefetch_rows(false);
-        Some(id.and_then(|id| self.row(id)))
+        Some(hit.and_then(|hit| self.row(hit)))
     }
 }
 
@@ -425,13 +477,13 @@ impl Iterator for IndexIds<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let step = self.0.step_front();
-        self.0.item(step)
+        self.0.item(step).map(|hit| hit.map(Hit::id))
     }
 }
 
 impl DoubleEndedIterator for IndexIds<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         let step = self.0.step_back();
-        self.0.item(step)
+        self.0.item(step).map(|hit| hit.map(Hit::id))
     }
 }

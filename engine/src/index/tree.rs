@@ -18,7 +18,7 @@
 //! its own key may be above some keys it routes (after the entry before it was removed). Searches
 //! never depend on it, and a split places the new entry by its position, not its key.
 
-use nvpage_buffer::{PageMut, PageRef, View};
+use nvpage_buffer::{BufferPool, PageMut, PageRef, View};
 use nvpage_storage::PageId;
 
 use super::key;
@@ -80,6 +80,55 @@ pub(crate) fn descend<'a>(
         // The child's header loads while this node is released and the child found.
         db.pool.prefetch(PageId(page), &[0]);
     }
+}
+
+/// The tree's leaves in key order, as `view` sees it, found from the inner nodes alone (a
+/// clustered table's pages, for its scans). Each child must be one level below its parent, so
+/// a damaged link cannot loop.
+pub(crate) fn leaves(pool: &BufferPool, view: View, meta: &IndexMeta) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    // (node, the level its parent expects it at), children pushed in reverse so that they
+    // come off the stack in key order.
+    let mut stack: Vec<(u64, Option<u8>)> = vec![(meta.root, None)];
+    let mut children = Vec::new();
+    while let Some((page, expect)) = stack.pop() {
+        let g = pool.read(PageId(page), view)?;
+        let n = Node::new(&g, meta.id, page)?;
+        if expect.is_some_and(|l| n.level() != l) {
+            return Err(corrupt(page, "a child not one level below its parent"));
+        }
+        if n.level() == 0 {
+            out.push(page);
+            continue;
+        }
+        children.clear();
+        for i in 0..n.len() {
+            children.push(n.child(i)?);
+        }
+        let below = n.level() - 1;
+        stack.extend(children.iter().rev().map(|&c| (c, Some(below))));
+        if out.len() + stack.len() > usize::try_from(meta.page_count()).unwrap_or(usize::MAX) {
+            return Err(corrupt(page, "more nodes than the index has pages"));
+        }
+    }
+    Ok(out)
+}
+
+/// The leaf that holds `key` exactly, as `view` sees the tree, and where the entry's value lies
+/// in it (offset, length), if the tree has the key: a clustered table's row.
+pub(crate) fn find_value<'a>(
+    db: &'a Database,
+    view: View,
+    meta: &IndexMeta,
+    key: &[u8],
+) -> Result<Option<(PageRef<'a>, usize, usize)>> {
+    let (leaf, g) = descend(db, view, meta, Target::Key(key), None)?;
+    let n = Node::new(&g, meta.id, leaf)?;
+    let place = match n.search(key)? {
+        Ok(i) => n.value_place(i)?,
+        Err(_) => return Ok(None),
+    };
+    Ok(Some((g, place.0, place.1)))
 }
 
 /// The row id of the entry whose key is exactly `key`, if any, as `view` sees the tree: for a
@@ -159,7 +208,7 @@ impl<'a> TreeWriter<'a, '_> {
             })?,
         };
         let mut g = db.pool.new_page(PageId(page))?;
-        node::init(&mut g, x.id, level);
+        node::init(&mut g, x.id, level, x.leaf_values);
         Ok((page, g))
     }
 
@@ -172,7 +221,12 @@ impl<'a> TreeWriter<'a, '_> {
     /// Adds `key` → `rid`. The key must not be in the tree (a unique key is checked first, a
     /// non-unique one ends with its row id): finding it is damage.
     pub(crate) fn insert(&mut self, key: &[u8], rid: RowId) -> Result<()> {
-        let value = key::row_id_bytes(rid);
+        self.insert_value(key, &key::row_id_bytes(rid))
+    }
+
+    /// Adds `key` → `value` (a row id's bytes, or a sized value where the tree's leaves hold
+    /// them). The key must not be in the tree: finding it is damage.
+    pub(crate) fn insert_value(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut path = Vec::new();
         let (leaf, g) =
             descend(self.db, View::Writer, self.meta(), Target::Key(key), Some(&mut path))?;
@@ -183,22 +237,63 @@ impl<'a> TreeWriter<'a, '_> {
                 .search(key)?
                 .err()
                 .ok_or_else(|| corrupt(leaf, "an index entry added twice"))?;
-            node::insert_at(&mut g, pos, key, &value)
+            node::insert_at(&mut g, pos, key, value)
         };
         if !fitted {
-            let (sep, right) = self.split_leaf(leaf, key, &value)?;
+            let (sep, right) = self.split_leaf(leaf, key, value)?;
             self.insert_above(path, sep, right)?;
         }
         self.meta_mut().entries += 1;
         Ok(())
     }
 
+    /// Replaces the value of `key`'s entry (sized values: a clustered table's row) with `value`,
+    /// in place where the leaf has room, else by splitting it. A missing entry is damage.
+    pub(crate) fn replace(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let id = self.meta().id;
+        let mut path = Vec::new();
+        let (leaf, g) =
+            descend(self.db, View::Writer, self.meta(), Target::Key(key), Some(&mut path))?;
+        drop(g);
+        let fitted = {
+            let mut g = self.write(leaf)?;
+            let pos = Node::new(&g, id, leaf)?
+                .search(key)?
+                .map_err(|_| corrupt(leaf, "an entry to replace is missing"))?;
+            node::remove_at(&mut g, pos);
+            node::insert_at(&mut g, pos, key, value)
+        };
+        if !fitted {
+            let (sep, right) = self.split_leaf(leaf, key, value)?;
+            self.insert_above(path, sep, right)?;
+        }
+        Ok(())
+    }
+
     /// Splits full leaf `leaf` and adds the entry to the half it belongs in; returns the new
     /// right leaf and its separator.
+    ///
+    /// An entry past the last of the last leaf (keys arriving in ascending order: a load in
+    /// key order) leaves the full leaf as it is and starts the new one, so that such a load
+    /// fills its leaves rather than leaving each half empty.
     fn split_leaf(&mut self, leaf: u64, key: &[u8], value: &[u8]) -> Result<(Vec<u8>, u64)> {
         let id = self.meta().id;
         let (right, mut rg) = self.alloc(0)?;
         let mut lg = self.write(leaf)?;
+        let appended = {
+            let l = Node::new(&lg, id, leaf)?;
+            l.next() == 0 && l.len() >= 2 && l.search(key)? == Err(l.len())
+        };
+        if appended {
+            let l = Node::new(&lg, id, leaf)?;
+            let sep = separator(l.key(l.len() - 1)?, key);
+            node::set_prev(&mut rg, leaf);
+            node::set_next(&mut lg, right);
+            if !node::insert_at(&mut rg, 0, key, value) {
+                return Err(corrupt(right, "no room for one entry in a new leaf"));
+            }
+            return Ok((sep, right));
+        }
         node::split(&mut lg, &mut rg).ok_or_else(|| corrupt(leaf, "a full node of one entry"))?;
         let (l, r) = (Node::new(&lg, id, leaf)?, Node::new(&rg, id, right)?);
         let sep = separator(l.key(l.len() - 1)?, r.key(0)?);
@@ -321,7 +416,7 @@ impl<'a> TreeWriter<'a, '_> {
             if path.is_empty() {
                 // The root emptied (it cannot, as roots keep two entries; an empty tree is a
                 // leaf all the same).
-                node::init(&mut g, id, 0);
+                node::init(&mut g, id, 0, self.meta().leaf_values);
                 return Ok(());
             }
             drop(g);

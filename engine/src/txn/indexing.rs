@@ -29,6 +29,8 @@ pub(super) enum IndexKind {
     Unique,
     /// A table's primary key: unique, over NOT NULL columns, made and dropped with the table.
     Primary,
+    /// A clustered table's primary key, whose leaves hold the rows.
+    Clustered,
 }
 
 /// The name of table `table`'s primary-key index.
@@ -75,7 +77,16 @@ impl WriteTxn<'_> {
         columns: &[&str],
         kind: IndexKind,
     ) -> Result<Index> {
-        let schema = self.meta(&table)?.schema.clone();
+        let meta = self.meta(&table)?;
+        if meta.storage == crate::table::Storage::Clustered
+            && matches!(kind, IndexKind::Plain | IndexKind::Unique)
+        {
+            return Err(Error::Unsupported(format!(
+                "index {name}: indexes of a clustered table ({}) beside its primary key",
+                meta.name
+            )));
+        }
+        let schema = meta.schema.clone();
         let mut positions = Vec::with_capacity(columns.len());
         for c in columns {
             let i = schema.index_of(c)?;
@@ -97,7 +108,13 @@ impl WriteTxn<'_> {
             table_id: table.id,
             columns: cols,
             unique,
-            primary: kind == IndexKind::Primary,
+            primary: matches!(kind, IndexKind::Primary | IndexKind::Clustered),
+            clustered: kind == IndexKind::Clustered,
+            leaf_values: if kind == IndexKind::Clustered {
+                node::LeafValues::Sized
+            } else {
+                node::LeafValues::RowIds
+            },
             root: 0,
             entries: 0,
             extents: Vec::new(),

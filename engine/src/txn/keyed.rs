@@ -14,7 +14,7 @@ use crate::index::tree::find_exact;
 use crate::index::{Index, key};
 use crate::row::{OwnedValue, RowRef, Value, encode_row};
 use crate::schema::Schema;
-use crate::table::{RowId, Table};
+use crate::table::{RowId, Storage, Table};
 use crate::txn::ReadOps;
 
 /// What [`WriteTxn::upsert`] did, with the row's id after it.
@@ -34,6 +34,22 @@ impl Upserted {
             Upserted::Inserted(id) | Upserted::Updated(id) => id,
         }
     }
+}
+
+/// The row [`WriteTxn::find_by`] found.
+enum Found {
+    /// A heap table's row, by id.
+    Heap(RowId),
+    /// A clustered table's row: its key, and a copy of its bytes.
+    Keyed(Vec<u8>, Vec<u8>),
+    /// No row has the key.
+    None,
+}
+
+/// The values of `row` (encoded, of `schema`).
+fn values_of(schema: &Schema, row: &[u8]) -> Result<Vec<OwnedValue>> {
+    let r = RowRef::new(schema, row, RowId::KEYED)?;
+    (0..schema.columns().len()).map(|i| r.value(i)).collect()
 }
 
 /// The columns `set` names, as indexes into `schema`, each with its new value.
@@ -81,7 +97,7 @@ impl WriteTxn<'_> {
         set: &[(&str, Value<'_>)],
     ) -> Result<RowId> {
         self.statement(|t| {
-            t.live(table)?;
+            t.live(table)?.by_id()?;
             let set = resolve(table.schema(), set)?;
             t.set_columns(table, id, &set)
         })
@@ -122,8 +138,20 @@ impl WriteTxn<'_> {
             let (table, found) = t.find_by(index, key)?;
             let set = resolve(table.schema(), set)?;
             match found {
-                Some(id) => t.set_columns(&table, id, &set).map(Some),
-                None => Ok(None),
+                Found::Heap(id) => t.set_columns(&table, id, &set).map(Some),
+                Found::Keyed(k, old) => {
+                    let old = values_of(table.schema(), &old)?;
+                    let mut values: Vec<Value<'_>> = old.iter().map(OwnedValue::as_value).collect();
+                    for (i, v) in &set {
+                        values[*i] = v.clone();
+                    }
+                    let mut buf = std::mem::take(&mut t.buf);
+                    let r = encode_row(table.schema(), &values, &mut buf)
+                        .and_then(|()| t.clustered_rekey(t.live(&table)?, &k, &buf));
+                    t.buf = buf;
+                    r.map(|()| Some(RowId::KEYED))
+                }
+                Found::None => Ok(None),
             }
         })
     }
@@ -134,9 +162,11 @@ impl WriteTxn<'_> {
     pub fn delete_by(&mut self, index: &Index, key: &[Value<'_>]) -> Result<bool> {
         self.statement(|t| {
             let (table, found) = t.find_by(index, key)?;
-            let Some(id) = found else { return Ok(false) };
-            t.delete_row(t.live(&table)?, id)?;
-            Ok(true)
+            match found {
+                Found::Heap(id) => t.delete_row(t.live(&table)?, id).map(|()| true),
+                Found::Keyed(k, _) => t.clustered_delete(t.live(&table)?, &k),
+                Found::None => Ok(false),
+            }
         })
     }
 
@@ -171,6 +201,15 @@ impl WriteTxn<'_> {
             let table = t.live(&table)?;
             let mut buf = std::mem::take(&mut t.buf);
             let r = encode_row(table.schema(), values, &mut buf).and_then(|()| {
+                if table.storage() == Storage::Clustered {
+                    let there = t.unique(index)?.0.clustered && t.holder_key(index, &buf)?;
+                    t.clustered_put(table, &buf, there)?;
+                    return Ok(if there {
+                        Upserted::Updated(RowId::KEYED)
+                    } else {
+                        Upserted::Inserted(RowId::KEYED)
+                    });
+                }
                 match t.holder(index, &buf)? {
                     Some(id) => t.update_encoded(table, id, &buf).map(Upserted::Updated),
                     None => t.insert_row(table, &buf).map(Upserted::Inserted),
@@ -200,19 +239,36 @@ impl WriteTxn<'_> {
 
     /// The table of the unique index `index`, and the row whose key in it is `key` (a value for
     /// each column), if one has it.
-    fn find_by(&self, index: &Index, key: &[Value<'_>]) -> Result<(Table, Option<RowId>)> {
+    fn find_by(&self, index: &Index, key: &[Value<'_>]) -> Result<(Table, Found)> {
         let (x, t) = self.unique(index)?;
         if key.len() != x.columns.len() {
             return Err(Error::WrongArity { expected: x.columns.len(), found: key.len() });
         }
         let table = Table::from_meta(t);
         if key.iter().any(|v| matches!(v, Value::Null)) {
-            return Ok((table, None));
+            return Ok((table, Found::None));
         }
         let mut k = Vec::new();
         key::encode_values(&t.schema, &x.columns, key, &mut k)?;
+        if x.clustered {
+            let ix = self.clustered_ix(t.id)?;
+            return Ok(match self.clustered_row(ix, &k)? {
+                Some(row) => (table, Found::Keyed(k, row)),
+                None => (table, Found::None),
+            });
+        }
         let found = find_exact(self.db, View::Writer, x, &k)?;
-        Ok((table, found))
+        Ok((table, found.map_or(Found::None, Found::Heap)))
+    }
+
+    /// Whether the key of `row` (encoded, of the index's table) in the unique index `index` is
+    /// in it (a clustered table's primary key).
+    fn holder_key(&self, index: &Index, row: &[u8]) -> Result<bool> {
+        let (x, t) = self.unique(index)?;
+        let r = RowRef::new(&t.schema, row, RowId::KEYED)?;
+        let mut k = Vec::new();
+        key::encode_row(&t.schema, &x.columns, &r, &mut k)?;
+        Ok(self.clustered_row(self.clustered_ix(t.id)?, &k)?.is_some())
     }
 
     /// The row that holds the key of `row` (encoded, of the index's table) in the unique index

@@ -12,6 +12,8 @@ const LEVEL: usize = 17;
 const COUNT: usize = 18;
 const FREE_END: usize = 20;
 const INDEX_ID: usize = 24;
+/// What the tree's leaves hold: 0 row ids, 1 sized values (a length, then the value).
+const LEAF_VALUES: usize = 29;
 const PREV: usize = 32;
 const NEXT: usize = 40;
 const SLOTS: usize = 64;
@@ -45,15 +47,21 @@ fn decode(page: &[u8], index_id: u32, id: u64) -> Option<(u8, Entries)> {
             assert_eq!(entries.len() as u64, le(page, COUNT, 2));
             let free_end = le(page, FREE_END, 4) as usize;
             assert!(SLOTS + SLOT * entries.len() <= free_end && free_end <= page.len());
-            let value_len = if level == 0 { ROW_ID_LEN } else { CHILD_LEN };
+            assert!(page[LEAF_VALUES] <= 1, "leaf values of an unknown kind");
+            let sized = page[LEAF_VALUES] == 1 && level == 0;
             let mut used = 0;
             for (i, (key, value)) in entries.iter().enumerate() {
                 let k = offset_in(page, key).expect("a key inside the page");
                 let v = offset_in(page, value).expect("a value inside the page");
                 assert!(k >= free_end + 2, "entry {i}'s key below the entry area");
                 assert_eq!(le(page, k - 2, 2) as usize, key.len(), "entry {i}'s key length");
-                assert_eq!((v, value.len()), (k + key.len(), value_len), "entry {i}'s value");
-                used += 2 + key.len() + value_len;
+                let (at, len) = if sized {
+                    (k + key.len() + 2, le(page, k + key.len(), 2) as usize)
+                } else {
+                    (k + key.len(), if level == 0 { ROW_ID_LEN } else { CHILD_LEN })
+                };
+                assert_eq!((v, value.len()), (at, len), "entry {i}'s value");
+                used += 2 + key.len() + usize::from(sized) * 2 + len;
             }
             assert!(
                 used <= page.len() - free_end,
@@ -79,7 +87,8 @@ fn search(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8]) {
     let (found, child, free) =
         fuzzing::index_search(page, index_id, id, key).expect("a checked node searches");
     let n = entries.len();
-    let used: usize = entries.iter().map(|(k, v)| 2 + k.len() + v.len()).sum();
+    let length_fields = if page[LEAF_VALUES] == 1 && page[LEVEL] == 0 { 2 } else { 0 };
+    let used: usize = entries.iter().map(|(k, v)| 2 + k.len() + length_fields + v.len()).sum();
     assert_eq!(free, page.len() - SLOTS - SLOT * n - used, "free space");
     match found {
         Ok(i) => assert!(i < n && entries[i].0 == key, "found {i} of {n}"),
@@ -97,7 +106,12 @@ fn search(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8]) {
 
 /// The writer's edits keep a checked node checked and lose, add or reorder nothing.
 fn edit(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8], remove: bool) {
-    let value = vec![0xAB; if page[LEVEL] == 0 { ROW_ID_LEN } else { CHILD_LEN }];
+    let value = match (page[LEAF_VALUES], page[LEVEL]) {
+        // A sized value as long as the key says (none included).
+        (1, 0) => vec![0xAB; key.len() % 64],
+        (_, 0) => vec![0xAB; ROW_ID_LEN],
+        _ => vec![0xAB; CHILD_LEN],
+    };
     // The writer keeps a node's prefix and heads its keys'.
     let sound = fuzzing::index_heads_sound(page, index_id, id).expect("a checked node");
     let still_sound = |p: &[u8], id: u64, what: &str| {
@@ -154,7 +168,8 @@ fn edit(page: &[u8], index_id: u32, id: u64, entries: &Entries, key: &[u8], remo
 ///
 /// Properties: no panic; a node that checks is an index page of that index whose level,
 /// siblings and entry count are its header's, whose entries each lie (key length, key, value of
-/// its level's length) between `free end` and the end of the page, adding up to no more than
+/// its level's length, or a sized leaf value's length and value) between `free end` and the end
+/// of the page, adding up to no more than
 /// that area; a node that does not check is a `CorruptPage` error naming the page. A search
 /// lands inside the node, and where keys ascend and heads are their keys' (not promised by the
 /// decoder: `check` verifies both) it is exact. An insert or removal leaves a node that checks, with every other entry

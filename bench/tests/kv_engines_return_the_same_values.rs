@@ -1,4 +1,5 @@
-//! Goal: the kv benchmark compares like with like. Every engine (nvpage on each layer, LMDB,
+//! Goal: the kv benchmark compares like with like. Every engine (nvpage on each layer, with a
+//! heap table and an index and with a clustered table, LMDB,
 //! redb, SQLite), loaded with the same keys, returns the same value for every key, and the same
 //! entries for the same range scans; and a whole `kv` run on a tiny data set — both media, two
 //! pool sizes, one and two threads, cold and warm — finishes with every answer checked against
@@ -16,7 +17,9 @@ use nvpage_bench::kv::{Config, execute};
 use nvpage_bench::tpch::Medium;
 
 fn engines() -> Vec<Engine> {
-    let mut e: Vec<Engine> = nvpage::Layer::compiled().into_iter().map(Engine::Nvpage).collect();
+    let layers = nvpage::Layer::compiled();
+    let mut e: Vec<Engine> = layers.iter().map(|&l| Engine::Nvpage(l)).collect();
+    e.extend(layers.iter().map(|&l| Engine::NvpageClustered(l)));
     let compared = [Engine::Lmdb, Engine::Redb, Engine::Sqlite].into_iter();
     e.extend(compared.filter(|c| c.comparison().is_some_and(|c| c.is_compiled())));
     e

@@ -41,7 +41,7 @@ fn matching_rf1_and_rf2_pairs_return_to_the_loaded_rows() {
     let tmp = tempfile::tempdir().unwrap();
     let layer = Layer::best_compiled();
     let db = builder(layer, Medium::Disk).open(tmp.path().join("db")).unwrap();
-    load_all(&db, SF, &ProgressBar::hidden()).unwrap();
+    load_all(&db, SF, false, &ProgressBar::hidden()).unwrap();
     let sets = RefreshSets::new(SF).unwrap();
     let min_key = sets.set(0).unwrap().orders.iter().map(|o| o.o_orderkey).min().unwrap();
     let (loaded, above) = counts(&db, min_key);

@@ -138,6 +138,7 @@ fn report(with_postgres: bool) -> Report {
         with_postgres,
         sql: false,
         reduced: false,
+        clustered: false,
         quiet: false,
     };
     Report {

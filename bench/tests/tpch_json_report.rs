@@ -30,6 +30,7 @@ fn the_json_report_parses_and_holds_every_field() {
         with_postgres: false,
         sql: false,
         reduced: false,
+        clustered: false,
         quiet: true,
     };
     let report = execute(&cfg).unwrap();

@@ -40,6 +40,7 @@ fn postgres_answers_equal_ours() {
         with_postgres: true,
         sql: false,
         reduced: false,
+        clustered: false,
         quiet: true,
     };
     let report = execute(&cfg).unwrap();

@@ -207,6 +207,9 @@ impl Config {
         for name in names {
             match name {
                 EngineName::Nvpage => engines.extend(layers.iter().map(|&l| Engine::Nvpage(l))),
+                EngineName::NvpageClustered => {
+                    engines.extend(layers.iter().map(|&l| Engine::NvpageClustered(l)))
+                }
                 EngineName::Lmdb => engines.push(Engine::Lmdb),
                 EngineName::Redb => engines.push(Engine::Redb),
                 EngineName::Sqlite => engines.push(Engine::Sqlite),
@@ -307,7 +310,7 @@ mod tests {
         }
         // By default: nvpage on every layer, and every other engine the build has.
         let engines = config(&["--dir-disk", "/", "--dir-tmpfs", "/"]).unwrap().engines;
-        assert_eq!(engines.len(), Layer::compiled().len() + compiled_comparisons());
+        assert_eq!(engines.len(), 2 * Layer::compiled().len() + compiled_comparisons());
     }
 
     fn compiled_comparisons() -> usize {

@@ -56,7 +56,8 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
             "load {prefix:>14} {msg:9} [{bar:30}] {human_pos}/{human_len} rows {per_sec} {eta}",
         );
         pb.set_prefix(format!("{}/{}", cfg.layers[0], medium.name()));
-        let (rec, _) = load_database(&loaded, cfg.layers[0], medium, cfg.sf, &pb)?;
+        // The refresh functions delete rows by id, so its tables are heap tables.
+        let (rec, _) = load_database(&loaded, cfg.layers[0], medium, cfg.sf, false, &pb)?;
         pb.finish_and_clear();
         let data_bytes = rec.data_bytes;
         let rows_loaded: BTreeMap<String, u64> = REFRESHED

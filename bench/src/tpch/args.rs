@@ -99,6 +99,11 @@ pub struct TpchArgs {
     /// Q6, Q12; pread and SE2; on disk; a pool holding a tenth of the data; cold and warm
     #[arg(long, conflicts_with_all = ["layers", "media", "pool_fraction", "queries"])]
     pub reduced: bool,
+    /// Load lineitem and orders as clustered tables, their rows in the leaves of their primary
+    /// keys' B+trees ((l_orderkey, l_linenumber) and o_orderkey) instead of on heap pages with a
+    /// primary-key index; every answer is the same
+    #[arg(long)]
+    pub clustered: bool,
     /// Run the matrix at each of these scale factors in turn, comma-separated, and end with the
     /// scaling table: load and query time against the data's size
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_sf,
@@ -177,6 +182,8 @@ pub struct Config {
     pub sql: bool,
     /// Whether this is `--reduced`'s matrix.
     pub reduced: bool,
+    /// Whether lineitem and orders are loaded as clustered tables.
+    pub clustered: bool,
     /// No progress on stderr.
     #[serde(skip)]
     pub quiet: bool,
@@ -252,6 +259,7 @@ impl Config {
             with_postgres: args.with_postgres,
             sql: args.sql,
             reduced: args.reduced,
+            clustered: args.clustered,
             quiet: args.quiet,
         })
     }

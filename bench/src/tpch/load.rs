@@ -1,7 +1,9 @@
 //! Loading: the `tpchgen` generator's rows (the same rows as the reference `dbgen`) inserted into
 //! nvpage tables with exact types, in write transactions of [`BATCH_ROWS`] rows; then each
 //! table's primary-key index, built from the loaded rows (a sorted bottom-up build), as
-//! PostgreSQL's primary keys are added after its `COPY`.
+//! PostgreSQL's primary keys are added after its `COPY`. Asked for, lineitem and orders are
+//! clustered tables instead ([`CLUSTERED`]): their rows go into their primary keys' trees, in
+//! the key order the generator makes them in.
 //!
 //! Pages a transaction allocates need no before-images (DESIGN.md rule 1 counts only pages below
 //! the page count at its start), so a batch costs the log little more than its catalog and header
@@ -11,7 +13,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
-use nvpage::{Database, Date, Decimal, Table, Value, WriteTxn};
+use nvpage::{Database, Date, Decimal, Storage, Table, Value, WriteTxn};
 use tpchgen::dates::TPCHDate;
 use tpchgen::decimal::TPCHDecimal;
 use tpchgen::generators::{
@@ -69,6 +71,10 @@ pub fn row_count(sf: f64) -> u64 {
         + lineitems
 }
 
+/// The tables `load_all` makes clustered when asked: the two largest, whose keys the
+/// generator makes in ascending order.
+pub const CLUSTERED: [&str; 2] = ["lineitem", "orders"];
+
 /// Inserts rows of one table, committing every [`BATCH_ROWS`].
 struct Sink<'d> {
     db: &'d Database,
@@ -79,9 +85,19 @@ struct Sink<'d> {
 }
 
 impl<'d> Sink<'d> {
-    fn new(db: &'d Database, name: &str, progress: &'d ProgressBar) -> nvpage::Result<Self> {
+    fn new(
+        db: &'d Database,
+        name: &str,
+        clustered: bool,
+        progress: &'d ProgressBar,
+    ) -> nvpage::Result<Self> {
         let mut tx = db.begin_write()?;
-        let table = tx.create_table(name, schema::schema(name)?)?;
+        let table = if clustered {
+            let schema = schema::schema(name)?.with_primary_key(schema::primary_key(name))?;
+            tx.create_table_with(name, schema, Storage::Clustered)?
+        } else {
+            tx.create_table(name, schema::schema(name)?)?
+        };
         Ok(Self { db, tx: Some(tx), table, rows: 0, progress })
     }
 
@@ -106,6 +122,11 @@ impl<'d> Sink<'d> {
     /// leaves the transaction usable).
     fn finish(mut self) -> nvpage::Result<u64> {
         self.tx.take().expect("open until finish").commit()?;
+        if self.table.storage() == Storage::Clustered {
+            // Its primary key is the tree its rows went into.
+            self.progress.inc(self.rows % 4096);
+            return Ok(self.rows);
+        }
         let mut tx = self.db.begin_write()?;
         let name = self.table.name();
         let (index, key) = (schema::primary_key_index(name), schema::primary_key(name));
@@ -167,14 +188,20 @@ pub fn lineitem_values<'a>(l: &'a LineItem<'_>) -> [Value<'a>; 16] {
     ]
 }
 
-/// Generates and loads all eight tables at scale factor `sf` into the (empty) database.
-pub fn load_all(db: &Database, sf: f64, progress: &ProgressBar) -> nvpage::Result<Vec<TableLoad>> {
+/// Generates and loads all eight tables at scale factor `sf` into the (empty) database; with
+/// `clustered`, the tables of [`CLUSTERED`] as clustered tables.
+pub fn load_all(
+    db: &Database,
+    sf: f64,
+    clustered: bool,
+    progress: &ProgressBar,
+) -> nvpage::Result<Vec<TableLoad>> {
     let mut out = Vec::new();
     for name in schema::TABLES {
         let cpu0 = CpuTimes::now().unwrap_or_default();
         let t0 = Instant::now();
         progress.set_message(name);
-        let mut sink = Sink::new(db, name, progress)?;
+        let mut sink = Sink::new(db, name, clustered && CLUSTERED.contains(&name), progress)?;
         load_table(&mut sink, name, sf)?;
         let rows = sink.finish()?;
         let cpu = CpuTimes::now().unwrap_or_default().since(cpu0);
@@ -286,7 +313,7 @@ mod tests {
         let db = Database::builder().layer(Layer::compiled()[0]).open(dir.path()).unwrap();
         let bar = ProgressBar::hidden();
         bar.set_length(row_count(sf));
-        let loaded: u64 = load_all(&db, sf, &bar).unwrap().iter().map(|t| t.rows).sum();
+        let loaded: u64 = load_all(&db, sf, false, &bar).unwrap().iter().map(|t| t.rows).sum();
         assert_eq!(bar.position(), loaded);
         assert_eq!(bar.length(), Some(loaded), "the bar's length is not the rows loaded");
     }

@@ -248,11 +248,13 @@ pub fn bar(quiet: bool, len: u64, template: &str) -> ProgressBar {
 }
 
 /// Loads one database at `dir` and checks that it lies on `medium`.
+/// `clustered`: lineitem and orders as clustered tables ([`load::load_all`]).
 pub fn load_database(
     dir: &Path,
     layer: Layer,
     medium: Medium,
     sf: f64,
+    clustered: bool,
     progress: &ProgressBar,
 ) -> Result<(LoadRecord, Vec<TableLoad>), BoxError> {
     let db = builder(layer, medium).open(dir)?;
@@ -269,7 +271,7 @@ pub fn load_database(
     }
     let t0 = Instant::now();
     let cpu0 = CpuTimes::now()?;
-    let tables = load::load_all(&db, sf, progress)?;
+    let tables = load::load_all(&db, sf, clustered, progress)?;
     let seconds = t0.elapsed().as_secs_f64();
     let cpu = CpuTimes::now()?.since(cpu0);
     let rows: u64 = tables.iter().map(|t| t.rows).sum();
@@ -475,7 +477,7 @@ pub fn execute(cfg: &Config) -> Result<Report, BoxError> {
                 &format!("--dir-{}", medium.name()),
             )?;
             let pb = ctx.progress.load_bar(load::row_count(cfg.sf), &what);
-            let (rec, _) = load_database(&dir, layer, medium, cfg.sf, &pb)?;
+            let (rec, _) = load_database(&dir, layer, medium, cfg.sf, cfg.clustered, &pb)?;
             ctx.progress.clear_bar();
             ctx.progress.load_done(
                 &format!("{layer} on {}", medium.name()),

@@ -4,6 +4,7 @@
 //! | engine | stores a key-value pair as | reads through | a commit is |
 //! |---|---|---|---|
 //! | nvpage | a row (`k I64`, `v VarChar(100)`) of a heap table with a unique index on `k` | its buffer pool (the size asked for) over the layer | durable at return (pages forced, the log rewound) |
+//! | nvpage, clustered | the same row in a leaf of the table's primary key's B+tree (`Storage::Clustered`) | the same | the same |
 //! | LMDB (`heed`) | a B+tree entry, key the 8 big-endian bytes | its read-only mapping: the OS page cache | durable at return (`fdatasync`; LMDB's defaults) |
 //! | redb | a B+tree entry, key a `u64` | its own cache (1 GiB by default) over `pread` and the OS page cache | durable at return (`Durability::Immediate`, the default) |
 //! | SQLite (`rusqlite`, bundled) | a row of a `WITHOUT ROWID` table, `k BLOB PRIMARY KEY` | its page cache (2 MiB by default) over `pread` and the OS page cache | durable at return (`journal_mode=WAL`, `synchronous=FULL`: the WAL is synced at every commit) |
@@ -68,8 +69,10 @@ pub trait Store: Sync {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineName {
-    /// nvpage, on each layer of `--layers`.
+    /// nvpage, on each layer of `--layers`: a heap table and a unique index.
     Nvpage,
+    /// nvpage, on each layer of `--layers`: a clustered table (rows in the key's B+tree).
+    NvpageClustered,
     /// LMDB through heed.
     Lmdb,
     /// redb.
@@ -81,8 +84,10 @@ pub enum EngineName {
 /// One engine configuration of the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// nvpage on a layer.
+    /// nvpage on a layer: a heap table and a unique index.
     Nvpage(Layer),
+    /// nvpage on a layer: a clustered table.
+    NvpageClustered(Layer),
     /// LMDB.
     Lmdb,
     /// redb.
@@ -95,7 +100,7 @@ impl EngineName {
     /// The engine nvpage is compared with, for all but nvpage.
     pub fn comparison(self) -> Option<Comparison> {
         match self {
-            EngineName::Nvpage => None,
+            EngineName::Nvpage | EngineName::NvpageClustered => None,
             EngineName::Lmdb => Some(Comparison::Lmdb),
             EngineName::Redb => Some(Comparison::Redb),
             EngineName::Sqlite => Some(Comparison::Sqlite),
@@ -112,17 +117,18 @@ impl Engine {
     /// The engine nvpage is compared with, for all but nvpage.
     pub fn comparison(self) -> Option<Comparison> {
         match self {
-            Engine::Nvpage(_) => None,
+            Engine::Nvpage(_) | Engine::NvpageClustered(_) => None,
             Engine::Lmdb => Some(Comparison::Lmdb),
             Engine::Redb => Some(Comparison::Redb),
             Engine::Sqlite => Some(Comparison::Sqlite),
         }
     }
 
-    /// The engine's name: `nvpage`, `lmdb`, `redb`, `sqlite`.
+    /// The engine's name: `nvpage`, `nvpage-clustered`, `lmdb`, `redb`, `sqlite`.
     pub fn name(self) -> &'static str {
         match self {
             Engine::Nvpage(_) => "nvpage",
+            Engine::NvpageClustered(_) => "nvpage-clustered",
             Engine::Lmdb => "lmdb",
             Engine::Redb => "redb",
             Engine::Sqlite => "sqlite",
@@ -132,7 +138,7 @@ impl Engine {
     /// nvpage's layer, `-` for the others.
     pub fn layer(self) -> &'static str {
         match self {
-            Engine::Nvpage(l) => l.name(),
+            Engine::Nvpage(l) | Engine::NvpageClustered(l) => l.name(),
             _ => "-",
         }
     }
@@ -140,7 +146,9 @@ impl Engine {
     /// `nvpage/se2`, `lmdb`, ...
     pub fn label(self) -> String {
         match self {
-            Engine::Nvpage(l) => format!("nvpage/{}", l.name()),
+            Engine::Nvpage(l) | Engine::NvpageClustered(l) => {
+                format!("{}/{}", self.name(), l.name())
+            }
             e => e.name().into(),
         }
     }
@@ -148,17 +156,17 @@ impl Engine {
     /// Whether the engine has a pool the benchmark sizes (only nvpage: the others keep their
     /// own defaults and the OS page cache).
     pub fn has_pool(self) -> bool {
-        matches!(self, Engine::Nvpage(_))
+        matches!(self, Engine::Nvpage(_) | Engine::NvpageClustered(_))
     }
 
     /// What the engine reads through, as the table's `cache` column says it.
     pub fn cache(self, pool_fraction: Option<f64>) -> String {
         match (self, pool_fraction) {
-            (Engine::Nvpage(_), Some(f)) => format!("pool {f}"),
+            (Engine::Nvpage(_) | Engine::NvpageClustered(_), Some(f)) => format!("pool {f}"),
             (Engine::Lmdb, _) => "OS cache (mmap)".into(),
             (Engine::Redb, _) => "1 GiB + OS cache".into(),
             (Engine::Sqlite, _) => "2 MiB + OS cache".into(),
-            (Engine::Nvpage(_), None) => "pool ≥ the data".into(),
+            (Engine::Nvpage(_) | Engine::NvpageClustered(_), None) => "pool ≥ the data".into(),
         }
     }
 
@@ -176,7 +184,10 @@ impl Engine {
     ) -> Result<Box<dyn Store>, BoxError> {
         Ok(match self {
             Engine::Nvpage(layer) => {
-                Box::new(nvpage_store::NvStore::open(dir, layer, medium, pool_bytes)?)
+                Box::new(nvpage_store::NvStore::open(dir, layer, medium, pool_bytes, false)?)
+            }
+            Engine::NvpageClustered(layer) => {
+                Box::new(nvpage_store::NvStore::open(dir, layer, medium, pool_bytes, true)?)
             }
             #[cfg(feature = "lmdb")]
             Engine::Lmdb => Box::new(lmdb_store::LmdbStore::open(dir, medium, entries)?),

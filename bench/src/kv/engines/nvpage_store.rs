@@ -1,5 +1,6 @@
 //! nvpage: the data set as the engine's model has it — rows of a heap table `kv (k I64, v
-//! VarChar(100))` with a unique index `kv_k` on `k` — read in place through the index.
+//! VarChar(100))` with a unique index `kv_k` on `k` — read in place through the index; or, the
+//! clustered variant, the same rows kept in the leaves of the primary key `k`'s B+tree.
 //!
 //! `k` is an `I64`: an 8-byte key, encoded in the index as 9 bytes (a presence byte and the
 //! big-endian value with its sign bit flipped) that sort by `memcmp` as the numbers do. An
@@ -11,7 +12,7 @@ use std::ops::Bound;
 use std::path::Path;
 
 use nvpage::{
-    Col, Column, ColumnType, Database, Index, Layer, ReadOps, Schema, Table, Value, kind,
+    Col, Column, ColumnType, Database, Index, Layer, ReadOps, Schema, Storage, Table, Value, kind,
 };
 
 use super::super::data::{VALUE_BYTES, digest, value};
@@ -29,7 +30,9 @@ const INDEX: &str = "kv_k";
 pub struct NvStore {
     db: Database,
     table: Table,
+    /// The unique index on `k`, or the clustered table's primary key.
     index: Index,
+    clustered: bool,
     /// The value, read as bytes (as the other engines return theirs: no UTF-8 check).
     v: Col<kind::Bytes>,
 }
@@ -50,6 +53,7 @@ impl NvStore {
         layer: Layer,
         medium: Medium,
         pool_bytes: u64,
+        clustered: bool,
     ) -> Result<NvStore, BoxError> {
         let db = builder(layer, medium).pool_bytes(pool_bytes).open(dir)?;
         if db.durability().medium.is_memory() != (medium == Medium::Tmpfs) {
@@ -64,7 +68,8 @@ impl NvStore {
         }
         let (table, index) = {
             let rx = db.begin_read()?;
-            match (rx.table(TABLE), rx.index(INDEX)) {
+            let index = if clustered { format!("{TABLE}_pkey") } else { INDEX.to_string() };
+            match (rx.table(TABLE), rx.index(&index)) {
                 (Ok(t), Ok(x)) => (t, x),
                 _ => {
                     drop(rx);
@@ -73,15 +78,23 @@ impl NvStore {
                         Column::new("k", ColumnType::I64),
                         Column::new("v", ColumnType::VarChar { max_len: VALUE_BYTES as u16 }),
                     ])?;
-                    let t = tx.create_table(TABLE, schema)?;
-                    let x = tx.create_unique_index(INDEX, &t, &["k"])?;
+                    let (t, x) = if clustered {
+                        let schema = schema.with_primary_key(&["k"])?;
+                        let t = tx.create_table_with(TABLE, schema, Storage::Clustered)?;
+                        let x = tx.primary_key(&t)?.ok_or("a clustered table without its key")?;
+                        (t, x)
+                    } else {
+                        let t = tx.create_table(TABLE, schema)?;
+                        let x = tx.create_unique_index(INDEX, &t, &["k"])?;
+                        (t, x)
+                    };
                     tx.commit()?;
                     (t, x)
                 }
             }
         };
         let v = table.col::<kind::Bytes>("v")?;
-        Ok(NvStore { db, table, index, v })
+        Ok(NvStore { db, table, index, clustered, v })
     }
 
     /// The digest of `key`'s value as `tx` reads it.
@@ -136,6 +149,12 @@ impl Store for NvStore {
             for op in batch {
                 match *op {
                     Op::Get(k) => sum = sum.wrapping_add(self.read(&tx, k)?),
+                    Op::Put(k, version) if self.clustered => {
+                        let v = value(k, version);
+                        let set = [("v", Value::Str(as_str(&v)?))];
+                        tx.update_by(&self.index, &[Value::I64(k as i64)], &set)?
+                            .ok_or_else(|| missing(k))?;
+                    }
                     Op::Put(k, version) => {
                         let key = [Value::I64(k as i64)];
                         let id = {

@@ -194,7 +194,7 @@ pub fn row_at(
 /// How far ahead of the row it is folding [`fold_rows_rev`] asks for the page's bytes: every
 /// cache line up to this many bytes past the row's end is on its way (about 15 rows of
 /// lineitem, more than a memory latency's worth of folding).
-const PREFETCH_BYTES: usize = 2048;
+pub(crate) const PREFETCH_BYTES: usize = 2048;
 
 /// The cache lines at the start of a heap page that a scan reads first: its header, its slot
 /// array and (for a page filled by inserts) its lowest rows, which [`fold_rows_rev`] folds

@@ -289,8 +289,8 @@ impl<'p> PageRows<'p> {
         })
     }
 
-    /// Folds the page's live rows as their ids and bytes: a heap page's from its last slot, a
-    /// leaf's in key order (ids [`RowId::KEYED`]), checking the page as it goes.
+    /// Folds the page's live rows as their ids and bytes from the last slot (a leaf's: the last
+    /// entry; ids [`RowId::KEYED`]), checking the page as it goes.
     #[inline(always)]
     pub(crate) fn fold_raw<A>(
         &self,
@@ -302,10 +302,8 @@ impl<'p> PageRows<'p> {
             None => heap::fold_rows_rev(self.bytes, self.table_id, id, init, |acc, slot, bytes| {
                 f(acc, RowId { page: id, slot: slot as u16 }, bytes)
             }),
-            Some(tree) => {
-                let n = leaf(self.bytes, tree, id)?;
-                (0..n.len()).try_fold(init, |acc, i| f(acc, RowId::KEYED, n.value(i)?))
-            }
+            Some(tree) => leaf(self.bytes, tree, id)?
+                .fold_values_rev(init, |acc, _, v| f(acc, RowId::KEYED, v)),
         }
     }
 }

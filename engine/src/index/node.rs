@@ -318,6 +318,30 @@ impl<'p> Node<'p> {
         Ok((&self.bytes[e.key_at..e.key_at + e.key_len], (e.value_at, e.value_len)))
     }
 
+    /// Folds a leaf's values (a clustered table's rows) with `f`, the last entry first: entries
+    /// of a leaf filled in key order lie from the end of the page down, so this walks its memory
+    /// upwards, asking for the lines ahead as it goes (as a heap page's fold does). Each entry is
+    /// checked as [`Node::value`] checks it.
+    #[inline]
+    pub fn fold_values_rev<A>(
+        &self,
+        init: A,
+        mut f: impl FnMut(A, usize, &'p [u8]) -> Result<A>,
+    ) -> Result<A> {
+        let (mut acc, mut ahead) = (init, 0);
+        for i in (0..self.count).rev() {
+            let e = self.entry(i)?;
+            let to = (e.value_at + e.value_len + crate::heap::PREFETCH_BYTES).min(self.bytes.len());
+            ahead = ahead.max(e.key_at & !63);
+            while ahead < to {
+                prefetch(&self.bytes[ahead..]);
+                ahead += 64;
+            }
+            acc = f(acc, i, &self.bytes[e.value_at..e.value_at + e.value_len])?;
+        }
+        Ok(acc)
+    }
+
     /// The node's page.
     pub fn bytes(&self) -> &'p [u8] {
         self.bytes

@@ -107,7 +107,10 @@ impl WriteTxn<'_> {
     /// (a value for each of its columns): the row's id after it, or `None` if no row has the key
     /// (a key with a NULL is no row's: NULLs never equal). The columns are checked by name
     /// whether or not a row has the key; the values against their types only where one does.
-    /// An index whose keys may repeat is [`Error::NotUnique`].
+    /// An index whose keys may repeat is [`Error::NotUnique`]. Given a clustered table's primary
+    /// key ([`Storage::Clustered`]), the row is changed in its leaf, a change of the key's own
+    /// columns moves it to its new key (refused, with nothing changed, where another row holds
+    /// that key), and the id returned is [`RowId::KEYED`].
     ///
     /// ```
     /// # use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Value, kind};

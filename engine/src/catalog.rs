@@ -175,8 +175,6 @@ pub struct IndexMeta {
     pub primary: bool,
     /// Whether it is a clustered table's primary key, whose leaves hold the table's rows.
     pub clustered: bool,
-    /// What its leaves hold beside the keys (not written: it follows from the table's kind).
-    pub leaf_values: LeafValues,
     /// The root page (a leaf while the tree has one level).
     pub root: u64,
     /// Entries (one per row of the table).
@@ -193,6 +191,11 @@ pub struct IndexMeta {
 }
 
 impl IndexMeta {
+    /// What its leaves hold beside the keys: a clustered table's rows, else row ids.
+    pub fn leaf_values(&self) -> LeafValues {
+        if self.clustered { LeafValues::Sized } else { LeafValues::RowIds }
+    }
+
     /// Pages taken from its extents (in the tree or free).
     pub fn page_count(&self) -> u64 {
         let n = self.extents.len();
@@ -298,7 +301,6 @@ impl<'a> Reader<'a> {
             let clustered = version >= 6 && kind == KIND_CLUSTERED;
             let primary = version >= 6 && (kind == KIND_PRIMARY || clustered);
             let unique = kind != 0;
-            let leaf_values = if clustered { LeafValues::Sized } else { LeafValues::RowIds };
             let root = self.u64()?;
             let entries = self.u64()?;
             let extents = self.extents()?;
@@ -317,7 +319,6 @@ impl<'a> Reader<'a> {
                 unique,
                 primary,
                 clustered,
-                leaf_values,
                 root,
                 entries,
                 extents,
@@ -378,7 +379,6 @@ impl Catalog {
                 unique,
                 primary,
                 clustered,
-                leaf_values,
                 root,
                 entries: _,
                 extents,
@@ -393,7 +393,6 @@ impl Catalog {
                 && *unique == b.unique
                 && *primary == b.primary
                 && *clustered == b.clustered
-                && *leaf_values == b.leaf_values
                 && *root == b.root
                 && *extents == b.extents
                 && *used_in_last == b.used_in_last
@@ -643,6 +642,16 @@ impl Catalog {
         Ok(())
     }
 
+    /// The position among the indexes of the tree that holds clustered table `table_id`'s rows.
+    pub fn clustered_tree_ix(&self, table_id: u32) -> Option<usize> {
+        self.indexes.iter().position(|x| x.table_id == table_id && x.clustered)
+    }
+
+    /// The tree that holds clustered table `table_id`'s rows (none for a heap table).
+    pub fn clustered_tree(&self, table_id: u32) -> Option<&IndexMeta> {
+        self.clustered_tree_ix(table_id).map(|i| &self.indexes[i])
+    }
+
     /// The table named `name`.
     pub fn table(&self, name: &str) -> Option<&TableMeta> {
         self.tables.iter().find(|t| t.name == name)
@@ -794,7 +803,6 @@ mod tests {
                 unique: true,
                 primary: false,
                 clustered: false,
-                leaf_values: LeafValues::RowIds,
                 root: 121,
                 entries: 5,
                 extents: vec![Extent { start: 120, len: 8 }],
@@ -924,7 +932,6 @@ mod tests {
             unique: true,
             primary,
             clustered: false,
-            leaf_values: LeafValues::RowIds,
             root: 20,
             entries: 0,
             extents: vec![Extent { start: 20 + u64::from(id) * 8, len: 8 }],

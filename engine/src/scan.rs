@@ -65,10 +65,9 @@ fn row_pages(ctx: &Ctx<'_>, table: &Table) -> Result<RowPages> {
     if meta.storage == Storage::Heap {
         return Ok(RowPages { runs: meta.runs(), leaf_of: None });
     }
-    let tree =
-        ctx.catalog.indexes.iter().find(|x| x.table_id == meta.id && x.clustered).ok_or_else(
-            || Error::CorruptCatalog(format!("clustered table {} without its tree", meta.name)),
-        )?;
+    let tree = ctx.catalog.clustered_tree(meta.id).ok_or_else(|| {
+        Error::CorruptCatalog(format!("clustered table {} without its tree", meta.name))
+    })?;
     let mut runs: Vec<(u64, u64)> = Vec::new();
     for leaf in tree::leaves(&ctx.db.pool, ctx.view, tree)? {
         match runs.last_mut() {
@@ -185,21 +184,24 @@ impl<'t> ScanPage<'t> {
     /// knows its id ([`RowRef::id`]; [`RowId::KEYED`] in a clustered table).
     pub fn rows(&self) -> impl Iterator<Item = Result<RowRef<'_>>> + '_ {
         let (page, schema) = (self.id, &self.schema);
-        let (heap, node) = match self.leaf_of {
-            None => (Some(HeapPage::new(&self.page, self.table_id, page)), None),
-            Some(tree) => (None, Some(leaf(&self.page, tree, page))),
+        /// The page, as it was checked when read.
+        enum Rows<'p> {
+            Heap(HeapPage<'p>),
+            Leaf(Node<'p>),
+        }
+        let rows = match self.leaf_of {
+            None => Rows::Heap(HeapPage::new(&self.page, self.table_id, page).expect("checked")),
+            Some(tree) => Rows::Leaf(leaf(&self.page, tree, page).expect("checked when read")),
         };
-        let (heap, node) = (
-            heap.map(|h| h.expect("checked when read")),
-            node.map(|n| n.expect("checked when read")),
-        );
-        let count = heap.map_or(0, |h| h.slot_count()) + node.map_or(0, |n| n.len());
-        (0..count).filter_map(move |i| match (heap, node) {
-            (Some(h), _) => {
+        let count = match rows {
+            Rows::Heap(h) => h.slot_count(),
+            Rows::Leaf(n) => n.len(),
+        };
+        (0..count).filter_map(move |i| match rows {
+            Rows::Heap(h) => {
                 h.get(i).map(|bytes| RowRef::new(schema, bytes, RowId { page, slot: i as u16 }))
             }
-            (None, Some(n)) => Some(n.value(i).and_then(|b| RowRef::new(schema, b, RowId::KEYED))),
-            (None, None) => None,
+            Rows::Leaf(n) => Some(n.value(i).and_then(|b| RowRef::new(schema, b, RowId::KEYED))),
         })
     }
 }

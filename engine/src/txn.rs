@@ -495,8 +495,7 @@ pub trait ReadOps: sealed::Reads {
     fn page_count(&self, table: &Table) -> Result<u64> {
         let ctx = self.ctx();
         let t = ctx.meta(table)?;
-        let mut trees = ctx.catalog.indexes.iter().filter(|x| x.table_id == t.id && x.clustered);
-        Ok(trees.next().map_or_else(|| t.page_count(), |x| x.page_count()))
+        Ok(ctx.catalog.clustered_tree(t.id).map_or_else(|| t.page_count(), |x| x.page_count()))
     }
 
     /// The row `id` of `table`, read in place (see [`RowGuard`]).
@@ -1028,7 +1027,7 @@ impl WriteTxn<'_> {
     /// key already.
     fn insert_row(&mut self, table: Live<'_>, row: &[u8]) -> Result<RowId> {
         if table.storage() == Storage::Clustered {
-            self.clustered_put(table, row, false)?;
+            self.clustered_write(table, row, clustered::Put::Insert)?;
             return Ok(RowId::KEYED);
         }
         self.check_unique(table, row, None)?;

@@ -347,12 +347,6 @@ impl<'p> Node<'p> {
         self.bytes
     }
 
-    /// Where entry `i`'s value lies in the page: its offset and length.
-    pub fn value_place(&self, i: usize) -> Result<(usize, usize)> {
-        let e = self.entry(i)?;
-        Ok((e.value_at, e.value_len))
-    }
-
     /// Entry `i`'s child page (inner nodes).
     pub fn child(&self, i: usize) -> Result<u64> {
         let v = self.value(i)?;

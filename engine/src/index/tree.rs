@@ -124,11 +124,11 @@ pub(crate) fn find_value<'a>(
 ) -> Result<Option<(PageRef<'a>, usize, usize)>> {
     let (leaf, g) = descend(db, view, meta, Target::Key(key), None)?;
     let n = Node::new(&g, meta.id, leaf)?;
-    let place = match n.search(key)? {
-        Ok(i) => n.value_place(i)?,
+    let (off, len) = match n.search(key)? {
+        Ok(i) => n.entry_at(i)?.1,
         Err(_) => return Ok(None),
     };
-    Ok(Some((g, place.0, place.1)))
+    Ok(Some((g, off, len)))
 }
 
 /// The row id of the entry whose key is exactly `key`, if any, as `view` sees the tree: for a
@@ -208,7 +208,7 @@ impl<'a> TreeWriter<'a, '_> {
             })?,
         };
         let mut g = db.pool.new_page(PageId(page))?;
-        node::init(&mut g, x.id, level, x.leaf_values);
+        node::init(&mut g, x.id, level, x.leaf_values());
         Ok((page, g))
     }
 
@@ -227,22 +227,7 @@ impl<'a> TreeWriter<'a, '_> {
     /// Adds `key` → `value` (a row id's bytes, or a sized value where the tree's leaves hold
     /// them). The key must not be in the tree: finding it is damage.
     pub(crate) fn insert_value(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut path = Vec::new();
-        let (leaf, g) =
-            descend(self.db, View::Writer, self.meta(), Target::Key(key), Some(&mut path))?;
-        drop(g);
-        let fitted = {
-            let mut g = self.write(leaf)?;
-            let pos = Node::new(&g, self.meta().id, leaf)?
-                .search(key)?
-                .err()
-                .ok_or_else(|| corrupt(leaf, "an index entry added twice"))?;
-            node::insert_at(&mut g, pos, key, value)
-        };
-        if !fitted {
-            let (sep, right) = self.split_leaf(leaf, key, value)?;
-            self.insert_above(path, sep, right)?;
-        }
+        self.put(key, value, false)?;
         self.meta_mut().entries += 1;
         Ok(())
     }
@@ -250,17 +235,27 @@ impl<'a> TreeWriter<'a, '_> {
     /// Replaces the value of `key`'s entry (sized values: a clustered table's row) with `value`,
     /// in place where the leaf has room, else by splitting it. A missing entry is damage.
     pub(crate) fn replace(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let id = self.meta().id;
+        self.put(key, value, true)
+    }
+
+    /// Puts `key` → `value` in its leaf, splitting it if it is full: a new entry, or (`replace`)
+    /// in place of the entry the key has.
+    fn put(&mut self, key: &[u8], value: &[u8], replace: bool) -> Result<()> {
         let mut path = Vec::new();
         let (leaf, g) =
             descend(self.db, View::Writer, self.meta(), Target::Key(key), Some(&mut path))?;
         drop(g);
         let fitted = {
             let mut g = self.write(leaf)?;
-            let pos = Node::new(&g, id, leaf)?
-                .search(key)?
-                .map_err(|_| corrupt(leaf, "an entry to replace is missing"))?;
-            node::remove_at(&mut g, pos);
+            let pos = match (Node::new(&g, self.meta().id, leaf)?.search(key)?, replace) {
+                (Err(pos), false) => pos,
+                (Ok(pos), true) => {
+                    node::remove_at(&mut g, pos);
+                    pos
+                }
+                (Ok(_), false) => return Err(corrupt(leaf, "an index entry added twice")),
+                (Err(_), true) => return Err(corrupt(leaf, "an entry to replace is missing")),
+            };
             node::insert_at(&mut g, pos, key, value)
         };
         if !fitted {
@@ -280,12 +275,8 @@ impl<'a> TreeWriter<'a, '_> {
         let id = self.meta().id;
         let (right, mut rg) = self.alloc(0)?;
         let mut lg = self.write(leaf)?;
-        let appended = {
-            let l = Node::new(&lg, id, leaf)?;
-            l.next() == 0 && l.len() >= 2 && l.search(key)? == Err(l.len())
-        };
-        if appended {
-            let l = Node::new(&lg, id, leaf)?;
+        let l = Node::new(&lg, id, leaf)?;
+        if l.next() == 0 && l.len() >= 2 && l.search(key)? == Err(l.len()) {
             let sep = separator(l.key(l.len() - 1)?, key);
             node::set_prev(&mut rg, leaf);
             node::set_next(&mut lg, right);
@@ -416,7 +407,7 @@ impl<'a> TreeWriter<'a, '_> {
             if path.is_empty() {
                 // The root emptied (it cannot, as roots keep two entries; an empty tree is a
                 // leaf all the same).
-                node::init(&mut g, id, 0, self.meta().leaf_values);
+                node::init(&mut g, id, 0, self.meta().leaf_values());
                 return Ok(());
             }
             drop(g);

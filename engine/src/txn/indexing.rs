@@ -110,11 +110,6 @@ impl WriteTxn<'_> {
             unique,
             primary: matches!(kind, IndexKind::Primary | IndexKind::Clustered),
             clustered: kind == IndexKind::Clustered,
-            leaf_values: if kind == IndexKind::Clustered {
-                node::LeafValues::Sized
-            } else {
-                node::LeafValues::RowIds
-            },
             root: 0,
             entries: 0,
             extents: Vec::new(),

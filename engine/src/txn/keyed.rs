@@ -8,6 +8,7 @@
 use nvpage_buffer::View;
 
 use super::WriteTxn;
+use super::clustered::Put;
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
 use crate::index::tree::find_exact;
@@ -150,9 +151,9 @@ impl WriteTxn<'_> {
                     }
                     let mut buf = std::mem::take(&mut t.buf);
                     let r = encode_row(table.schema(), &values, &mut buf)
-                        .and_then(|()| t.clustered_rekey(t.live(&table)?, &k, &buf));
+                        .and_then(|()| t.clustered_write(t.live(&table)?, &buf, Put::Replace(&k)));
                     t.buf = buf;
-                    r.map(|()| Some(RowId::KEYED))
+                    r.map(|_| Some(RowId::KEYED))
                 }
                 Found::None => Ok(None),
             }
@@ -205,9 +206,8 @@ impl WriteTxn<'_> {
             let mut buf = std::mem::take(&mut t.buf);
             let r = encode_row(table.schema(), values, &mut buf).and_then(|()| {
                 if table.storage() == Storage::Clustered {
-                    let there = t.unique(index)?.0.clustered && t.holder_key(index, &buf)?;
-                    t.clustered_put(table, &buf, there)?;
-                    return Ok(if there {
+                    // The table's one index is its primary key: `unique` found the table by it.
+                    return Ok(if t.clustered_write(table, &buf, Put::Upsert)? {
                         Upserted::Updated(RowId::KEYED)
                     } else {
                         Upserted::Inserted(RowId::KEYED)
@@ -262,16 +262,6 @@ impl WriteTxn<'_> {
         }
         let found = find_exact(self.db, View::Writer, x, &k)?;
         Ok((table, found.map_or(Found::None, Found::Heap)))
-    }
-
-    /// Whether the key of `row` (encoded, of the index's table) in the unique index `index` is
-    /// in it (a clustered table's primary key).
-    fn holder_key(&self, index: &Index, row: &[u8]) -> Result<bool> {
-        let (x, t) = self.unique(index)?;
-        let r = RowRef::new(&t.schema, row, RowId::KEYED)?;
-        let mut k = Vec::new();
-        key::encode_row(&t.schema, &x.columns, &r, &mut k)?;
-        Ok(self.clustered_row(self.clustered_ix(t.id)?, &k)?.is_some())
     }
 
     /// The row that holds the key of `row` (encoded, of the index's table) in the unique index

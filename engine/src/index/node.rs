@@ -375,6 +375,22 @@ impl<'p> Node<'p> {
         }
     }
 
+    /// A hint to load the first `span` bytes of entry `i` (its key and the start of its value),
+    /// reading only its slot; nothing for an entry past the last, and only lines of the page.
+    #[inline]
+    pub fn prefetch_entry(&self, i: usize, span: usize) {
+        if i >= self.count {
+            return;
+        }
+        let off = u16_at(self.bytes, SLOTS_OFFSET + i * SLOT_BYTES);
+        let end = (off + span).min(self.bytes.len());
+        let mut at = off & !63;
+        while at < end {
+            prefetch(&self.bytes[at..]);
+            at += 64;
+        }
+    }
+
     /// Where `key` is: `Ok(i)` if entry `i` holds it, else `Err(i)`, the position it would take.
     /// Compares the prefix once, then heads; reads an entry only where its head equals `key`'s.
     pub fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {

@@ -60,11 +60,13 @@ struct Cursor<'t> {
     /// How far this leaf's rows were prefetched: the front's first entry not yet asked for, the
     /// back's last one asked for (both start at `pos`).
     ahead: usize,
+    /// Whether the leaf this end steps onto next was asked for (a clustered table's scan).
+    sibling_asked: bool,
 }
 
 impl<'t> Cursor<'t> {
     fn new(page: u64, leaf: PageRef<'t>, pos: usize) -> Self {
-        Self { page, leaf: Rc::new(leaf), pos, ahead: pos }
+        Self { page, leaf: Rc::new(leaf), pos, ahead: pos, sibling_asked: false }
     }
 }
 
@@ -106,6 +108,48 @@ fn hit<'t>(
 /// a heap page of its own when rows were not inserted in key order, and its page header and slot
 /// would otherwise be two cache misses in a row (`BufferPool::prefetch`).
 const PREFETCH_ROWS: usize = 8;
+
+/// Bytes of each entry ahead that a clustered table's scan asks for: its key and the start of
+/// its row, two lines (the next line comes with the second on most cores).
+const PREFETCH_ENTRY_BYTES: usize = 128;
+
+/// In a clustered table's scan, asks for the lines of the [`PREFETCH_ROWS`] entries of leaf `n`
+/// ahead of an end's next one (`pos`) that it has not asked for yet (`ahead`, as a cursor keeps
+/// it), and, once they reach the leaf's end, for the header and first slots of the leaf beyond
+/// it (once: `sibling_asked`). Rows of a leaf
+/// filled in random order lie anywhere in its page: without this, each entry's first line is a
+/// miss the step waits for. Only a hint: damage is left for the step that reads the entry.
+fn prefetch_entries(
+    db: &crate::Database,
+    n: &Node<'_>,
+    pos: usize,
+    ahead: &mut usize,
+    sibling_asked: &mut bool,
+    front: bool,
+) {
+    let range = if front {
+        let to = (pos + PREFETCH_ROWS).min(n.len());
+        let range = (*ahead).max(pos)..to;
+        *ahead = (*ahead).max(to);
+        range
+    } else {
+        let from = pos.saturating_sub(PREFETCH_ROWS);
+        let range = from..(*ahead).min(pos);
+        *ahead = (*ahead).min(from);
+        range
+    };
+    for i in range {
+        n.prefetch_entry(i, PREFETCH_ENTRY_BYTES);
+    }
+    let at_end = if front { *ahead >= n.len() } else { *ahead == 0 };
+    if at_end && !*sibling_asked {
+        *sibling_asked = true;
+        let sibling = if front { n.next() } else { n.prev() };
+        if sibling != 0 {
+            db.pool.prefetch(PageId(sibling), &[0, 64]);
+        }
+    }
+}
 
 fn above(key: &[u8], lo: &Bound<Vec<u8>>) -> bool {
     match lo {
@@ -292,23 +336,74 @@ impl<'t> IndexScan<'t> {
         Ok(g)
     }
 
+    /// The front's first cursor: a descent to its bound's leaf.
+    #[inline(never)]
+    fn start_front(&mut self) -> Result<()> {
+        let target = match &self.lo {
+            Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),
+            Bound::Unbounded => Target::Key(&[]),
+        };
+        let (page, leaf) = descend(self.ctx.db, self.ctx.view, self.meta, target, None)?;
+        let n = Node::new(&leaf, self.meta.id, page)?;
+        let pos = match &self.lo {
+            Bound::Included(k) => n.search(k)?.unwrap_or_else(|i| i),
+            Bound::Excluded(k) => n.search(k)?.map_or_else(|i| i, |i| i + 1),
+            Bound::Unbounded => 0,
+        };
+        self.front = Some(Cursor::new(page, leaf, pos));
+        Ok(())
+    }
+
+    /// The back's first cursor: a descent to its bound's leaf.
+    #[inline(never)]
+    fn start_back(&mut self) -> Result<()> {
+        let target = match &self.hi {
+            Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),
+            Bound::Unbounded => Target::Last,
+        };
+        let (page, leaf) = descend(self.ctx.db, self.ctx.view, self.meta, target, None)?;
+        let n = Node::new(&leaf, self.meta.id, page)?;
+        let pos = match &self.hi {
+            Bound::Included(k) => n.search(k)?.map_or_else(|i| i, |i| i + 1),
+            Bound::Excluded(k) => n.search(k)?.unwrap_or_else(|i| i),
+            Bound::Unbounded => n.len(),
+        };
+        self.back = Some(Cursor::new(page, leaf, pos));
+        Ok(())
+    }
+
+    /// Moves an end onto the leaf its link leads to (`forward`: the right one), if there is one;
+    /// `false` at the tree's edge, which ends the scan.
+    #[inline(never)]
+    fn next_leaf(&mut self, forward: bool) -> Result<bool> {
+        let cur = if forward { &self.front } else { &self.back };
+        let cur = cur.as_ref().expect("a cursor steps onto its sibling");
+        let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
+        let (from, to) = (cur.page, if forward { n.next() } else { n.prev() });
+        if to == 0 {
+            self.done = true;
+            return Ok(false);
+        }
+        let leaf = self.leaf(to, from, forward)?;
+        if forward {
+            self.front = Some(Cursor::new(to, leaf, 0));
+        } else {
+            let pos = Node::new(&leaf, self.meta.id, to)?.len();
+            self.back = Some(Cursor::new(to, leaf, pos));
+        }
+        Ok(true)
+    }
+
+    // The steps are inlined into the iterators: a step's result moved through the stack between
+    // calls was stored in parts and loaded whole, store-forwarding stalls that cost more than
+    // the step (perf annotate).
+    #[inline(always)]
     fn step_front(&mut self) -> Result<Option<Hit<'t>>> {
         if self.done {
             return Ok(None);
         }
         if self.front.is_none() {
-            let target = match &self.lo {
-                Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),
-                Bound::Unbounded => Target::Key(&[]),
-            };
-            let (page, leaf) = descend(self.ctx.db, self.ctx.view, self.meta, target, None)?;
-            let n = Node::new(&leaf, self.meta.id, page)?;
-            let pos = match &self.lo {
-                Bound::Included(k) => n.search(k)?.unwrap_or_else(|i| i),
-                Bound::Excluded(k) => n.search(k)?.map_or_else(|i| i, |i| i + 1),
-                Bound::Unbounded => 0,
-            };
-            self.front = Some(Cursor::new(page, leaf, pos));
+            self.start_front()?;
         }
         loop {
             let cur = self.front.as_mut().expect("set above");
@@ -325,38 +420,33 @@ impl<'t> IndexScan<'t> {
                     return Ok(None);
                 }
                 cur.pos += 1;
+                if self.meta.clustered {
+                    prefetch_entries(
+                        self.ctx.db,
+                        &n,
+                        cur.pos,
+                        &mut cur.ahead,
+                        &mut cur.sibling_asked,
+                        true,
+                    );
+                }
                 let hit = hit(self.meta.clustered, &n, cur, place)?;
                 exclude(&mut self.lo, key);
                 return Ok(Some(hit));
             }
-            let next = n.next();
-            if next == 0 {
-                self.done = true;
+            if !self.next_leaf(true)? {
                 return Ok(None);
             }
-            let from = cur.page;
-            let leaf = self.leaf(next, from, true)?;
-            self.front = Some(Cursor::new(next, leaf, 0));
         }
     }
 
+    #[inline(always)]
     fn step_back(&mut self) -> Result<Option<Hit<'t>>> {
         if self.done {
             return Ok(None);
         }
         if self.back.is_none() {
-            let target = match &self.hi {
-                Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),
-                Bound::Unbounded => Target::Last,
-            };
-            let (page, leaf) = descend(self.ctx.db, self.ctx.view, self.meta, target, None)?;
-            let n = Node::new(&leaf, self.meta.id, page)?;
-            let pos = match &self.hi {
-                Bound::Included(k) => n.search(k)?.map_or_else(|i| i, |i| i + 1),
-                Bound::Excluded(k) => n.search(k)?.unwrap_or_else(|i| i),
-                Bound::Unbounded => n.len(),
-            };
-            self.back = Some(Cursor::new(page, leaf, pos));
+            self.start_back()?;
         }
         loop {
             let cur = self.back.as_mut().expect("set above");
@@ -371,19 +461,23 @@ impl<'t> IndexScan<'t> {
                     return Ok(None);
                 }
                 cur.pos -= 1;
+                if self.meta.clustered {
+                    prefetch_entries(
+                        self.ctx.db,
+                        &n,
+                        cur.pos,
+                        &mut cur.ahead,
+                        &mut cur.sibling_asked,
+                        false,
+                    );
+                }
                 let hit = hit(self.meta.clustered, &n, cur, place)?;
                 exclude(&mut self.hi, key);
                 return Ok(Some(hit));
             }
-            let prev = n.prev();
-            if prev == 0 {
-                self.done = true;
+            if !self.next_leaf(false)? {
                 return Ok(None);
             }
-            let from = cur.page;
-            let leaf = self.leaf(prev, from, false)?;
-            let pos = Node::new(&leaf, self.meta.id, prev)?.len();
-            self.back = Some(Cursor::new(prev, leaf, pos));
         }
     }
 
@@ -393,7 +487,7 @@ impl<'t> IndexScan<'t> {
     fn prefetch_rows(&mut self, front: bool) {
         let (db, id) = (self.ctx.db, self.meta.id);
         if self.meta.clustered {
-            // The rows are in the leaf the scan holds.
+            // The rows are the leaf's entries, asked for as the step reads the leaf.
             return;
         }
         let Some(cur) = (if front { self.front.as_mut() } else { self.back.as_mut() }) else {
@@ -428,6 +522,7 @@ impl<'t> IndexScan<'t> {
     }
 
     /// An end's step as an iterator's item: an error ends the scan.
+    #[inline(always)]
     fn item(&mut self, step: Result<Option<Hit<'t>>>) -> Option<Result<Hit<'t>>> {
         match step {
             Ok(r) => r.map(Ok),
@@ -438,6 +533,7 @@ impl<'t> IndexScan<'t> {
         }
     }
 
+    #[inline(always)]
     fn row(&self, hit: Hit<'t>) -> Result<RowGuard<'t>> {
         match hit {
             Hit::Row(id) => indexed_row(&self.ctx, self.meta, self.table, id),

@@ -83,8 +83,10 @@ pub(crate) fn descend<'a>(
 }
 
 /// The tree's leaves in key order, as `view` sees it, found from the inner nodes alone (a
-/// clustered table's pages, for its scans). Each child must be one level below its parent, so
-/// a damaged link cannot loop.
+/// clustered table's pages, for its scans). Each inner child must be one level below its
+/// parent, so a damaged link cannot loop. The leaves themselves are not read: the children of
+/// level 1 are taken as leaves, and the scan that reads each checks it is one (reading them
+/// here too was a second pass over every leaf of the table, a tenth of a scan's time).
 pub(crate) fn leaves(pool: &BufferPool, view: View, meta: &IndexMeta) -> Result<Vec<u64>> {
     let mut out = Vec::new();
     // (node, the level its parent expects it at), children pushed in reverse so that they
@@ -99,6 +101,15 @@ pub(crate) fn leaves(pool: &BufferPool, view: View, meta: &IndexMeta) -> Result<
         }
         if n.level() == 0 {
             out.push(page);
+            continue;
+        }
+        if n.level() == 1 {
+            for i in 0..n.len() {
+                out.push(n.child(i)?);
+            }
+            if out.len() + stack.len() > usize::try_from(meta.page_count()).unwrap_or(usize::MAX) {
+                return Err(corrupt(page, "more nodes than the index has pages"));
+            }
             continue;
         }
         children.clear();

@@ -41,6 +41,10 @@
 //!   engine's ([`nvpage::Schema::with_primary_key`]), its columns NOT NULL and a unique index
 //!   `<table>_pkey` dropped only with the table; DataFusion is told of it, so a `GROUP BY` of
 //!   the key may select the table's other columns.
+//! - **Storage**: `CREATE TABLE t (…) WITH (storage = 'clustered')` (also before `AS SELECT`)
+//!   keeps the rows in the leaves of the primary key's B+tree, in key order
+//!   ([`nvpage::Storage::Clustered`]), and needs a `PRIMARY KEY`; `'heap'`, the default, keeps
+//!   them on heap pages. Any other table option is refused with [`Error::Plan`].
 //!
 //! A `DataFrame` of a query or of an `INSERT`, `UPDATE` or `DELETE` runs when it is collected
 //! (or streamed); other statements have run when [`Session::sql`] returns.

@@ -45,6 +45,14 @@
 //!   keeps the rows in the leaves of the primary key's B+tree, in key order
 //!   ([`nvpage::Storage::Clustered`]), and needs a `PRIMARY KEY`; `'heap'`, the default, keeps
 //!   them on heap pages. Any other table option is refused with [`Error::Plan`].
+//!   `DELETE` and `UPDATE` change a clustered table's rows by key (its rows have no ids).
+//! - **`UPDATE` of a unique key** (a clustered table's primary key, or a column of any unique
+//!   index of a heap table) is statement-level, as the SQL standard has it: every row the
+//!   statement finds is removed, then every new row inserted, so `SET k = k + 1` succeeds. A new
+//!   key that a row the statement leaves still holds, or that two new rows share, is the
+//!   engine's [`nvpage::Error::UniqueViolation`], and nothing of the statement is kept (inside
+//!   `BEGIN` it dooms the transaction, as any failure after a change does). An `UPDATE` that sets
+//!   no such column changes each row where it is.
 //!
 //! A `DataFrame` of a query or of an `INSERT`, `UPDATE` or `DELETE` runs when it is collected
 //! (or streamed); other statements have run when [`Session::sql`] returns.

@@ -138,26 +138,14 @@ impl ModifyExec {
         let found = find(txn, table, schema, filter, change, key.as_ref())?;
         let count = found.keys.iter().map(RecordBatch::num_rows).sum::<usize>() + found.ids.len();
         match (change, &key) {
-            (Change::Delete, None) => {
-                for id in &found.ids {
-                    txn.delete(table, *id)?;
-                }
-            }
-            (Change::Delete, Some(key)) => remove_keyed(txn, table, key, &found.keys)?,
+            (Change::Delete, _) => remove_found(txn, table, key.as_ref(), &found)?,
             (Change::Update(sets), _) if moves_unique_key(txn, table, sets)? => {
                 // Statement-level: every found row leaves before any new row arrives, so a
                 // new key may be one the statement moves away (`SET k = k + 1`). A new key
                 // another row still holds, or two new rows with one key, fail the insert with
                 // the engine's `UniqueViolation`; the writer then rolls the statement back
                 // (outside `BEGIN`) or dooms the transaction (inside), so nothing of it is kept.
-                match &key {
-                    Some(key) => remove_keyed(txn, table, key, &found.keys)?,
-                    None => {
-                        for id in &found.ids {
-                            txn.delete(table, *id)?;
-                        }
-                    }
-                }
+                remove_found(txn, table, key.as_ref(), &found)?;
                 for batch in &found.new_rows {
                     insert_batch(txn, table, batch)?;
                 }
@@ -240,15 +228,21 @@ fn moves_unique_key(
     Ok(false)
 }
 
-/// Deletes from clustered table `table` the rows whose keys `keys` holds (batches of the key's
-/// columns, in key order).
-fn remove_keyed(
+/// Deletes every row the statement found: a heap table's by id, a clustered table's by its
+/// key (`key`, whose columns `found.keys` holds).
+fn remove_found(
     txn: &mut WriteTxn<'_>,
     table: &Table,
-    key: &ClusteredKey,
-    keys: &[RecordBatch],
+    key: Option<&ClusteredKey>,
+    found: &Found,
 ) -> Result<()> {
-    for batch in keys {
+    let Some(key) = key else {
+        for id in &found.ids {
+            txn.delete(table, *id)?;
+        }
+        return Ok(());
+    };
+    for batch in &found.keys {
         for_each_row_of(table, &key.columns, batch, |k| {
             if txn.delete_by(&key.index, k)? { Ok(()) } else { Err(vanished(table)) }
         })?;

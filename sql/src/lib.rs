@@ -41,6 +41,20 @@
 //!   engine's ([`nvpage::Schema::with_primary_key`]), its columns NOT NULL and a unique index
 //!   `<table>_pkey` dropped only with the table; DataFusion is told of it, so a `GROUP BY` of
 //!   the key may select the table's other columns.
+//! - **Storage**: `CREATE TABLE t (…) WITH (storage = 'clustered')` (also before `AS SELECT`)
+//!   keeps the rows in the leaves of the primary key's B+tree, in key order
+//!   ([`nvpage::Storage::Clustered`]), and needs a `PRIMARY KEY`; `'heap'`, the default, keeps
+//!   them on heap pages. Any other table option is refused with [`Error::Plan`].
+//!   `DELETE` and `UPDATE` change a clustered table's rows by key (its rows have no ids), and a
+//!   filter that bounds the key's leading column reads only the leaves of that key range
+//!   (`EXPLAIN` shows `index=t_pkey (clustered, k >= 100 AND k <= 140)`).
+//! - **`UPDATE` of a unique key** (a clustered table's primary key, or a column of any unique
+//!   index of a heap table) is statement-level, as the SQL standard has it: every row the
+//!   statement finds is removed, then every new row inserted, so `SET k = k + 1` succeeds. A new
+//!   key that a row the statement leaves still holds, or that two new rows share, is the
+//!   engine's [`nvpage::Error::UniqueViolation`], and nothing of the statement is kept (inside
+//!   `BEGIN` it dooms the transaction, as any failure after a change does). An `UPDATE` that sets
+//!   no such column changes each row where it is.
 //!
 //! A `DataFrame` of a query or of an `INSERT`, `UPDATE` or `DELETE` runs when it is collected
 //! (or streamed); other statements have run when [`Session::sql`] returns.

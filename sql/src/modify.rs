@@ -20,11 +20,11 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
-use nvpage::{Partition, RowId, Table};
+use nvpage::{Index, Partition, ReadOps, RowId, Storage, Table, Value, WriteTxn};
 
 use crate::batch::BatchBuilder;
 use crate::error::{Error, Result, df};
-use crate::values::for_each_row;
+use crate::values::{for_each_row, for_each_row_of, insert_batch};
 use crate::writer::{Slot, Writer};
 
 /// `filters`, joined by `AND`, as an expression DataFusion evaluates on the table's batches.
@@ -115,9 +115,11 @@ impl ModifyExec {
     }
 }
 
-/// The rows a statement changes: their ids, and for an update their new values.
+/// The rows a statement changes: their ids, the key columns of a clustered table's rows (which
+/// have no ids), and for an update their new values.
 struct Found {
     ids: Vec<RowId>,
+    keys: Vec<RecordBatch>,
     new_rows: Vec<RecordBatch>,
 }
 
@@ -132,58 +134,25 @@ impl ModifyExec {
         change: &Change,
     ) -> Result<u64> {
         let txn = slot.txn()?;
-        let mut found = Found { ids: Vec::new(), new_rows: Vec::new() };
-        let all: Vec<usize> = (0..schema.fields().len()).collect();
-        let mut builder =
-            BatchBuilder::new(table.schema(), &all, schema.clone(), None)?.keeping_ids();
-        let mut failure = None;
-        let mut take = |batch: RecordBatch, ids: Vec<RowId>| -> Result<()> {
-            let keep = match filter {
-                Some(f) => mask(f, &batch)?,
-                None => BooleanArray::from(vec![true; batch.num_rows()]),
-            };
-            found.ids.extend(
-                ids.iter().zip(keep.iter()).filter(|(_, k)| *k == Some(true)).map(|(id, _)| *id),
-            );
-            if let Change::Update(sets) = change {
-                let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
-                for (i, e) in sets {
-                    let v = e.evaluate(&batch)?.into_array(batch.num_rows())?;
-                    cols[*i] = v;
-                }
-                let updated = RecordBatch::try_new(batch.schema(), cols)?;
-                found.new_rows.push(filter_record_batch(&updated, &keep)?);
-            }
-            Ok(())
-        };
-        {
-            let pages = nvpage::ReadOps::scan_partition(&*txn, table, Partition::WHOLE)?;
-            for page in pages {
-                page?.with_rows(|rows| builder.append(rows, usize::MAX))?;
-                if builder.rows() >= 8192 {
-                    let batch = builder.finish()?;
-                    if let Err(e) = take(batch, builder.take_ids()) {
-                        failure = Some(e);
-                        break;
-                    }
+        let key = clustered_key(txn, table)?;
+        let found = find(txn, table, schema, filter, change, key.as_ref())?;
+        let count = found.keys.iter().map(RecordBatch::num_rows).sum::<usize>() + found.ids.len();
+        match (change, &key) {
+            (Change::Delete, _) => remove_found(txn, table, key.as_ref(), &found)?,
+            (Change::Update(sets), _) if moves_unique_key(txn, table, sets)? => {
+                // Statement-level: every found row leaves before any new row arrives, so a
+                // new key may be one the statement moves away (`SET k = k + 1`). A new key
+                // another row still holds, or two new rows with one key, fail the insert with
+                // the engine's `UniqueViolation`; the writer then rolls the statement back
+                // (outside `BEGIN`) or dooms the transaction (inside), so nothing of it is kept.
+                remove_found(txn, table, key.as_ref(), &found)?;
+                for batch in &found.new_rows {
+                    insert_batch(txn, table, batch)?;
                 }
             }
-        }
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        let batch = builder.finish()?;
-        take(batch, builder.take_ids())?;
-        let Found { ids, new_rows } = found;
-        match change {
-            Change::Delete => {
-                for id in &ids {
-                    txn.delete(table, *id)?;
-                }
-            }
-            Change::Update(_) => {
-                let mut ids = ids.iter();
-                for batch in &new_rows {
+            (Change::Update(_), None) => {
+                let mut ids = found.ids.iter();
+                for batch in &found.new_rows {
                     for_each_row(table, batch, |row| {
                         let id = ids
                             .next()
@@ -193,9 +162,155 @@ impl ModifyExec {
                     })?;
                 }
             }
+            (Change::Update(sets), Some(key)) => {
+                // No key column is set, so each new row's key is its old row's: the row is
+                // changed in its leaf, where it stays.
+                let names: Vec<&str> =
+                    sets.iter().map(|(i, _)| table.schema().columns()[*i].name.as_str()).collect();
+                for batch in &found.new_rows {
+                    for_each_row(table, batch, |row| {
+                        let k: Vec<Value<'_>> =
+                            key.columns.iter().map(|&c| row[c].clone()).collect();
+                        let set: Vec<(&str, Value<'_>)> = sets
+                            .iter()
+                            .zip(&names)
+                            .map(|((i, _), name)| (*name, row[*i].clone()))
+                            .collect();
+                        match txn.update_by(&key.index, &k, &set)? {
+                            Some(_) => Ok(()),
+                            None => Err(vanished(table)),
+                        }
+                    })?;
+                }
+            }
         }
-        Ok(ids.len() as u64)
+        Ok(count as u64)
     }
+}
+
+/// A clustered table's primary key: the index its rows are found by, and its columns.
+struct ClusteredKey {
+    index: Index,
+    columns: Vec<usize>,
+}
+
+/// `table`'s primary key if its rows live in it (they have no ids); `None` for a heap table.
+fn clustered_key(txn: &WriteTxn<'_>, table: &Table) -> Result<Option<ClusteredKey>> {
+    if table.storage() != Storage::Clustered {
+        return Ok(None);
+    }
+    let index = txn.primary_key(table)?.ok_or_else(|| {
+        Error::Plan(format!("clustered table {} has no primary key", table.name()))
+    })?;
+    let columns = table.schema().primary_key().map(<[usize]>::to_vec).ok_or_else(|| {
+        Error::Plan(format!("clustered table {} declares no primary key", table.name()))
+    })?;
+    Ok(Some(ClusteredKey { index, columns }))
+}
+
+/// Whether `sets` assigns a column of one of `table`'s unique indexes: then the update moves
+/// rows between keys, and is made as removals and inserts so that its keys are checked once
+/// every row has moved rather than row by row.
+fn moves_unique_key(
+    txn: &WriteTxn<'_>,
+    table: &Table,
+    sets: &[(usize, Arc<dyn PhysicalExpr>)],
+) -> Result<bool> {
+    let schema = table.schema();
+    for index in txn.indexes(table)?.iter().filter(|x| x.is_unique()) {
+        for name in index.columns() {
+            let c = schema.index_of(name)?;
+            if sets.iter().any(|(i, _)| *i == c) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// Deletes every row the statement found: a heap table's by id, a clustered table's by its
+/// key (`key`, whose columns `found.keys` holds).
+fn remove_found(
+    txn: &mut WriteTxn<'_>,
+    table: &Table,
+    key: Option<&ClusteredKey>,
+    found: &Found,
+) -> Result<()> {
+    let Some(key) = key else {
+        for id in &found.ids {
+            txn.delete(table, *id)?;
+        }
+        return Ok(());
+    };
+    for batch in &found.keys {
+        for_each_row_of(table, &key.columns, batch, |k| {
+            if txn.delete_by(&key.index, k)? { Ok(()) } else { Err(vanished(table)) }
+        })?;
+    }
+    Ok(())
+}
+
+/// A row the statement found and then could not find again by its key: the transaction changed
+/// under the statement, which only the statement itself may do.
+fn vanished(table: &Table) -> Error {
+    Error::Plan(format!(
+        "a row of {} the statement found is gone before it changed it",
+        table.name()
+    ))
+}
+
+/// Reads `table` as the transaction sees it and keeps the rows `filter` accepts: their ids (a
+/// heap table's) or key columns (a clustered table's, as `key` names them), and for an update
+/// their new values. Every row is found before any is changed, so that a row the statement
+/// moves is never met again.
+fn find(
+    txn: &WriteTxn<'_>,
+    table: &Table,
+    schema: &SchemaRef,
+    filter: Option<&Arc<dyn PhysicalExpr>>,
+    change: &Change,
+    key: Option<&ClusteredKey>,
+) -> Result<Found> {
+    let mut found = Found { ids: Vec::new(), keys: Vec::new(), new_rows: Vec::new() };
+    let all: Vec<usize> = (0..schema.fields().len()).collect();
+    let mut builder = BatchBuilder::new(table.schema(), &all, schema.clone(), None)?;
+    if key.is_none() {
+        builder = builder.keeping_ids();
+    }
+    let mut take = |batch: RecordBatch, ids: Vec<RowId>| -> Result<()> {
+        let keep = match filter {
+            Some(f) => mask(f, &batch)?,
+            None => BooleanArray::from(vec![true; batch.num_rows()]),
+        };
+        match key {
+            Some(key) => {
+                found.keys.push(filter_record_batch(&batch.project(&key.columns)?, &keep)?)
+            }
+            None => found.ids.extend(
+                ids.iter().zip(keep.iter()).filter(|(_, k)| *k == Some(true)).map(|(id, _)| *id),
+            ),
+        }
+        if let Change::Update(sets) = change {
+            let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
+            for (i, e) in sets {
+                let v = e.evaluate(&batch)?.into_array(batch.num_rows())?;
+                cols[*i] = v;
+            }
+            let updated = RecordBatch::try_new(batch.schema(), cols)?;
+            found.new_rows.push(filter_record_batch(&updated, &keep)?);
+        }
+        Ok(())
+    };
+    for page in nvpage::ReadOps::scan_partition(txn, table, Partition::WHOLE)? {
+        page?.with_rows(|rows| builder.append(rows, usize::MAX))?;
+        if builder.rows() >= 8192 {
+            let batch = builder.finish()?;
+            take(batch, builder.take_ids())?;
+        }
+    }
+    let batch = builder.finish()?;
+    take(batch, builder.take_ids())?;
+    Ok(found)
 }
 
 /// Where `f` is true on `batch` (NULL is not true).

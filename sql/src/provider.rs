@@ -23,7 +23,7 @@ use crate::access;
 use crate::error::{Error, df};
 use crate::filter;
 use crate::modify::{self, ModifyExec};
-use crate::scan::{NvpageScan, ScanSpec, Source};
+use crate::scan::{IndexRead, NvpageScan, ScanSpec, Source};
 use crate::session::StatementSnapshot;
 use crate::types::arrow_schema;
 use crate::values::insert_batch;
@@ -108,15 +108,17 @@ impl TableProvider for NvpageTable {
             }
             _ => None,
         };
-        // Rows read through an index are few (at most a quarter of the pages' count): one
-        // partition reads them in the heap's order.
+        // Rows read through a heap table's index are few (at most a quarter of the pages'
+        // count): one partition reads them in the heap's order. A clustered key range is one
+        // walk of its leaves, in key order.
         let partitions = if via.is_some() { 1 } else { state.config().target_partitions().max(1) };
-        let rows = rows.map(|rows| match (&pred, &via) {
+        let rows = rows.map(|rows| match (&pred, via.as_deref()) {
             (None, _) => Precision::Exact(rows),
             // The rows of the index's range: the filter keeps at most these.
-            (Some(_), Some(via)) => Precision::Inexact(via.ids.len() as u64),
-            // What DataFusion assumes of a filter it cannot see into.
-            (Some(_), None) => {
+            (Some(_), Some(IndexRead::Ids { ids, .. })) => Precision::Inexact(ids.len() as u64),
+            // What DataFusion assumes of a filter it cannot see into (a clustered key range
+            // is not counted before it is read).
+            (Some(_), _) => {
                 let percent = state.config_options().optimizer.default_filter_selectivity;
                 Precision::Inexact(rows * u64::from(percent.min(100)) / 100)
             }

@@ -10,6 +10,7 @@
 //! (`writer.rs`), a chunk of pages per request.
 
 use std::fmt;
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -35,10 +36,12 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 use futures::StreamExt;
-use nvpage::{Partition, ReadOps, RowId, Snapshot, Table};
+use nvpage::{Index, OwnedValue, Partition, ReadOps, RowId, Snapshot, Table, Value};
+
+use crate::access::as_slice;
 
 use crate::batch::BatchBuilder;
-use crate::error::{Result, df};
+use crate::error::{Error, Result, df};
 use crate::filter::Pred;
 use crate::runtime::{KEEPS_TOO_MUCH, RuntimeFilters, TRIAL_ROWS};
 use crate::writer::Writer;
@@ -122,11 +125,50 @@ impl Filters<'_> {
     }
 }
 
-/// Rows to read through an index: the ids its range yielded, sorted by where they live.
+/// Rows to read through an index rather than every page (`access.rs`).
 #[derive(Debug)]
-pub(crate) struct IndexRead {
-    pub(crate) index: String,
-    pub(crate) ids: Vec<RowId>,
+pub(crate) enum IndexRead {
+    /// A heap table's rows, by the ids an index's range yielded, sorted by where they live.
+    Ids { index: String, ids: Vec<RowId> },
+    /// A clustered table's rows of a range of its primary key, read from the key's leaves.
+    KeyRange(KeyRange),
+}
+
+/// The rows of a clustered table whose primary key's leading column lies between `lo` and
+/// `hi`.
+#[derive(Debug)]
+pub(crate) struct KeyRange {
+    /// The primary key.
+    pub(crate) index: Index,
+    /// Its leading column's name.
+    pub(crate) column: String,
+    pub(crate) lo: Bound<OwnedValue>,
+    pub(crate) hi: Bound<OwnedValue>,
+}
+
+impl fmt::Display for KeyRange {
+    /// The range as a filter on the column: `k = 5`, `k >= 1 AND k < 9`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.column;
+        match (&self.lo, &self.hi) {
+            (Bound::Included(a), Bound::Included(b)) if a == b => {
+                return write!(f, "{c} = {}", a.as_value());
+            }
+            _ => {}
+        }
+        let lo = match &self.lo {
+            Bound::Included(v) => Some(format!("{c} >= {}", v.as_value())),
+            Bound::Excluded(v) => Some(format!("{c} > {}", v.as_value())),
+            Bound::Unbounded => None,
+        };
+        let hi = match &self.hi {
+            Bound::Included(v) => Some(format!("{c} <= {}", v.as_value())),
+            Bound::Excluded(v) => Some(format!("{c} < {}", v.as_value())),
+            Bound::Unbounded => None,
+        };
+        let parts: Vec<String> = lo.into_iter().chain(hi).collect();
+        if parts.is_empty() { write!(f, "every {c}") } else { write!(f, "{}", parts.join(" AND ")) }
+    }
 }
 
 impl ScanSpec {
@@ -155,8 +197,14 @@ impl ScanSpec {
             since: Instant::now(),
         };
         let mut filters = Filters { spec: self, seen: None, judged: false };
-        if let Some(via) = &self.via {
-            return self.run_ids(rx, via, part, out, filters, send);
+        match self.via.as_deref() {
+            Some(IndexRead::Ids { ids, .. }) => {
+                return self.run_ids(rx, ids, part, out, filters, send);
+            }
+            Some(IndexRead::KeyRange(range)) => {
+                return self.run_key_range(rx, range, part, out, filters, send);
+            }
+            None => {}
         }
         let mut left = self.limit.unwrap_or(usize::MAX);
         let mut pages = rx.scan_partition(&self.table, part)?;
@@ -225,15 +273,15 @@ impl ScanSpec {
     fn run_ids(
         &self,
         rx: &impl ReadOps,
-        via: &IndexRead,
+        ids: &[RowId],
         part: Partition,
         mut out: Batches,
         mut filters: Filters<'_>,
         mut send: impl FnMut(RecordBatch) -> bool,
     ) -> Result<()> {
-        let n = via.ids.len();
+        let n = ids.len();
         let (i, count) = (part.index(), part.count());
-        let mine = &via.ids[i * n / count..(i + 1) * n / count];
+        let mine = &ids[i * n / count..(i + 1) * n / count];
         let mut left = self.limit.unwrap_or(usize::MAX);
         for &id in mine {
             if left == 0 {
@@ -248,6 +296,60 @@ impl ScanSpec {
             if !out.send_full(&mut send)? {
                 return Ok(());
             }
+        }
+        out.send_last(send)
+    }
+}
+
+impl ScanSpec {
+    /// [`ScanSpec::run`] over the rows of a clustered table's key range, in key order, read
+    /// from the leaves that hold them. The plan gives such a scan one partition
+    /// (`provider.rs`); any other reads nothing. A full batch is sent only after the range's
+    /// walk has let go of its leaf, and the walk starts again after the last key it read: the
+    /// scan holds no page while it waits for the consumer.
+    fn run_key_range(
+        &self,
+        rx: &impl ReadOps,
+        range: &KeyRange,
+        part: Partition,
+        mut out: Batches,
+        mut filters: Filters<'_>,
+        mut send: impl FnMut(RecordBatch) -> bool,
+    ) -> Result<()> {
+        if part.index() != 0 {
+            return out.send_last(send);
+        }
+        let key = self.table.schema().primary_key().ok_or_else(|| {
+            Error::Plan(format!("clustered table {} declares no primary key", self.table.name()))
+        })?;
+        let mut lo: Bound<Vec<OwnedValue>> = range.lo.clone().map(|v| vec![v]);
+        let hi: Bound<[Value<'_>; 1]> = range.hi.as_ref().map(|v| [v.as_value()]);
+        let mut left = self.limit.unwrap_or(usize::MAX);
+        while left > 0 {
+            let mut resume = None;
+            let from: Bound<Vec<Value<'_>>> =
+                lo.as_ref().map(|k| k.iter().map(OwnedValue::as_value).collect());
+            for g in rx.index_range(&range.index, as_slice(&from), as_slice(&hi))? {
+                let g = g?;
+                let row = g.row()?;
+                filters.refresh(&mut out.builder);
+                if out.builder.append_row(&row)? {
+                    left -= 1;
+                }
+                if left == 0 {
+                    break;
+                }
+                if out.builder.rows() >= out.batch_rows {
+                    let after = key.iter().map(|&c| row.value(c));
+                    resume = Some(after.collect::<nvpage::Result<Vec<_>>>()?);
+                    break;
+                }
+            }
+            let Some(after) = resume else { break };
+            if !out.send_full(&mut send)? {
+                return Ok(());
+            }
+            lo = Bound::Excluded(after);
         }
         out.send_last(send)
     }
@@ -309,8 +411,14 @@ impl DisplayAs for NvpageScan {
                 if let Some(runtime) = &self.spec.runtime {
                     write!(f, ", runtime filters={}", runtime.exprs().len())?;
                 }
-                if let Some(via) = &self.spec.via {
-                    write!(f, ", index={} ({} rows in range)", via.index, via.ids.len())?;
+                match self.spec.via.as_deref() {
+                    Some(IndexRead::Ids { index, ids }) => {
+                        write!(f, ", index={index} ({} rows in range)", ids.len())?;
+                    }
+                    Some(IndexRead::KeyRange(range)) => {
+                        write!(f, ", index={} (clustered, {range})", range.index.name())?;
+                    }
+                    None => {}
                 }
                 if let Some(l) = self.spec.limit {
                     write!(f, ", limit={l}")?;

@@ -1,7 +1,7 @@
 //! A SQL session over one database: DataFusion's context with the database as its default
 //! catalog, the session's writer, and the statements DataFusion does not carry out itself for
-//! a store of its own (`BEGIN`/`COMMIT`/`ROLLBACK`, `CREATE TABLE` with nvpage's types,
-//! `CREATE [UNIQUE] INDEX`, `DROP TABLE`, `DROP INDEX`).
+//! a store of its own (`BEGIN`/`COMMIT`/`ROLLBACK`, `CREATE TABLE` with nvpage's types and
+//! storage, `CREATE [UNIQUE] INDEX`, `DROP TABLE`, `DROP INDEX`).
 
 use std::sync::Arc;
 
@@ -11,12 +11,13 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::ast::{
-    ColumnOption, CreateIndex, CreateTable, Expr as SqlExpr, Ident, ObjectName, ObjectNamePart,
-    ObjectType, Statement as SqlStatement, TableConstraint,
+    ColumnOption, CreateIndex, CreateTable, CreateTableOptions, Expr as SqlExpr, Ident, ObjectName,
+    ObjectNamePart, ObjectType, SqlOption, Statement as SqlStatement, TableConstraint,
+    Value as SqlValue,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use futures::StreamExt;
-use nvpage::{Column, Database, ReadOps, Schema, Snapshot};
+use nvpage::{Column, Database, ReadOps, Schema, Snapshot, Storage};
 
 use crate::catalog::NvpageSchema;
 use crate::error::{Error, Result};
@@ -225,6 +226,7 @@ impl Session {
     async fn create_table(&self, ct: &CreateTable) -> Result<()> {
         let name = table_name(&ct.name)?;
         let schema = declared_schema(ct)?;
+        let storage = storage_for(declared_storage(ct)?, &name, &schema)?;
         let if_not_exists = ct.if_not_exists;
         self.writer
             .statement(move |slot| {
@@ -232,7 +234,7 @@ impl Session {
                 if if_not_exists && txn.table(&name).is_ok() {
                     return Ok(());
                 }
-                txn.create_table(&name, schema)?;
+                txn.create_table_with(&name, schema, storage)?;
                 Ok(())
             })
             .await
@@ -242,6 +244,7 @@ impl Session {
     /// table of the query's columns, in one statement.
     async fn create_table_as(&self, ct: &CreateTable) -> Result<()> {
         let name = table_name(&ct.name)?;
+        let storage = declared_storage(ct)?;
         let query = Statement::Statement(Box::new(SqlStatement::Query(
             ct.query
                 .clone()
@@ -253,6 +256,7 @@ impl Session {
         } else {
             declared_schema(ct)?
         };
+        let storage = storage_for(storage, &name, &schema)?;
         // Declared columns take the query's values as an INSERT would, cast to their types.
         let casts: Option<Vec<_>> = (!ct.columns.is_empty())
             .then(|| schema.columns().iter().map(|c| arrow_type(c.ty)).collect());
@@ -268,7 +272,7 @@ impl Session {
                     if if_not_exists && txn.table(&owned).is_ok() {
                         return Ok(false);
                     }
-                    txn.create_table(&owned, schema)?;
+                    txn.create_table_with(&owned, schema, storage)?;
                     Ok(true)
                 })
                 .await??;
@@ -439,4 +443,70 @@ fn declared_schema(ct: &CreateTable) -> Result<Schema> {
     }
     let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
     Ok(schema.with_primary_key(&cols)?)
+}
+
+/// What `WITH (storage = …)` names, and the values it takes.
+const STORAGE_OPTION: &str = "storage";
+const STORAGE_VALUES: &str = "'heap' (the default) or 'clustered'";
+
+/// Where a `CREATE TABLE` asks for its rows to live: `WITH (storage = 'heap' | 'clustered')`,
+/// heap pages when it says nothing. Any other table option is refused, naming the one nvpage
+/// takes, rather than ignored: a setting that silently did nothing would mislead.
+fn declared_storage(ct: &CreateTable) -> Result<Storage> {
+    let options = match &ct.table_options {
+        CreateTableOptions::None => return Ok(Storage::Heap),
+        CreateTableOptions::With(options) => options,
+        other => {
+            return Err(Error::Plan(format!(
+                "table options {other} are not supported: nvpage takes WITH ({STORAGE_OPTION} = \
+                 {STORAGE_VALUES})"
+            )));
+        }
+    };
+    let mut storage = None;
+    for o in options {
+        let value = match o {
+            SqlOption::KeyValue { key, value } if ident(key) == STORAGE_OPTION => value,
+            other => {
+                return Err(Error::Plan(format!(
+                    "unknown table option {other}: nvpage takes WITH ({STORAGE_OPTION} = \
+                     {STORAGE_VALUES})"
+                )));
+            }
+        };
+        let word = match value {
+            SqlExpr::Value(v) => match &v.value {
+                SqlValue::SingleQuotedString(s) => Some(s.to_lowercase()),
+                _ => None,
+            },
+            SqlExpr::Identifier(id) => Some(id.value.to_lowercase()),
+            _ => None,
+        };
+        let chosen = match word.as_deref() {
+            Some("heap") => Storage::Heap,
+            Some("clustered") => Storage::Clustered,
+            _ => {
+                return Err(Error::Plan(format!(
+                    "{STORAGE_OPTION} = {value} is not a storage: it is {STORAGE_VALUES}"
+                )));
+            }
+        };
+        if storage.replace(chosen).is_some() {
+            return Err(Error::Plan(format!("{STORAGE_OPTION} is given twice")));
+        }
+    }
+    Ok(storage.unwrap_or(Storage::Heap))
+}
+
+/// `storage` for table `name` of `schema`, refused where the schema cannot have it: a clustered
+/// table keeps its rows in its primary key's B+tree, so it must declare one. Checked before the
+/// statement creates anything.
+fn storage_for(storage: Storage, name: &str, schema: &Schema) -> Result<Storage> {
+    if storage == Storage::Clustered && schema.primary_key().is_none() {
+        return Err(Error::Plan(format!(
+            "table {name}: {STORAGE_OPTION} = 'clustered' keeps the rows in the primary key's \
+             order, and the table declares no PRIMARY KEY"
+        )));
+    }
+    Ok(storage)
 }

@@ -35,9 +35,21 @@ pub(crate) fn insert_batch(
 pub(crate) fn for_each_row(
     table: &Table,
     batch: &RecordBatch,
+    f: impl FnMut(&[Value<'_>]) -> Result<()>,
+) -> Result<()> {
+    let all: Vec<usize> = (0..table.schema().columns().len()).collect();
+    for_each_row_of(table, &all, batch, f)
+}
+
+/// Calls `f` with the values of each row of `batch`, whose columns are `table`'s columns
+/// `columns` (indexes into its schema), in that order.
+pub(crate) fn for_each_row_of(
+    table: &Table,
+    columns: &[usize],
+    batch: &RecordBatch,
     mut f: impl FnMut(&[Value<'_>]) -> Result<()>,
 ) -> Result<()> {
-    let readers = readers(table, batch)?;
+    let readers = readers(table, columns, batch)?;
     let mut row = Vec::with_capacity(readers.len());
     for i in 0..batch.num_rows() {
         row.clear();
@@ -49,7 +61,6 @@ pub(crate) fn for_each_row(
     Ok(())
 }
 
-/// Readers of `batch`'s columns as values of `table`'s columns, in order.
 /// `batch` with its columns cast to `types` (the declared columns of `CREATE TABLE t (…) AS
 /// SELECT …`, in order), as an `INSERT`'s plan casts a query's columns to its table's: a value
 /// the cast cannot make is an error, never a NULL.
@@ -78,19 +89,30 @@ pub(crate) fn cast_columns(batch: &RecordBatch, types: &[DataType]) -> Result<Re
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
 }
 
-fn readers<'b>(table: &'b Table, batch: &'b RecordBatch) -> Result<Vec<ColumnReader<'b>>> {
+/// Readers of `batch`'s columns as values of `table`'s columns `columns`, in order.
+fn readers<'b>(
+    table: &'b Table,
+    columns: &[usize],
+    batch: &'b RecordBatch,
+) -> Result<Vec<ColumnReader<'b>>> {
     let cols = table.schema().columns();
-    if batch.num_columns() != cols.len() {
+    if batch.num_columns() != columns.len() {
         return Err(Error::Plan(format!(
-            "{} values a row for table {}, which has {} columns",
+            "{} values a row for {} columns of table {}",
             batch.num_columns(),
+            columns.len(),
             table.name(),
-            cols.len()
         )));
     }
-    cols.iter()
+    columns
+        .iter()
         .zip(batch.columns())
-        .map(|(c, a)| ColumnReader::new(&c.name, c.ty, a.as_ref()))
+        .map(|(&i, a)| {
+            let c = cols.get(i).ok_or_else(|| {
+                Error::Plan(format!("table {} has no column {}", table.name(), i + 1))
+            })?;
+            ColumnReader::new(&c.name, c.ty, a.as_ref())
+        })
         .collect()
 }
 

@@ -44,8 +44,9 @@ impl RowPlaces {
     }
 }
 
-/// A page's live rows, located once ([`PageRows::locate`]), in the order a fold visits them
-/// (last slot first, which walks the page's memory upwards). Filters narrow it
+/// A page's live rows, located once ([`PageRows::locate`]): a heap page's in the order a fold
+/// visits them (last slot first, which walks the page's memory upwards), a clustered table's
+/// leaf's in key order. Filters narrow it
 /// ([`PageBatch::retain`]); gathers read one column of every row it holds into a vector.
 #[derive(Debug)]
 pub struct PageBatch<'p, 's> {
@@ -74,6 +75,11 @@ impl<'p> PageRows<'p> {
             places.push(Place { off: off as u16, len: row.len() as u16, slot: id.slot });
             Ok(())
         })?;
+        if self.is_leaf() {
+            // The fold read the leaf from its last entry (upwards through its memory, the
+            // faster way: `Node::fold_values_rev`); its rows are handed on in key order.
+            places.reverse();
+        }
         Ok(PageBatch { page: *self, places, _page: PhantomData })
     }
 }

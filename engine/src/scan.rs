@@ -258,6 +258,11 @@ impl<'p> PageRows<'p> {
         self.bytes
     }
 
+    /// Whether the page is a clustered table's leaf (its rows in key order), not a heap page.
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.leaf_of.is_some()
+    }
+
     /// The id of the row in slot `slot` ([`RowId::KEYED`] in a clustered table's leaf).
     pub(crate) fn row_id(&self, slot: u16) -> RowId {
         match self.leaf_of {

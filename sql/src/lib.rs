@@ -47,7 +47,9 @@
 //!   them on heap pages. Any other table option is refused with [`Error::Plan`].
 //!   `DELETE` and `UPDATE` change a clustered table's rows by key (its rows have no ids), and a
 //!   filter that bounds the key's leading column reads only the leaves of that key range
-//!   (`EXPLAIN` shows `index=t_pkey (clustered, k >= 100 AND k <= 140)`).
+//!   (`EXPLAIN` shows `index=t_pkey (clustered, k >= 100 AND k <= 140)`). Its scans yield each
+//!   partition in key order, and say so to DataFusion: `ORDER BY` the key merges partitions
+//!   instead of sorting.
 //! - **`UPDATE` of a unique key** (a clustered table's primary key, or a column of any unique
 //!   index of a heap table) is statement-level, as the SQL standard has it: every row the
 //!   statement finds is removed, then every new row inserted, so `SET k = k + 1` succeeds. A new

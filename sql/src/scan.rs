@@ -14,6 +14,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Instant;
 
+use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::config::ConfigOptions;
@@ -22,8 +23,9 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Statistics, internal_err};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::filter_pushdown::{
     ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
@@ -36,7 +38,9 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 use futures::StreamExt;
-use nvpage::{Index, OwnedValue, Partition, ReadOps, RowId, Snapshot, Table, Value};
+use nvpage::{
+    ColumnType, Index, OwnedValue, Partition, ReadOps, RowId, Snapshot, Storage, Table, Value,
+};
 
 use crate::access::as_slice;
 
@@ -355,6 +359,42 @@ impl ScanSpec {
     }
 }
 
+/// The orders each partition of a scan of `spec` yields its rows in, as DataFusion knows
+/// orders: a clustered table's are in its primary key's order (a partition is a run of its
+/// leaves, a key range, and each leaf's rows come in key order; a key-range read walks the
+/// key), by as many of the key's leading columns as the scan projects. So `ORDER BY` the key
+/// merges the partitions rather than sorting them, and with a `LIMIT` stops early. Only
+/// columns whose key bytes order as DataFusion orders their values: not `Char` (blanks at
+/// its end) or `F64` (NaNs and signed zeros). Key columns are NOT NULL, so the order holds
+/// with NULLs first or last; both are declared, as a query may ask either.
+fn key_orderings(spec: &ScanSpec) -> Vec<Vec<PhysicalSortExpr>> {
+    let schema = spec.table.schema();
+    let Some(key) = schema.primary_key().filter(|_| spec.table.storage() == Storage::Clustered)
+    else {
+        return Vec::new();
+    };
+    let mut cols = Vec::new();
+    for &c in key {
+        let ordered = !matches!(schema.columns()[c].ty, ColumnType::Char { .. } | ColumnType::F64);
+        let Some(at) = spec.projection.iter().position(|&p| p == c).filter(|_| ordered) else {
+            break;
+        };
+        cols.push((schema.columns()[c].name.clone(), at));
+    }
+    if cols.is_empty() {
+        return Vec::new();
+    }
+    [true, false]
+        .into_iter()
+        .map(|nulls_first| {
+            let options = SortOptions { descending: false, nulls_first };
+            cols.iter()
+                .map(|(name, at)| PhysicalSortExpr::new(Arc::new(Column::new(name, *at)), options))
+                .collect()
+        })
+        .collect()
+}
+
 /// Partition `i` of `n` of an nvpage table as a DataFusion plan node.
 #[derive(Debug)]
 pub(crate) struct NvpageScan {
@@ -376,7 +416,7 @@ impl NvpageScan {
         rows: Option<Precision<u64>>,
     ) -> Self {
         let props = PlanProperties::new(
-            EquivalenceProperties::new(spec.schema.clone()),
+            EquivalenceProperties::new_with_orderings(spec.schema.clone(), key_orderings(&spec)),
             Partitioning::UnknownPartitioning(partitions),
             EmissionType::Incremental,
             Boundedness::Bounded,

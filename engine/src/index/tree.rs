@@ -169,6 +169,31 @@ pub(crate) fn entry_row(value: &[u8], page: u64) -> Result<RowId> {
     key::row_id(value).ok_or_else(|| corrupt(page, "a leaf entry without a row id"))
 }
 
+/// What [`TreeWriter::put`] does where the key has an entry, and where it has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A new entry: one the key has already is damage (a unique key is checked first, a
+    /// non-unique one ends with its row id).
+    New,
+    /// A new entry, unless the key has one: then nothing changes.
+    NewUnlessHeld,
+    /// The key's entry, replaced: none is damage.
+    Replace,
+    /// The key's entry replaced, or a new one.
+    Upsert,
+}
+
+/// What [`TreeWriter::put`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Put {
+    /// Added an entry.
+    Added,
+    /// Replaced the key's entry.
+    Replaced,
+    /// Nothing: the key has an entry ([`Mode::NewUnlessHeld`]).
+    Held,
+}
+
 /// The writer's operations on one index of its private catalog (`cat.indexes[ix]`).
 #[derive(Debug)]
 pub(crate) struct TreeWriter<'a, 'c> {
@@ -238,42 +263,42 @@ impl<'a> TreeWriter<'a, '_> {
     /// Adds `key` → `value` (a row id's bytes, or a sized value where the tree's leaves hold
     /// them). The key must not be in the tree: finding it is damage.
     pub(crate) fn insert_value(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.put(key, value, false)?;
-        self.meta_mut().entries += 1;
-        Ok(())
+        self.put(key, value, Mode::New).map(drop)
     }
 
-    /// Replaces the value of `key`'s entry (sized values: a clustered table's row) with `value`,
-    /// in place where the leaf has room, else by splitting it. A missing entry is damage.
-    pub(crate) fn replace(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.put(key, value, true)
-    }
-
-    /// Puts `key` → `value` in its leaf, splitting it if it is full: a new entry, or (`replace`)
-    /// in place of the entry the key has.
-    fn put(&mut self, key: &[u8], value: &[u8], replace: bool) -> Result<()> {
+    /// Puts `key` → `value` in its leaf as `mode` says, splitting the leaf if it is full: a new
+    /// entry, or in place of the entry the key has (sized values: a clustered table's row, in
+    /// place where the leaf has room). One descent finds the leaf and whether the
+    /// key is in it; where `mode` leaves the tree as it is ([`Put::Held`]), no page is written.
+    pub(crate) fn put(&mut self, key: &[u8], value: &[u8], mode: Mode) -> Result<Put> {
         let mut path = Vec::new();
         let (leaf, g) =
             descend(self.db, View::Writer, self.meta(), Target::Key(key), Some(&mut path))?;
+        let found = Node::new(&g, self.meta().id, leaf)?.search(key)?;
         drop(g);
+        let (pos, outcome) = match (found, mode) {
+            (Ok(_), Mode::NewUnlessHeld) => return Ok(Put::Held),
+            (Ok(_), Mode::New) => return Err(corrupt(leaf, "an index entry added twice")),
+            (Err(_), Mode::Replace) => return Err(corrupt(leaf, "an entry to replace is missing")),
+            (Ok(pos), Mode::Replace | Mode::Upsert) => (pos, Put::Replaced),
+            (Err(pos), Mode::New | Mode::NewUnlessHeld | Mode::Upsert) => (pos, Put::Added),
+        };
+        // The writer's copy is the page the descent read (nothing wrote it since): `pos` holds.
         let fitted = {
             let mut g = self.write(leaf)?;
-            let pos = match (Node::new(&g, self.meta().id, leaf)?.search(key)?, replace) {
-                (Err(pos), false) => pos,
-                (Ok(pos), true) => {
-                    node::remove_at(&mut g, pos);
-                    pos
-                }
-                (Ok(_), false) => return Err(corrupt(leaf, "an index entry added twice")),
-                (Err(_), true) => return Err(corrupt(leaf, "an entry to replace is missing")),
-            };
+            if outcome == Put::Replaced {
+                node::remove_at(&mut g, pos);
+            }
             node::insert_at(&mut g, pos, key, value)
         };
         if !fitted {
             let (sep, right) = self.split_leaf(leaf, key, value)?;
             self.insert_above(path, sep, right)?;
         }
-        Ok(())
+        if outcome == Put::Added {
+            self.meta_mut().entries += 1;
+        }
+        Ok(outcome)
     }
 
     /// Splits full leaf `leaf` and adds the entry to the half it belongs in; returns the new

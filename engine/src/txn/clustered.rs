@@ -12,7 +12,7 @@ use nvpage_buffer::View;
 use super::{Live, WriteTxn};
 use crate::error::{Error, Result};
 use crate::index::node;
-use crate::index::tree::{TreeWriter, find_value};
+use crate::index::tree::{Mode, Put as Outcome, TreeWriter, find_value};
 use crate::index::{describe_key, key};
 use crate::row::RowRef;
 use crate::table::RowId;
@@ -63,23 +63,40 @@ impl WriteTxn<'_> {
         }
         let db = self.db;
         let same_key = matches!(put, Put::Replace(old) if old == k.as_slice());
-        let held = !same_key && find_value(db, View::Writer, x, &k)?.is_some();
-        if held && !matches!(put, Put::Upsert) {
-            return Err(Error::UniqueViolation { index: x.name.clone(), key: describe_key(x, &r) });
-        }
+        let mode = match put {
+            Put::Insert => Mode::NewUnlessHeld,
+            Put::Upsert => Mode::Upsert,
+            Put::Replace(_) if same_key => Mode::Replace,
+            Put::Replace(_) => {
+                // The row moves to a new key, which no row may hold: checked before the old
+                // one goes.
+                if find_value(db, View::Writer, x, &k)?.is_some() {
+                    let key = describe_key(x, &r);
+                    return Err(Error::UniqueViolation { index: x.name.clone(), key });
+                }
+                Mode::New
+            }
+        };
         let mut tree = TreeWriter { db, cat: &mut self.catalog, ix, pending: self.pending };
-        match put {
-            _ if same_key || held => tree.replace(&k, row)?,
-            Put::Replace(old) => {
-                tree.remove(old)?;
-                tree.insert_value(&k, row)?;
+        if let Put::Replace(old) = put
+            && !same_key
+        {
+            tree.remove(old)?;
+        }
+        match tree.put(&k, row, mode)? {
+            Outcome::Held => {
+                let x = &self.catalog.indexes[ix];
+                let key = describe_key(x, &r);
+                Err(Error::UniqueViolation { index: x.name.clone(), key })
             }
-            Put::Insert | Put::Upsert => {
-                tree.insert_value(&k, row)?;
+            Outcome::Replaced => Ok(true),
+            // A moved row is the same row.
+            Outcome::Added if matches!(put, Put::Replace(_)) => Ok(true),
+            Outcome::Added => {
                 self.adjust_rows(table, 1)?;
+                Ok(false)
             }
         }
-        Ok(same_key || held)
     }
 
     /// Deletes the row whose key is `k` from clustered table `table`; `false` if none has it.

@@ -236,11 +236,17 @@ fn sized_leaf_seeds() -> Vec<Vec<u8>> {
     out
 }
 
+/// A page's id and its bytes.
+pub type Page = (u64, Vec<u8>);
+
+/// A change to a page's bytes.
+type Damage = Box<dyn Fn(&mut [u8])>;
+
 /// The nodes of the trees of two clustered tables (4 KiB pages), one database for each schema
 /// of [`crate::fuzz_bodies::clustered_schemas`], with their page ids: rows of varying length
 /// loaded in key order, then rows inserted between them and some deleted, so that each tree
 /// has inner nodes and leaves filled both by a load and by splits. Each as (schema, nodes).
-pub fn real_clustered_leaves() -> Vec<(u8, Vec<(u64, Vec<u8>)>)> {
+pub fn real_clustered_leaves() -> Vec<(u8, Vec<Page>)> {
     const PS: usize = 4096;
     let mut out = Vec::new();
     for (schema, rows) in [(0u8, 900i64), (1, 700)] {
@@ -331,7 +337,7 @@ fn clustered_seeds() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for (schema, nodes) in real_clustered_leaves() {
         let flags = if schema == 1 { SCHEMA_1 } else { 0 };
-        let leaves: Vec<&(u64, Vec<u8>)> = nodes.iter().filter(|(_, p)| p[17] == 0).collect();
+        let leaves: Vec<&Page> = nodes.iter().filter(|(_, p)| p[17] == 0).collect();
         let inner = nodes.iter().find(|(_, p)| p[17] > 0).expect("a tree with inner nodes");
         let mid = leaves[leaves.len() / 2];
         for (id, page) in [leaves[0], mid, leaves[leaves.len() - 1], inner] {
@@ -345,7 +351,7 @@ fn clustered_seeds() -> Vec<Vec<u8>> {
         let d = (1..u16_at(page, 18)).find(|&i| u16_at(page, len_at(page, i)) > 40).unwrap();
         let at = len_at(page, d);
         let row = at + 2;
-        let mut damaged: Vec<Box<dyn Fn(&mut [u8])>> = vec![
+        let mut damaged: Vec<Damage> = vec![
             Box::new(|p| {
                 for b in 0..SLOT {
                     p.swap(SLOTS + b, SLOTS + SLOT + b);

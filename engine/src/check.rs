@@ -17,8 +17,7 @@ use crate::error::Result;
 use crate::heap::HeapPage;
 use crate::index::row_key;
 pub use crate::index::verify::IndexReport;
-use crate::index::verify::verify;
-use crate::row::RowRef;
+use crate::index::verify::{sound_row, verify};
 use crate::table::RowId;
 
 /// A row's key in an index, and the row.
@@ -144,9 +143,7 @@ impl Database {
                 for (slot, bytes) in h.rows() {
                     tr.rows_scanned += 1;
                     let id = RowId { page: p.0, slot: slot as u16 };
-                    let row = match RowRef::new(&t.schema, bytes, id)
-                        .and_then(|r| r.check_values().map(|()| r))
-                    {
+                    let row = match sound_row(&t.schema, bytes, id) {
                         Ok(row) => row,
                         Err(e) => {
                             report

@@ -196,8 +196,9 @@ pub mod fuzzing {
     use crate::error::{Error, Result};
     use crate::heap::HeapPage;
     use crate::index::node::{self, Node};
-    use crate::row::{Value, encode_row};
+    use crate::row::{RowRef, Value, encode_row};
     use crate::schema::Schema;
+    use crate::table::RowId;
 
     /// A heap page's live rows with their slots, and the bytes an insert could use.
     pub type HeapRows<'p> = (Vec<(usize, &'p [u8])>, usize);
@@ -322,6 +323,61 @@ pub mod fuzzing {
         }
         node::remove_at(page, pos);
         Ok(())
+    }
+
+    /// Checks `page` (a whole page, as the engine always passes) as a leaf of the clustered
+    /// table of `schema` whose tree is `tree`, and returns its rows as a page fold reads them
+    /// (`PageRows::fold`: the node checked and a leaf, then each entry from the last, each
+    /// checked as it is read and its value made a row of `schema`), or the first error.
+    pub fn clustered_leaf_fold<'p>(
+        page: &'p [u8],
+        schema: &Schema,
+        tree: u32,
+        id: u64,
+    ) -> Result<Vec<&'p [u8]>> {
+        clustered_leaf(page, tree, id)?.fold_values_rev(Vec::new(), |mut rows, _, value| {
+            RowRef::new(schema, value, RowId::KEYED)?;
+            rows.push(value);
+            Ok(rows)
+        })
+    }
+
+    /// The same page's rows as a row-at-a-time scan reads them (`ScanPage::rows`: in slot
+    /// order, each entry checked as it is read and its value made a row of `schema`), or the
+    /// first error.
+    pub fn clustered_leaf_rows<'p>(
+        page: &'p [u8],
+        schema: &Schema,
+        tree: u32,
+        id: u64,
+    ) -> Result<Vec<&'p [u8]>> {
+        let n = clustered_leaf(page, tree, id)?;
+        (0..n.len())
+            .map(|i| {
+                let value = n.value(i)?;
+                RowRef::new(schema, value, RowId::KEYED)?;
+                Ok(value)
+            })
+            .collect()
+    }
+
+    /// Whether `row` is a sound row of `schema` as `check` holds every row: `Ok`, or what is
+    /// wrong with it.
+    pub fn sound_row(schema: &Schema, row: &[u8]) -> Result<()> {
+        crate::index::verify::sound_row(schema, row, RowId::KEYED).map(drop)
+    }
+
+    /// `page` as a leaf of tree `tree`, as a scan of a clustered table takes it: a node of the
+    /// tree, at level 0.
+    fn clustered_leaf(page: &[u8], tree: u32, id: u64) -> Result<Node<'_>> {
+        let n = Node::new(whole_page(page)?, tree, id)?;
+        if n.level() != 0 {
+            return Err(Error::CorruptPage {
+                page: id,
+                reason: "a clustered table's leaf is not a leaf".into(),
+            });
+        }
+        Ok(n)
     }
 
     fn whole_page(page: &[u8]) -> Result<&[u8]> {

@@ -236,6 +236,156 @@ fn sized_leaf_seeds() -> Vec<Vec<u8>> {
     out
 }
 
+/// A page's id and its bytes.
+pub type Page = (u64, Vec<u8>);
+
+/// A change to a page's bytes.
+type Damage = Box<dyn Fn(&mut [u8])>;
+
+/// The nodes of the trees of two clustered tables (4 KiB pages), one database for each schema
+/// of [`crate::fuzz_bodies::clustered_schemas`], with their page ids: rows of varying length
+/// loaded in key order, then rows inserted between them and some deleted, so that each tree
+/// has inner nodes and leaves filled both by a load and by splits. Each as (schema, nodes).
+pub fn real_clustered_leaves() -> Vec<(u8, Vec<Page>)> {
+    const PS: usize = 4096;
+    let mut out = Vec::new();
+    for (schema, rows) in [(0u8, 900i64), (1, 700)] {
+        let dir = scratch_tempdir();
+        let db = nvpage::Database::builder()
+            .layer(Layer::Pread)
+            .page_size(PS as u64)
+            .pool_bytes(1 << 20)
+            .open(dir.path())
+            .expect("create");
+        let mut tx = db.begin_write().expect("begin");
+        let s = crate::fuzz_bodies::clustered_schemas()[usize::from(schema)].clone();
+        let t = tx.create_table_with("t", s, nvpage::Storage::Clustered).expect("create table");
+        let pk = nvpage::ReadOps::primary_key(&tx, &t).expect("a key").expect("the key");
+        // Even keys in order, then odd keys among them; every seventh even key deleted.
+        let keys = (0..rows).map(|i| 2 * i).chain((rows / 4..rows / 2).map(|i| 2 * i + 1));
+        for k in keys {
+            let name = clustered_name(k);
+            tx.insert(&t, &clustered_values(schema, k, &name)).expect("insert");
+        }
+        for i in (0..rows).step_by(7) {
+            let key = if schema == 0 { Value::I64(2 * i) } else { Value::I32(2 * i as i32) };
+            tx.delete_by(&pk, &[key]).expect("delete");
+        }
+        tx.commit().expect("commit");
+        drop(db);
+        let file = std::fs::read(dir.path().join(nvpage::DATA_FILE)).expect("read the data file");
+        let page_count = u64::from_le_bytes(file[32..40].try_into().unwrap()) as usize;
+        let nodes = (0..page_count)
+            .map(|p| (p as u64, file[p * PS..(p + 1) * PS].to_vec()))
+            .filter(|(_, page)| page[16] == b'X' && page[29] == 1)
+            .collect();
+        out.push((schema, nodes));
+    }
+    out
+}
+
+/// Key `k`'s string: 0 to 239 letters (schema 0's name), or 0 to 59 (schema 1's note).
+fn clustered_name(k: i64) -> String {
+    (0..(k * 37) % 240).map(|j| char::from(b'a' + ((k + j) % 26) as u8)).collect()
+}
+
+/// The row of key `k` in a table of clustered schema `schema`, its string `name`.
+fn clustered_values(schema: u8, k: i64, name: &str) -> Vec<Value<'_>> {
+    if schema == 0 {
+        let amount = if k % 5 == 0 { Value::Null } else { Value::Decimal(Decimal::new(k * 3, 2)) };
+        return vec![Value::I64(k), Value::Str(name), Value::I32((k % 7) as i32), amount];
+    }
+    let blob: &'static [u8] = &[0, 0xFF, 7, 0x80, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+    vec![
+        Value::I32(k as i32),
+        Value::Bool(k % 2 == 0),
+        Value::Str(["ab", "abcd", "", "x y"][(k % 4) as usize]),
+        if k % 3 == 0 { Value::Null } else { Value::Str(&name[..name.len().min(60)]) },
+        if k % 4 == 0 { Value::Null } else { Value::Bytes(&blob[..(k % 16) as usize]) },
+        Value::Timestamp(nvpage::Timestamp(k * 1_000_003)),
+        if k % 5 == 0 { Value::Null } else { Value::F64(k as f64 / 3.0) },
+    ]
+}
+
+/// `clustered_leaf` inputs: flags, tree id, page id, page.
+fn clustered_input(flags: u8, tree: u32, id: u64, page: &[u8]) -> Vec<u8> {
+    let mut v = vec![flags];
+    v.extend_from_slice(&tree.to_le_bytes());
+    v.extend_from_slice(&id.to_le_bytes());
+    v.extend_from_slice(page);
+    v
+}
+
+/// Seeds for `clustered_leaf`: the first, a middle and the last leaf of each table and an
+/// inner node, read with their own tree's id; and the middle leaf read as another tree's, with
+/// the other schema, and damaged: two entries swapped, an entry count too large, a value's
+/// length past the page and shorter than a row, leaf values of row ids and of an unknown kind,
+/// a level of 1, and (schema 0) a string's offset past its row and a string not UTF-8.
+fn clustered_seeds() -> Vec<Vec<u8>> {
+    const OWN_TREE: u8 = 4;
+    const SCHEMA_1: u8 = 8;
+    // Leaf slots: from byte 64, 6 bytes each (entry offset u16, key head); an entry is key
+    // length u16, key, value length u16, value.
+    const SLOTS: usize = 64;
+    const SLOT: usize = 6;
+    let u16_at = |p: &[u8], at: usize| usize::from(u16::from_le_bytes([p[at], p[at + 1]]));
+    // Where entry `i` keeps its value's length.
+    let len_at = |p: &[u8], i: usize| {
+        let off = u16_at(p, SLOTS + SLOT * i);
+        off + 2 + u16_at(p, off)
+    };
+    let mut out = Vec::new();
+    for (schema, nodes) in real_clustered_leaves() {
+        let flags = if schema == 1 { SCHEMA_1 } else { 0 };
+        let leaves: Vec<&Page> = nodes.iter().filter(|(_, p)| p[17] == 0).collect();
+        let inner = nodes.iter().find(|(_, p)| p[17] > 0).expect("a tree with inner nodes");
+        let mid = leaves[leaves.len() / 2];
+        for (id, page) in [leaves[0], mid, leaves[leaves.len() - 1], inner] {
+            out.push(clustered_input(flags | OWN_TREE, 0, *id, page));
+        }
+        let (id, page) = mid;
+        let tree = u32::from_le_bytes(page[24..28].try_into().unwrap());
+        out.push(clustered_input(flags, tree + 1, *id, page));
+        out.push(clustered_input((flags ^ SCHEMA_1) | OWN_TREE, 0, *id, page));
+        // The first entry after entry 0 whose row is longer than any row's fixed area.
+        let d = (1..u16_at(page, 18)).find(|&i| u16_at(page, len_at(page, i)) > 40).unwrap();
+        let at = len_at(page, d);
+        let row = at + 2;
+        let mut damaged: Vec<Damage> = vec![
+            Box::new(|p| {
+                for b in 0..SLOT {
+                    p.swap(SLOTS + b, SLOTS + SLOT + b);
+                }
+            }),
+            Box::new(|p| {
+                let count = u16::from_le_bytes([p[18], p[19]]);
+                p[18..20].copy_from_slice(&(count + 1).to_le_bytes());
+            }),
+            Box::new(move |p| p[at..at + 2].copy_from_slice(&u16::MAX.to_le_bytes())),
+            Box::new(move |p| p[at..at + 2].copy_from_slice(&3u16.to_le_bytes())),
+            Box::new(|p| p[29] = 0),
+            Box::new(|p| p[29] = 7),
+            Box::new(|p| p[17] = 1),
+        ];
+        if schema == 0 {
+            // Schema 0's row: a null bitmap byte, the key (8 bytes), the name's slot (offset
+            // from the row's start u16, length u16).
+            let slot = row + 9;
+            let string = row + u16_at(page, slot);
+            damaged.push(Box::new(move |p| {
+                p[slot..slot + 2].copy_from_slice(&0xFFF0u16.to_le_bytes())
+            }));
+            damaged.push(Box::new(move |p| p[string] = 0xFF));
+        }
+        for damage in damaged {
+            let mut p = page.clone();
+            damage(&mut p);
+            out.push(clustered_input(flags | OWN_TREE, 0, *id, &p));
+        }
+    }
+    out
+}
+
 /// `page` (a node of index `index_id`) after inserts of keys above `first` until the next one
 /// would split it, and that key.
 fn fill(page: &[u8], index_id: u32, id: u64, first: &[u8]) -> (Vec<u8>, Vec<u8>) {
@@ -343,6 +493,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         }
         "api_countdown" => api_seeds(),
         "index_page" => index_seeds(),
+        "clustered_leaf" => clustered_seeds(),
         other => panic!("no fuzz target named {other}"),
     }
 }

@@ -85,6 +85,11 @@ fn replay_index_page() {
 }
 
 #[test]
+fn replay_clustered_leaf() {
+    replay("clustered_leaf");
+}
+
+#[test]
 fn every_target_has_a_corpus() {
     for t in TARGETS {
         assert!(corpus_dir(t).is_dir(), "{t} has no corpus directory");
@@ -120,6 +125,19 @@ fn seeds_reach_the_paths_behind_the_checksums() {
         .collect();
     for x in [1, 2] {
         assert!(nodes.contains(&(x, 0)) && nodes.contains(&(x, 1)), "index {x}: {nodes:?}");
+    }
+    // The clustered leaf seeds are real leaves of both schemas, and read as rows.
+    for (schema, leaves) in fuzz_seeds::real_clustered_leaves() {
+        let rows: usize = leaves
+            .iter()
+            .filter(|(_, page)| page[17] == 0)
+            .map(|(id, page)| {
+                let tree = u32::from_le_bytes(page[24..28].try_into().unwrap());
+                let s = &fuzz_bodies::clustered_schemas()[usize::from(schema)];
+                nvpage::fuzzing::clustered_leaf_fold(page, s, tree, *id).expect("a leaf").len()
+            })
+            .sum();
+        assert!(rows > 100, "schema {schema}: {rows} rows in the seed leaves");
     }
     for t in TARGETS {
         let seeds = fuzz_seeds::seeds(t);

@@ -34,6 +34,19 @@ pub struct IndexReport {
     pub pages: u64,
 }
 
+/// `bytes` as a sound row of `schema`, as `check` holds every row, a heap table's or a clustered
+/// table's: long enough, every value inside the row (`check_values`), and every value readable
+/// as its getter reads it (`check_values` looks at where a string lies, not at what it holds: a
+/// string that is not UTF-8 passed it, and then every read of the row failed).
+pub(crate) fn sound_row<'r>(schema: &'r Schema, bytes: &'r [u8], id: RowId) -> Result<RowRef<'r>> {
+    let row = RowRef::new(schema, bytes, id)?;
+    row.check_values()?;
+    for i in 0..schema.columns().len() {
+        row.value(i)?;
+    }
+    Ok(row)
+}
+
 /// Reads a page for the check: its bytes if they verify (checksum, id), else `None` (the
 /// reader reported it).
 pub(crate) type ReadPage<'r> = dyn FnMut(u64) -> Result<Option<Vec<u8>>> + 'r;
@@ -59,7 +72,7 @@ impl Walk<'_, '_> {
     /// Entry `i` of leaf `page` of a clustered table's tree: its value a sound row of `schema`
     /// whose key is the entry's key `k`.
     fn leaf_row(&mut self, schema: &Schema, page: u64, i: usize, k: &[u8], v: &[u8]) {
-        let row = RowRef::new(schema, v, RowId::KEYED).and_then(|r| r.check_values().map(|()| r));
+        let row = sound_row(schema, v, RowId::KEYED);
         let mut key = Vec::new();
         match row.and_then(|r| key::encode_row(schema, &self.x.columns, &r, &mut key)) {
             Ok(()) if key == k => self.rows_found += 1,

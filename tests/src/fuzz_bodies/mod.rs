@@ -6,6 +6,7 @@
 //! checksum the input's first byte can ask the body to repair it (noted per target).
 
 mod api_countdown;
+mod clustered;
 mod db_open;
 mod index;
 mod log;
@@ -15,6 +16,8 @@ mod row;
 use std::path::{Path, PathBuf};
 
 pub use api_countdown::api_countdown;
+pub use clustered::clustered_leaf;
+pub use clustered::schemas as clustered_schemas;
 pub use db_open::db_open;
 pub use db_open::{builder as db_open_builder, with_data_file};
 pub use index::index_page;
@@ -24,7 +27,7 @@ pub use row::row_decode;
 pub use row::schemas as row_schemas;
 
 /// The names of the targets, as the directories of `fuzz/corpus/` and the binaries of `fuzz/`.
-pub const TARGETS: [&str; 9] = [
+pub const TARGETS: [&str; 10] = [
     "log_records",
     "log_decode",
     "log_recovery",
@@ -34,6 +37,7 @@ pub const TARGETS: [&str; 9] = [
     "db_open",
     "api_countdown",
     "index_page",
+    "clustered_leaf",
 ];
 
 /// Runs the body of target `name` on `data`.
@@ -48,6 +52,7 @@ pub fn run(name: &str, data: &[u8]) {
         "db_open" => db_open(data),
         "api_countdown" => api_countdown(data),
         "index_page" => index_page(data),
+        "clustered_leaf" => clustered_leaf(data),
         other => panic!("no fuzz target named {other}"),
     }
 }

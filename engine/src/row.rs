@@ -452,9 +452,10 @@ impl<'r> RowRef<'r> {
         Self { schema, bytes, id }
     }
 
-    /// Checks what the typed getters check as they read, for every value at once, as `check`
-    /// does for every row: each non-NULL variable-length value lies among the row's values,
-    /// after its fixed area and inside the row, and each `Bool` is 0 or 1.
+    /// Checks where every value lies, at once: each non-NULL variable-length value among the
+    /// row's values, after its fixed area and inside the row, and each `Bool` 0 or 1. Not what a
+    /// value holds: a `VarChar` whose bytes are not UTF-8 passes, and its getter refuses it
+    /// (`check` reads every value of every row besides).
     pub fn check_values(&self) -> Result<()> {
         for &i in self.schema.bool_cols() {
             if !self.is_null(i) && self.bytes[self.schema.offset(i)] > 1 {

@@ -17,7 +17,7 @@ use nvpage_storage::PageId;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::heap::{self, HeapPage};
-use crate::index::node::Node;
+use crate::index::node::{LeafValues, Node};
 use crate::index::tree;
 use crate::partition::Partition;
 use crate::row::{Brand, Col, Kind, PageCol, PageRow, RowRef};
@@ -322,6 +322,14 @@ fn leaf(bytes: &[u8], tree: u32, id: u64) -> Result<Node<'_>> {
         return Err(Error::CorruptPage {
             page: id,
             reason: "a clustered table's leaf is not a leaf".into(),
+        });
+    }
+    // A leaf of row ids would read its 10-byte values as rows (sound ones, for a schema whose
+    // fixed area is as short).
+    if n.values() != LeafValues::Sized {
+        return Err(Error::CorruptPage {
+            page: id,
+            reason: "a clustered table's leaf holds row ids, not rows".into(),
         });
     }
     Ok(n)

@@ -1,7 +1,7 @@
 //! Goal: a damaged leaf of a clustered table is reported, never a panic, a hang or a silently
 //! shorter read, on every layer. A clustered table (4 KiB pages, 12,000 rows of 25 to 264 bytes,
 //! so its tree has inner nodes below its root) is closed, and one of its leaves in the data file
-//! is rewritten with a valid checksum in nine ways, each on its own copy of the file:
+//! is rewritten with a valid checksum in ten ways, each on its own copy of the file:
 //!
 //! - (a) two entries swapped, rows and all: keys out of order;
 //! - rows whose bytes no longer decode: (b) a string's offset past the row's end, (b2) a
@@ -9,7 +9,8 @@
 //! - (c) a row whose key column is not its entry's key (the row says 2k - 1, the entry 2k);
 //! - (d) an entry's value length running past the page;
 //! - the leaf's right link (e) skipping a leaf and (e2) pointing at the leaf itself;
-//! - (f) another index's id in the leaf; (g) a leaf-values byte of an unknown kind.
+//! - (f) another index's id in the leaf; (g) a leaf-values byte of an unknown kind, (g2) one
+//!   that says the leaf holds row ids.
 //!
 //! For each, `check` reports damage naming the table's tree (`t_pkey`) and the page; and the
 //! full scans (row at a time, and a page fold on two threads), `get_by`, range scans from a key
@@ -379,6 +380,9 @@ fn cases(file: &[u8], tree: &Tree) -> Vec<Case> {
         p[INDEX_ID..INDEX_ID + 4].copy_from_slice(&other.to_le_bytes());
     });
     case("(g) leaf values of an unknown kind", first, EVERY, &|p| p[LEAF_VALUES] = 7);
+    // A leaf that says it holds row ids: no read takes their bytes for rows, and no write puts
+    // a row where a row id goes.
+    case("(g2) leaf values of row ids", first, EVERY, &|p| p[LEAF_VALUES] = 0);
     out
 }
 
@@ -390,7 +394,7 @@ fn damaged_clustered_leaves_are_reported_and_every_operation_that_walks_them_fai
     let tree = Tree::read(&pristine);
     assert!(tree.leaves.len() > 100, "{} leaves", tree.leaves.len());
     let cases = cases(&pristine, &tree);
-    assert_eq!(cases.len(), 9);
+    assert_eq!(cases.len(), 10);
     // Every case runs, and what each got wrong is reported together.
     let mut wrong = Vec::new();
     for c in &cases {

@@ -19,7 +19,7 @@ use nvpage_storage::PageId;
 use super::Index;
 use super::key;
 use super::node::Node;
-use super::tree::{Target, corrupt, descend, entry_row, find_exact, find_value};
+use super::tree::{Target, corrupt, descend, entry_row, find_exact, find_value, node_of};
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
 use crate::heap;
@@ -326,7 +326,7 @@ impl<'t> IndexScan<'t> {
             .checked_sub(1)
             .ok_or_else(|| corrupt(page, "the index's leaf links loop"))?;
         let g = self.ctx.db.pool.read(PageId(page), self.ctx.view)?;
-        let n = Node::new(&g, self.meta.id, page)?;
+        let n = node_of(&g, self.meta, page)?;
         if n.level() != 0 {
             return Err(corrupt(page, "a leaf's sibling is not a leaf"));
         }

@@ -22,7 +22,7 @@ use nvpage_buffer::{BufferPool, PageMut, PageRef, View};
 use nvpage_storage::PageId;
 
 use super::key;
-use super::node::{self, Node};
+use super::node::{self, LeafValues, Node};
 use crate::catalog::{self, Catalog, IndexMeta};
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -42,6 +42,19 @@ pub(crate) enum Target<'k> {
     Last,
 }
 
+/// `bytes` (page `page`) as a node of `meta`'s tree: [`Node::new`]'s checks, and that it holds
+/// what the tree's nodes hold (a leaf of row ids in a clustered table's tree would have its
+/// values read as rows, and a row written into it as a row id).
+pub(crate) fn node_of<'p>(bytes: &'p [u8], meta: &IndexMeta, page: u64) -> Result<Node<'p>> {
+    let n = Node::new(bytes, meta.id, page)?;
+    if n.values() != meta.leaf_values() {
+        let what = |v| if v == LeafValues::Sized { "sized values" } else { "row ids" };
+        let (found, wanted) = (what(n.values()), what(meta.leaf_values()));
+        return Err(corrupt(page, format!("a node of {found} in a tree of {wanted}")));
+    }
+    Ok(n)
+}
+
 /// Descends from `meta`'s root to the leaf of `target`, reading pages as `view` sees them, and
 /// returns the leaf (read, checked); `path`, if given, gets each inner node passed and the entry
 /// followed (a lookup passes none, and allocates nothing).
@@ -56,7 +69,7 @@ pub(crate) fn descend<'a>(
     let mut above: Option<u8> = None;
     loop {
         let g = db.pool.read(PageId(page), view)?;
-        let n = Node::new(&g, meta.id, page)?;
+        let n = node_of(&g, meta, page)?;
         // Levels fall by one at each step, so the descent ends; checked, so that a damaged
         // level byte of 255 is an error, not an overflow.
         if above.is_some_and(|l| n.level().checked_add(1) != Some(l)) {
@@ -221,7 +234,7 @@ impl<'a> TreeWriter<'a, '_> {
     fn write(&self, page: u64) -> Result<PageMut<'a>> {
         let db = self.db;
         let mut g = db.pool.write(PageId(page))?;
-        let n = Node::new(&g, self.meta().id, page)?;
+        let n = node_of(&g, self.meta(), page)?;
         if !g.verified() {
             n.check_entries()?;
             g.set_verified();

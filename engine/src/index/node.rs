@@ -268,9 +268,8 @@ impl<'p> Node<'p> {
         u64_at(self.bytes, NEXT_OFFSET)
     }
 
-    /// Entry `i`'s parts, checked against the page. Inlined always: a scan's step and a leaf's
-    /// fold call it once per row, and as a call it was a sixth of a clustered fold's time.
-    #[inline(always)]
+    /// Entry `i`'s parts, checked against the page.
+    #[inline]
     fn entry(&self, i: usize) -> Result<Entry> {
         let bad = |why: String| Error::CorruptPage { page: self.page, reason: why };
         if i >= self.count {

@@ -45,14 +45,21 @@ pub(crate) enum Target<'k> {
 /// `bytes` (page `page`) as a node of `meta`'s tree: [`Node::new`]'s checks, and that it holds
 /// what the tree's nodes hold (a leaf of row ids in a clustered table's tree would have its
 /// values read as rows, and a row written into it as a row id).
+#[inline(always)]
 pub(crate) fn node_of<'p>(bytes: &'p [u8], meta: &IndexMeta, page: u64) -> Result<Node<'p>> {
     let n = Node::new(bytes, meta.id, page)?;
     if n.values() != meta.leaf_values() {
-        let what = |v| if v == LeafValues::Sized { "sized values" } else { "row ids" };
-        let (found, wanted) = (what(n.values()), what(meta.leaf_values()));
-        return Err(corrupt(page, format!("a node of {found} in a tree of {wanted}")));
+        return Err(wrong_values(n.values(), meta.leaf_values(), page));
     }
     Ok(n)
+}
+
+/// [`node_of`]'s error, out of the way of the descent it is checked in.
+#[cold]
+#[inline(never)]
+fn wrong_values(found: LeafValues, wanted: LeafValues, page: u64) -> Error {
+    let what = |v| if v == LeafValues::Sized { "sized values" } else { "row ids" };
+    corrupt(page, format!("a node of {} in a tree of {}", what(found), what(wanted)))
 }
 
 /// Descends from `meta`'s root to the leaf of `target`, reading pages as `view` sees them, and

@@ -22,16 +22,17 @@
 //! key takes the row out unread, and an insert reads no other row. A full read that returns
 //! without an error must have read every row.
 
+mod damage;
+
 use std::ops::Bound;
 use std::path::Path;
 
+use damage::{PS, names, page_mut, page_of, reseal, u16_at, u32_at, u64_at};
 use nvpage::{
     Column, ColumnType, DATA_FILE, Database, Decimal, Error, Index, Layer, ReadOps, Result, RowRef,
     Schema, Storage, Table, Value,
 };
-use nvpage_storage::{PageId, page};
 
-const PS: usize = 4096;
 const ROWS: i64 = 12_000;
 const TREE: &str = "t_pkey";
 
@@ -107,31 +108,6 @@ fn build(dir: &Path) -> Vec<u8> {
     assert!(tree.depth >= 3, "a tree {} levels deep", tree.depth);
     drop(db);
     std::fs::read(dir.join(DATA_FILE)).unwrap()
-}
-
-fn u16_at(p: &[u8], at: usize) -> usize {
-    usize::from(u16::from_le_bytes([p[at], p[at + 1]]))
-}
-
-fn u32_at(p: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(p[at..at + 4].try_into().unwrap())
-}
-
-fn u64_at(p: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(p[at..at + 8].try_into().unwrap())
-}
-
-fn page_of(file: &[u8], p: u64) -> &[u8] {
-    &file[p as usize * PS..(p as usize + 1) * PS]
-}
-
-fn page_mut(file: &mut [u8], p: u64) -> &mut [u8] {
-    &mut file[p as usize * PS..(p as usize + 1) * PS]
-}
-
-/// Recomputes page `p`'s checksum: damage the storage layer cannot see.
-fn reseal(file: &mut [u8], p: u64) {
-    page::seal(page_mut(file, p), PageId(p));
 }
 
 /// Where entry `i` of leaf `p` keeps its value's length, and where its value (the row) lies:
@@ -305,16 +281,6 @@ fn operate(db: &Database, probe: i64, what: &str) -> Outcome {
     Outcome { failed: Ops(failed), errors, wrong }
 }
 
-/// Whether a line of `damage` names the tree and page `p`.
-fn names(damage: &[String], p: u64) -> bool {
-    let page = format!("page {p}");
-    damage.iter().any(|d| {
-        d.contains(&format!("index {TREE}"))
-            && d.match_indices(&page)
-                .any(|(at, _)| !d[at + page.len()..].starts_with(|c: char| c.is_ascii_digit()))
-    })
-}
-
 /// One kind of damage: what it does to the file, the page `check` must name, a key in the
 /// damaged leaf, and the operations that must fail.
 struct Case {
@@ -403,7 +369,7 @@ fn damaged_clustered_leaves_are_reported_and_every_operation_that_walks_them_fai
             std::fs::write(db_dir.join(DATA_FILE), &c.file).unwrap();
             let db = open(&db_dir, layer);
             let report = db.check().unwrap();
-            if !names(&report.damage, c.named) {
+            if !names(&report.damage, TREE, c.named) {
                 wrong.push(format!(
                     "{what}: check did not name page {}: {:?}",
                     c.named, report.damage

@@ -22,16 +22,17 @@
 //! them; a point lookup reads one leaf and trusts its order and its key heads) is asserted
 //! where it is seen; every other operation must still return, whatever it returns.
 
+mod damage;
+
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::Path;
 
+use damage::{PS, names, page_mut, page_of, reseal, u16_at, u64_at};
 use nvpage::{
     Column, ColumnType, DATA_FILE, Database, Layer, ReadOps, Result, RowId, Schema, Value, kind,
 };
-use nvpage_storage::{PageId, page};
 
-const PS: usize = 4096;
 const INDEX: &str = "by_name";
 
 fn name(k: i64) -> String {
@@ -67,27 +68,6 @@ fn build(dir: &Path, rows: i64) -> Vec<u8> {
     assert!(report.is_sound(), "{:?}", report.damage);
     drop(db);
     std::fs::read(dir.join(DATA_FILE)).unwrap()
-}
-
-fn u16_at(p: &[u8], at: usize) -> usize {
-    usize::from(u16::from_le_bytes([p[at], p[at + 1]]))
-}
-
-fn u64_at(p: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(p[at..at + 8].try_into().unwrap())
-}
-
-fn page_of(file: &[u8], p: u64) -> &[u8] {
-    &file[p as usize * PS..(p as usize + 1) * PS]
-}
-
-fn page_mut(file: &mut [u8], p: u64) -> &mut [u8] {
-    &mut file[p as usize * PS..(p as usize + 1) * PS]
-}
-
-/// Recomputes page `p`'s checksum: damage the storage layer cannot see.
-fn reseal(file: &mut [u8], p: u64) {
-    page::seal(page_mut(file, p), PageId(p));
 }
 
 /// Where index pages' slots start, and a slot's bytes: the entry's offset (u16), its key's head.
@@ -230,16 +210,6 @@ fn row_ids(tx: &impl ReadOps) -> HashMap<String, RowId> {
     ids
 }
 
-/// Whether a line of `damage` names the index and page `p`.
-fn names(damage: &[String], p: u64) -> bool {
-    let page = format!("page {p}");
-    damage.iter().any(|d| {
-        d.contains(&format!("index {INDEX}"))
-            && d.match_indices(&page)
-                .any(|(at, _)| !d[at + page.len()..].starts_with(|c: char| c.is_ascii_digit()))
-    })
-}
-
 /// One kind of damage: what it does to the file, the page `check` must name, a name routed
 /// through it, and the operations that must fail.
 struct Case {
@@ -355,7 +325,7 @@ fn damaged_index_pages_are_reported_and_every_operation_returns_an_error() {
             let db = open(&db_dir, layer);
             let report = db.check().unwrap();
             assert!(!report.is_sound(), "{}: check found nothing", c.what);
-            assert!(names(&report.damage, c.named), "{}: {:?}", c.what, report.damage);
+            assert!(names(&report.damage, INDEX, c.named), "{}: {:?}", c.what, report.damage);
             let failed = operate(&db, &c.probe);
             assert_eq!(
                 Ops(failed.0 & c.must_fail),
@@ -393,7 +363,7 @@ fn a_root_whose_last_child_is_itself_is_an_error_not_a_hang() {
         std::fs::write(db_dir.join(DATA_FILE), &file).unwrap();
         let db = open(&db_dir, layer);
         let report = db.check().unwrap();
-        assert!(names(&report.damage, root), "{:?}", report.damage);
+        assert!(names(&report.damage, INDEX, root), "{:?}", report.damage);
         let mut tx = db.begin_write().unwrap();
         let t = tx.table("t").unwrap();
         let ids = row_ids(&tx);

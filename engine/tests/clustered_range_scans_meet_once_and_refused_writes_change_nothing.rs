@@ -1,4 +1,4 @@
-//! Goal (review of the clustered range scan's prefetch and `TreeWriter::put`'s modes):
+//! Goal: a clustered table's range scans and refused writes are exact, on every layer:
 //!
 //! - a clustered table's range scan, walked from both ends in any interleaving of `next` and
 //!   `next_back` (and `.ids()` likewise), yields every row of its range exactly once, in key
@@ -78,7 +78,10 @@ fn walk_both_ends(
         let want: Vec<i64> = match (lo, hi) {
             // BTreeMap::range panics on an empty or inverted range; the scan yields nothing.
             (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b))
-                if a > b || (a == b && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_)))) =>
+                if a > b
+                    || (a == b
+                        && !(matches!(lo, Bound::Included(_))
+                            && matches!(hi, Bound::Included(_)))) =>
             {
                 Vec::new()
             }
@@ -99,7 +102,11 @@ fn walk_both_ends(
                     Some(id) => {
                         id.unwrap();
                         n += 1;
-                        assert!(n <= want.len(), "{what}: ids of {lo:?}..{hi:?} past {}", want.len());
+                        assert!(
+                            n <= want.len(),
+                            "{what}: ids of {lo:?}..{hi:?} past {}",
+                            want.len()
+                        );
                     }
                     None => break,
                 }
@@ -118,7 +125,11 @@ fn walk_both_ends(
             let k = row.get_named::<kind::I64>("k").unwrap();
             let n = row.get_named::<kind::Str>("name").unwrap();
             assert_eq!(Some(n), model.get(&k).map(String::as_str), "{what}: row {k}'s name");
-            if from_front { front.push(k) } else { back.push(k) }
+            if from_front {
+                front.push(k)
+            } else {
+                back.push(k)
+            }
             assert!(front.len() + back.len() <= want.len(), "{what}: {lo:?}..{hi:?} repeats a row");
         }
         assert!(scan.next().is_none() && scan.next_back().is_none(), "{what}: resumed");
@@ -234,13 +245,21 @@ fn refused(layer: Layer) {
         let before = db.counters().cow_copies;
         let e = w.insert(&t, &[Value::I64(k), Value::Str("refused")]).unwrap_err();
         assert!(matches!(e, Error::UniqueViolation { .. }), "{layer}: insert {k}: {e}");
-        assert_eq!(db.counters().cow_copies, before, "{layer}: a refused insert of {k} copied a page");
+        assert_eq!(
+            db.counters().cow_copies,
+            before,
+            "{layer}: a refused insert of {k} copied a page"
+        );
         assert_eq!(w.row_count(&t).unwrap(), model.len() as u64, "{layer}: after refused {k}");
         // A row moved onto a held key: refused before the old row goes.
         let before = db.counters().cow_copies;
         let e = w.update_by(&pk, &[Value::I64(k)], &[("k", Value::I64(k + 2))]).unwrap_err();
         assert!(matches!(e, Error::UniqueViolation { .. }), "{layer}: move {k}: {e}");
-        assert_eq!(db.counters().cow_copies, before, "{layer}: a refused move of {k} copied a page");
+        assert_eq!(
+            db.counters().cow_copies,
+            before,
+            "{layer}: a refused move of {k} copied a page"
+        );
     }
     // The transaction goes on, and a refused insert left every row as it was.
     assert_eq!(scanned(&w), model, "{layer}: after the refused calls");
@@ -262,7 +281,9 @@ fn refused(layer: Layer) {
     for k in (2000..2400).step_by(2) {
         let to = k + 100_000;
         if model.contains_key(&k) {
-            assert!(w.update_by(&pk, &[Value::I64(k)], &[("k", Value::I64(to))]).unwrap().is_some());
+            assert!(
+                w.update_by(&pk, &[Value::I64(k)], &[("k", Value::I64(to))]).unwrap().is_some()
+            );
             let n = model.remove(&k).unwrap();
             model.insert(to, n);
         }

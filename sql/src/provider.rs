@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{Constraint, Constraints, Statistics, stats::Precision};
 use datafusion::datasource::TableType;
@@ -214,6 +215,16 @@ struct InsertSink {
     writer: Writer,
 }
 
+impl InsertSink {
+    /// Inserts `batch`'s rows in the writer's transaction; how many.
+    async fn insert(&self, batch: RecordBatch) -> Result<u64, Error> {
+        let table = self.table.clone();
+        self.writer
+            .call(move |slot| -> Result<u64, Error> { insert_batch(slot.txn()?, &table, &batch) })
+            .await?
+    }
+}
+
 impl DisplayAs for InsertSink {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "NvpageInsert: table={}", self.table.name())
@@ -233,17 +244,26 @@ impl DataSink for InsertSink {
     ) -> DfResult<u64> {
         self.writer.begin_statement().await.map_err(df)?;
         let mut rows = 0u64;
+        // Inside `BEGIN`, the input's scans read the transaction's pages a chunk at a time on
+        // the writer thread, between this sink's inserts: an input that reads the table it
+        // inserts into would meet rows the statement inserted, or miss some (each chunk is cut
+        // from the pages as they are then). So the input is read whole first, and the statement
+        // sees the table as it stood when it began. Outside `BEGIN` the input reads a snapshot,
+        // and rows are inserted as they come.
+        let whole_first = self.writer.in_transaction();
         let outcome: Result<(), Error> = async {
+            let mut held = Vec::new();
             while let Some(batch) = data.next().await {
-                let batch = batch?;
-                let table = self.table.clone();
-                rows += self
-                    .writer
-                    .call(move |slot| -> Result<u64, Error> {
-                        let txn = slot.txn()?;
-                        insert_batch(txn, &table, &batch)
-                    })
-                    .await??;
+                held.push(batch?);
+                if whole_first {
+                    continue;
+                }
+                for batch in held.drain(..) {
+                    rows += self.insert(batch).await?;
+                }
+            }
+            for batch in held {
+                rows += self.insert(batch).await?;
             }
             Ok(())
         }

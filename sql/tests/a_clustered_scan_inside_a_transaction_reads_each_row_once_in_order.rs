@@ -1,14 +1,13 @@
-//! Goal (review): inside `BEGIN`, a scan reads the writer's pages a chunk of a partition at a
-//! time on the writer thread (`writer.rs`, `scan_chunks`), each chunk a partition of a finer
-//! count worked out from the table's pages *when that chunk runs*. A clustered table declares
-//! each partition in key order (`key_orderings`). Held here, on a clustered table large enough
-//! that a partition spans several chunks, against a heap twin:
+//! Goal: inside `BEGIN`, where a scan reads the writer's pages a chunk of a partition at a time
+//! on the writer thread, each row is read once and a clustered table's partitions come in key
+//! order. Held on a clustered table large enough that a partition spans several chunks, against
+//! a heap twin:
 //!
 //! - `ORDER BY` the key inside `BEGIN`, after uncommitted inserts between the keys (leaves split
 //!   mid-tree), answers as the heap twin does;
 //! - `INSERT INTO c SELECT k + 1000000, … FROM c` inside `BEGIN` (the statement's own inserts
-//!   land on leaves appended at the tree's right end, between the scan's chunks) inserts each
-//!   row it read exactly once: the table doubles.
+//!   land on leaves appended at the tree's right end, and the table's pages change between the
+//!   scan's chunks) inserts each row it read exactly once: the table doubles.
 
 mod common;
 
@@ -63,7 +62,10 @@ fn order_by_the_key_inside_begin_answers_as_a_sort() {
                 "SELECT k, grp FROM {t} WHERE grp = 1 ORDER BY k LIMIT 100",
                 "SELECT count(*) FROM {t}",
             ] {
-                let (c, h) = (rows(&s, &q.replace("{t}", "c")).await, rows(&s, &q.replace("{t}", "h")).await);
+                let (c, h) = (
+                    rows(&s, &q.replace("{t}", "c")).await,
+                    rows(&s, &q.replace("{t}", "h")).await,
+                );
                 assert_eq!(c.len(), h.len(), "{layer:?}: {q}: row counts");
                 assert!(c == h, "{layer:?}: {q}: the clustered table answers otherwise");
             }

@@ -60,13 +60,11 @@ struct Cursor<'t> {
     /// How far this leaf's rows were prefetched: the front's first entry not yet asked for, the
     /// back's last one asked for (both start at `pos`).
     ahead: usize,
-    /// Whether the leaf this end steps onto next was asked for (a clustered table's scan).
-    sibling_asked: bool,
 }
 
 impl<'t> Cursor<'t> {
     fn new(page: u64, leaf: PageRef<'t>, pos: usize) -> Self {
-        Self { page, leaf: Rc::new(leaf), pos, ahead: pos, sibling_asked: false }
+        Self { page, leaf: Rc::new(leaf), pos, ahead: pos }
     }
 }
 
@@ -115,16 +113,15 @@ const PREFETCH_ENTRY_BYTES: usize = 128;
 
 /// In a clustered table's scan, asks for the lines of the [`PREFETCH_ROWS`] entries of leaf `n`
 /// ahead of an end's next one (`pos`) that it has not asked for yet (`ahead`, as a cursor keeps
-/// it), and, once they reach the leaf's end, for the header and first slots of the leaf beyond
-/// it (once: `sibling_asked`). Rows of a leaf
-/// filled in random order lie anywhere in its page: without this, each entry's first line is a
-/// miss the step waits for. Only a hint: damage is left for the step that reads the entry.
+/// it), and, in the call whose entries first reach the leaf's end, for the header and first
+/// slots of the leaf beyond it. Rows of a leaf filled in random order lie anywhere in its page:
+/// without this, each entry's first line is a miss the step waits for. Only a hint: damage is
+/// left for the step that reads the entry.
 fn prefetch_entries(
     db: &crate::Database,
     n: &Node<'_>,
     pos: usize,
     ahead: &mut usize,
-    sibling_asked: &mut bool,
     front: bool,
 ) {
     let range = if front {
@@ -138,12 +135,12 @@ fn prefetch_entries(
         *ahead = (*ahead).min(from);
         range
     };
+    let reaches_end =
+        !range.is_empty() && if front { range.end == n.len() } else { range.start == 0 };
     for i in range {
         n.prefetch_entry(i, PREFETCH_ENTRY_BYTES);
     }
-    let at_end = if front { *ahead >= n.len() } else { *ahead == 0 };
-    if at_end && !*sibling_asked {
-        *sibling_asked = true;
+    if reaches_end {
         let sibling = if front { n.next() } else { n.prev() };
         if sibling != 0 {
             db.pool.prefetch(PageId(sibling), &[0, 64]);
@@ -421,14 +418,7 @@ impl<'t> IndexScan<'t> {
                 }
                 cur.pos += 1;
                 if self.meta.clustered {
-                    prefetch_entries(
-                        self.ctx.db,
-                        &n,
-                        cur.pos,
-                        &mut cur.ahead,
-                        &mut cur.sibling_asked,
-                        true,
-                    );
+                    prefetch_entries(self.ctx.db, &n, cur.pos, &mut cur.ahead, true);
                 }
                 let hit = hit(self.meta.clustered, &n, cur, place)?;
                 exclude(&mut self.lo, key);
@@ -462,14 +452,7 @@ impl<'t> IndexScan<'t> {
                 }
                 cur.pos -= 1;
                 if self.meta.clustered {
-                    prefetch_entries(
-                        self.ctx.db,
-                        &n,
-                        cur.pos,
-                        &mut cur.ahead,
-                        &mut cur.sibling_asked,
-                        false,
-                    );
+                    prefetch_entries(self.ctx.db, &n, cur.pos, &mut cur.ahead, false);
                 }
                 let hit = hit(self.meta.clustered, &n, cur, place)?;
                 exclude(&mut self.hi, key);

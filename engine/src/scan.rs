@@ -315,8 +315,9 @@ impl<'p> PageRows<'p> {
     }
 }
 
-/// `bytes` (page `id`) as a leaf of tree `tree`: a node of it at level 0.
-fn leaf(bytes: &[u8], tree: u32, id: u64) -> Result<Node<'_>> {
+/// `bytes` (page `id`) as a leaf of clustered table tree `tree`: a node of it at level 0 that
+/// holds rows (sized values). A scan and the row count at open read every leaf through it.
+pub(crate) fn leaf(bytes: &[u8], tree: u32, id: u64) -> Result<Node<'_>> {
     let n = Node::new(bytes, tree, id)?;
     if n.level() != 0 {
         return Err(Error::CorruptPage {

@@ -23,12 +23,15 @@ use crate::row::{Brand, Kind, PageCol, PageRow, RowRef, kind};
 use crate::scan::PageRows;
 use crate::table::RowId;
 
-/// Where one row of a page lies: its offset and length in the page, and its slot.
+/// Where one row of a page lies: its offset and length in the page, and its slot; or, for a
+/// clustered table's row spilled from its leaf (`spilled` above 0), its length in the leaf's
+/// spilled row `spilled - 1`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Place {
     off: u16,
     len: u16,
     slot: u16,
+    spilled: u16,
 }
 
 /// A reusable buffer for the places of one page's rows ([`PageRows::locate`]): keep one per
@@ -65,14 +68,22 @@ impl<'p> PageRows<'p> {
         let bytes = self.bytes();
         let base = bytes.as_ptr() as usize;
         let fixed_end = self.schema().fixed_end();
+        let spilled = self.spilled();
         self.fold_raw((), |(), id, row| {
             if row.len() < fixed_end {
                 return Err(short_row(row.len(), fixed_end));
             }
-            // A row lies inside its page (checked by the fold), and a page is at most 64 KiB:
-            // its offset, length and slot fit in 16 bits.
-            let off = row.as_ptr() as usize - base;
-            places.push(Place { off: off as u16, len: row.len() as u16, slot: id.slot });
+            // A row lies inside its page (checked by the fold), or is one of its leaf's spilled
+            // rows; a page is at most 64 KiB, and a row at most a page: its offset, length and
+            // slot fit in 16 bits.
+            let (len, slot) = (row.len() as u16, id.slot);
+            match spilled.and_then(|s| s.position(row)) {
+                Some(k) => places.push(Place { off: 0, len, slot, spilled: k as u16 + 1 }),
+                None => {
+                    let off = (row.as_ptr() as usize - base) as u16;
+                    places.push(Place { off, len, slot, spilled: 0 })
+                }
+            }
             Ok(())
         })?;
         if self.is_leaf() {
@@ -100,11 +111,16 @@ impl<'p> PageBatch<'p, '_> {
         self.places.is_empty()
     }
 
-    /// The bytes of the row at `p` (inside the page: checked by `locate`).
+    /// The bytes of the row at `p` (inside the page, or the spilled row it names: checked by
+    /// `locate`).
     #[inline(always)]
     fn bytes_of(&self, p: Place) -> &'p [u8] {
         let at = usize::from(p.off);
-        &self.page.bytes()[at..at + usize::from(p.len)]
+        let from = match (p.spilled, self.page.spilled()) {
+            (0, _) | (_, None) => self.page.bytes(),
+            (k, Some(s)) => s.at(usize::from(k) - 1),
+        };
+        &from[at..at + usize::from(p.len)]
     }
 
     #[inline(always)]

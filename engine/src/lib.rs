@@ -328,35 +328,46 @@ pub mod fuzzing {
     /// Checks `page` (a whole page, as the engine always passes) as a leaf of the clustered
     /// table of `schema` whose tree is `tree`, and returns its rows as a page fold reads them
     /// (`PageRows::fold`: the node checked and a leaf, then each entry from the last, each
-    /// checked as it is read and its value made a row of `schema`), or the first error.
+    /// checked as it is read and its value made a row of `schema`), or the first error. Each
+    /// value comes with whether it is a spilled row's reference, which is checked as one (the
+    /// chain's pages are not at hand).
     pub fn clustered_leaf_fold<'p>(
         page: &'p [u8],
         schema: &Schema,
         tree: u32,
         id: u64,
-    ) -> Result<Vec<&'p [u8]>> {
-        clustered_leaf(page, tree, id)?.fold_values_rev(Vec::new(), |mut rows, _, value| {
-            RowRef::new(schema, value, RowId::KEYED)?;
-            rows.push(value);
+    ) -> Result<Vec<(&'p [u8], bool)>> {
+        clustered_leaf(page, tree, id)?.fold_values_rev(Vec::new(), |mut rows, _, value, s| {
+            leaf_value(schema, value, s, id)?;
+            rows.push((value, s));
             Ok(rows)
         })
     }
 
+    /// A leaf entry's value as a row of `schema`, or, `spilled`, as a chain's reference.
+    fn leaf_value(schema: &Schema, value: &[u8], spilled: bool, id: u64) -> Result<()> {
+        if spilled {
+            crate::index::spill::Chain::decode(value, id).map(drop)
+        } else {
+            RowRef::new(schema, value, RowId::KEYED).map(drop)
+        }
+    }
+
     /// The same page's rows as a row-at-a-time scan reads them (`ScanPage::rows`: in slot
-    /// order, each entry checked as it is read and its value made a row of `schema`), or the
-    /// first error.
+    /// order, each entry checked as it is read and its value made a row of `schema` or, where
+    /// spilled, a reference), or the first error.
     pub fn clustered_leaf_rows<'p>(
         page: &'p [u8],
         schema: &Schema,
         tree: u32,
         id: u64,
-    ) -> Result<Vec<&'p [u8]>> {
+    ) -> Result<Vec<(&'p [u8], bool)>> {
         let n = clustered_leaf(page, tree, id)?;
         (0..n.len())
             .map(|i| {
-                let value = n.value(i)?;
-                RowRef::new(schema, value, RowId::KEYED)?;
-                Ok(value)
+                let (value, spilled) = (n.value(i)?, n.spilled(i)?);
+                leaf_value(schema, value, spilled, id)?;
+                Ok((value, spilled))
             })
             .collect()
     }

@@ -17,7 +17,8 @@ use nvpage_storage::PageId;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::heap::{self, HeapPage};
-use crate::index::node::{LeafValues, Node};
+use crate::index::node::{self, LeafValues, Node};
+use crate::index::spill::{self, Chain};
 use crate::index::tree;
 use crate::partition::Partition;
 use crate::row::{Brand, Col, Kind, PageCol, PageRow, RowRef};
@@ -136,6 +137,54 @@ pub struct ScanPage<'t> {
     id: u64,
     table_id: u32,
     leaf_of: Option<u32>,
+    /// A leaf's spilled rows, read when the leaf was.
+    spilled: Option<Spilled>,
+}
+
+/// The spilled rows of a clustered table's leaf (`index/spill.rs`), each read whole from its
+/// chain when the leaf was read, so that the leaf's rows can be lent for as long as the leaf.
+#[derive(Debug, Default)]
+pub(crate) struct Spilled(Vec<(usize, Vec<u8>)>);
+
+impl Spilled {
+    /// The spilled rows of `bytes` (leaf `id` of tree `tree`), as `view` sees their chains:
+    /// `None` for a page whose flags say it holds none (one byte read, for every other leaf).
+    fn of(db: &Database, view: View, tree: u32, id: u64, bytes: &[u8]) -> Result<Option<Self>> {
+        if !node::may_spill(bytes) {
+            return Ok(None);
+        }
+        let n = leaf(bytes, tree, id)?;
+        let mut rows = Vec::new();
+        for i in 0..n.len() {
+            if n.spilled(i)? {
+                let mut row = Vec::new();
+                spill::read_row(db, view, tree, Chain::decode(n.value(i)?, id)?, &mut row)?;
+                rows.push((i, row));
+            }
+        }
+        Ok(Some(Self(rows)))
+    }
+
+    /// The row of the leaf's entry `i`, which is spilled; `page`, the leaf, for the error where
+    /// the leaf's flags said it held none.
+    fn row(this: Option<&Self>, i: usize, page: u64) -> Result<&[u8]> {
+        let found = this.and_then(|s| s.0.binary_search_by_key(&i, |r| r.0).ok().map(|k| &s.0[k]));
+        found.map(|r| r.1.as_slice()).ok_or_else(|| Error::CorruptPage {
+            page,
+            reason: "a spilled row in a leaf whose flags say it holds none".into(),
+        })
+    }
+
+    /// The position among these rows of the one at `bytes` (one of them), for a gather's
+    /// places; `None` for bytes of no spilled row.
+    pub(crate) fn position(&self, bytes: &[u8]) -> Option<usize> {
+        self.0.iter().position(|r| std::ptr::eq(r.1.as_ptr(), bytes.as_ptr()))
+    }
+
+    /// The spilled row at `position`.
+    pub(crate) fn at(&self, position: usize) -> &[u8] {
+        &self.0[position].1
+    }
 }
 
 impl<'t> ScanPage<'t> {
@@ -148,11 +197,18 @@ impl<'t> ScanPage<'t> {
         ring: &mut Option<ScanRing>,
     ) -> Result<Self> {
         let page = read_page(db, view, id, ring)?;
-        match leaf_of {
-            None => drop(HeapPage::new(&page, table.id, id)?),
-            Some(tree) => drop(leaf(&page, tree, id)?),
-        }
-        Ok(Self { page, schema: table.schema().clone(), id, table_id: table.id, leaf_of })
+        let spilled = match leaf_of {
+            None => {
+                HeapPage::new(&page, table.id, id)?;
+                None
+            }
+            Some(tree) => {
+                leaf(&page, tree, id)?;
+                Spilled::of(db, view, tree, id, &page)?
+            }
+        };
+        let (schema, table_id) = (table.schema().clone(), table.id);
+        Ok(Self { page, schema, id, table_id, leaf_of, spilled })
     }
 
     /// The page's id.
@@ -176,6 +232,7 @@ impl<'t> ScanPage<'t> {
             table_id: self.table_id,
             id: self.id,
             leaf_of: self.leaf_of,
+            spilled: self.spilled.as_ref(),
             _page: PhantomData,
         })
     }
@@ -183,7 +240,7 @@ impl<'t> ScanPage<'t> {
     /// The live rows of the page, in slot order (a clustered table's leaf: in key order); each
     /// knows its id ([`RowRef::id`]; [`RowId::KEYED`] in a clustered table).
     pub fn rows(&self) -> impl Iterator<Item = Result<RowRef<'_>>> + '_ {
-        let (page, schema) = (self.id, &self.schema);
+        let (page, schema, spilled) = (self.id, &self.schema, self.spilled.as_ref());
         /// The page, as it was checked when read.
         enum Rows<'p> {
             Heap(HeapPage<'p>),
@@ -201,7 +258,14 @@ impl<'t> ScanPage<'t> {
             Rows::Heap(h) => {
                 h.get(i).map(|bytes| RowRef::new(schema, bytes, RowId { page, slot: i as u16 }))
             }
-            Rows::Leaf(n) => Some(n.value(i).and_then(|b| RowRef::new(schema, b, RowId::KEYED))),
+            Rows::Leaf(n) => Some(
+                match n.spilled(i) {
+                    Ok(true) => Spilled::row(spilled, i, page),
+                    Ok(false) => n.value(i),
+                    Err(e) => Err(e),
+                }
+                .and_then(|b| RowRef::new(schema, b, RowId::KEYED)),
+            ),
         })
     }
 }
@@ -239,6 +303,8 @@ pub struct PageRows<'p> {
     id: u64,
     /// The tree whose leaf this is (a clustered table's), or `None` for a heap page.
     leaf_of: Option<u32>,
+    /// A leaf's spilled rows.
+    spilled: Option<&'p Spilled>,
     /// Invariant in `'p`, as its handles and rows are: two pages' lifetimes never unify.
     _page: Brand<'p>,
 }
@@ -261,6 +327,11 @@ impl<'p> PageRows<'p> {
     /// Whether the page is a clustered table's leaf (its rows in key order), not a heap page.
     pub(crate) fn is_leaf(&self) -> bool {
         self.leaf_of.is_some()
+    }
+
+    /// A leaf's spilled rows, if it may hold any.
+    pub(crate) fn spilled(&self) -> Option<&'p Spilled> {
+        self.spilled
     }
 
     /// The id of the row in slot `slot` ([`RowId::KEYED`] in a clustered table's leaf).
@@ -309,8 +380,13 @@ impl<'p> PageRows<'p> {
             None => heap::fold_rows_rev(self.bytes, self.table_id, id, init, |acc, slot, bytes| {
                 f(acc, RowId { page: id, slot: slot as u16 }, bytes)
             }),
-            Some(tree) => leaf(self.bytes, tree, id)?
-                .fold_values_rev(init, |acc, _, v| f(acc, RowId::KEYED, v)),
+            Some(tree) => {
+                let spilled = self.spilled;
+                leaf(self.bytes, tree, id)?.fold_values_rev(init, |acc, i, v, s| {
+                    let row = if s { Spilled::row(spilled, i, id)? } else { v };
+                    f(acc, RowId::KEYED, row)
+                })
+            }
         }
     }
 }
@@ -406,12 +482,17 @@ where
                 if id + 1 < start + len {
                     db.pool.prefetch(PageId(id + 1), &heap::LEADING_LINES);
                 }
+                let spilled = match leaf_of {
+                    Some(tree) => Spilled::of(db, view, tree, id, &bytes)?,
+                    None => None,
+                };
                 let page = PageRows {
                     schema: &schema,
                     bytes: &bytes,
                     table_id: table.id,
                     id,
                     leaf_of,
+                    spilled: spilled.as_ref(),
                     _page: PhantomData,
                 };
                 acc = fold(acc, page)?;

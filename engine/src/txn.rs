@@ -44,7 +44,7 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::heap::{self, HeapPage};
 use crate::index::{Index, IndexScan};
-use crate::index::{key, node};
+
 use crate::row::{Value, encode_row};
 use crate::schema::Schema;
 use crate::table::{DropTarget, Fsm, RowId, Storage, Table};
@@ -803,6 +803,8 @@ pub struct RowGuard<'t> {
 enum GuardPage<'t> {
     Own(nvpage_buffer::PageRef<'t>),
     Shared(std::rc::Rc<nvpage_buffer::PageRef<'t>>),
+    /// A copy: a clustered table's row read whole from the chain it was spilled to.
+    Copy(Vec<u8>),
 }
 
 impl<'t> RowGuard<'t> {
@@ -827,11 +829,18 @@ impl<'t> RowGuard<'t> {
         Self { page: GuardPage::Shared(leaf), schema, off, len, id: RowId::KEYED }
     }
 
+    /// A clustered table's row read whole into `row` (one spilled to a chain of pages).
+    pub(crate) fn owned(row: Vec<u8>, schema: &'t Schema, id: RowId) -> Self {
+        let len = row.len();
+        Self { page: GuardPage::Copy(row), schema, off: 0, len, id }
+    }
+
     /// The row's typed view.
     pub fn row(&self) -> Result<crate::RowRef<'_>> {
         let page: &[u8] = match &self.page {
             GuardPage::Own(g) => g,
             GuardPage::Shared(g) => g,
+            GuardPage::Copy(row) => row,
         };
         crate::RowRef::new(self.schema, &page[self.off..self.off + self.len], self.id)
     }
@@ -876,8 +885,10 @@ impl WriteTxn<'_> {
 
     /// Creates table `name` with its rows kept as `storage` says: [`Storage::Clustered`] keeps
     /// them in the leaves of the primary key's B+tree, so the schema needs a primary key
-    /// ([`Schema::with_primary_key`]), and a row there, its key included, may take up to a
-    /// quarter of a page less a few bytes ([`Error::RowTooLarge`] beyond).
+    /// ([`Schema::with_primary_key`]). Its rows may be as long as a heap table's
+    /// ([`Error::RowTooLarge`] beyond): one too long to share a leaf with three others (a
+    /// quarter of a page, its key included) lives whole in a chain of overflow pages, which its
+    /// leaf entry names, and is read from there.
     ///
     /// ```
     /// # use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Storage, Value, kind};
@@ -932,14 +943,10 @@ impl WriteTxn<'_> {
         }
         let kind = match (storage, &key) {
             (Storage::Heap, _) => IndexKind::Primary,
-            (Storage::Clustered, Some((_, cols))) => {
-                // The smallest row and the longest key must fit a leaf's entry.
-                let cols: Vec<u16> = cols.iter().map(|&c| c as u16).collect();
-                let least = schema.fixed_end() + key::max_len(&schema, &cols, false);
-                let max = node::max_sized_entry(self.db.page_size());
-                if least > max {
-                    return Err(Error::RowTooLarge { bytes: least, max });
-                }
+            (Storage::Clustered, Some(_)) => {
+                // `check_new_index` kept the longest key with a row id (10 bytes) to an entry
+                // of a leaf of row ids, so with a spilled row's reference (12 bytes) it fits an
+                // entry of a leaf of rows (whose entries take 8 bytes more).
                 IndexKind::Clustered
             }
             (Storage::Clustered, None) => {

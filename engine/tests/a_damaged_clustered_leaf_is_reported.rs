@@ -1,7 +1,9 @@
-//! Goal: a damaged leaf of a clustered table is reported, never a panic, a hang or a silently
-//! shorter read, on every layer. A clustered table (4 KiB pages, 12,000 rows of 25 to 264 bytes,
-//! so its tree has inner nodes below its root) is closed, and one of its leaves in the data file
-//! is rewritten with a valid checksum in ten ways, each on its own copy of the file:
+//! Goal: a damaged leaf of a clustered table, or a damaged chain of overflow pages holding one of
+//! its rows, is reported, never a panic, a hang or a silently shorter read, on every layer. A
+//! clustered table (4 KiB pages, 12,000 rows of 25 to 264 bytes, so its tree has inner nodes
+//! below its root, and one in 500 of 1,500 to 3,800 bytes, spilled to an overflow page) is
+//! closed, and one of its leaves in the data file is rewritten with a valid checksum in ten
+//! ways, each on its own copy of the file:
 //!
 //! - (a) two entries swapped, rows and all: keys out of order;
 //! - rows whose bytes no longer decode: (b) a string's offset past the row's end, (b2) a
@@ -11,6 +13,12 @@
 //! - the leaf's right link (e) skipping a leaf and (e2) pointing at the leaf itself;
 //! - (f) another index's id in the leaf; (g) a leaf-values byte of an unknown kind, (g2) one
 //!   that says the leaf holds row ids.
+//!
+//! and, around a spilled row, in six more:
+//!
+//! - its overflow page (h) made a heap page's type, (i) another index's, (j) a byte shorter;
+//! - (k) its entry's reference naming a heap page; (l) its leaf's flags saying it holds no
+//!   spilled row; (m) a string in the spilled row not UTF-8.
 //!
 //! For each, `check` reports damage naming the table's tree (`t_pkey`) and the page; and the
 //! full scans (row at a time, and a page fold on two threads), `get_by`, range scans from a key
@@ -40,6 +48,13 @@ const TREE: &str = "t_pkey";
 const COUNT: usize = 18;
 const INDEX_ID: usize = 24;
 const LEAF_VALUES: usize = 29;
+const FLAGS: usize = 30;
+/// The top bit of a leaf entry's value length: the value names the row's overflow page.
+const SPILLED: usize = 0x8000;
+/// Where an overflow page keeps its type, index id and length (engine/src/index/spill.rs).
+const SPILL_INDEX_ID: usize = 20;
+const SPILL_LEN: usize = 32;
+const SPILL_DATA: usize = 36;
 const PREV: usize = 32;
 const NEXT: usize = 40;
 /// Slots from byte 64, 6 bytes each: the entry's offset (u16) and its key's head.
@@ -55,7 +70,7 @@ const FIXED_END: usize = 25;
 fn schema() -> Schema {
     Schema::new(vec![
         Column::new("k", ColumnType::I64),
-        Column::new("name", ColumnType::VarChar { max_len: 300 }),
+        Column::new("name", ColumnType::VarChar { max_len: 3900 }),
         Column::new("grp", ColumnType::I32),
         Column::nullable("amount", ColumnType::Decimal { scale: 2 }),
     ])
@@ -64,9 +79,11 @@ fn schema() -> Schema {
     .unwrap()
 }
 
-/// Row `i`'s name: 0 to 239 letters, so a leaf holds from a dozen rows to a hundred.
+/// Row `i`'s name: 0 to 239 letters, so a leaf holds from a dozen rows to a hundred; one row in
+/// 500 has 1,500 to 3,799, too many for a leaf entry.
 fn name(i: i64) -> String {
-    (0..(i * 37) % 240).map(|j| char::from(b'a' + ((i + j) % 26) as u8)).collect()
+    let len = if i % 500 == 7 { 1500 + (i * 37) % 2300 } else { (i * 37) % 240 };
+    (0..len).map(|j| char::from(b'a' + ((i + j) % 26) as u8)).collect()
 }
 
 /// Row `i`, whose key is `2 * i`: every odd key is free for an insert between two rows.
@@ -110,18 +127,24 @@ fn build(dir: &Path) -> Vec<u8> {
     std::fs::read(dir.join(DATA_FILE)).unwrap()
 }
 
-/// Where entry `i` of leaf `p` keeps its value's length, and where its value (the row) lies:
-/// an entry is key length u16, key, value length u16, value.
+/// Where entry `i` of leaf `p` keeps its value's length, and where its value (the row, or a
+/// spilled row's reference) lies: an entry is key length u16, key, value length u16, value.
 fn entry(p: &[u8], i: usize) -> (usize, std::ops::Range<usize>) {
     let off = u16_at(p, SLOTS + SLOT * i);
     let len_at = off + 2 + u16_at(p, off);
-    (len_at, len_at + 2..len_at + 2 + u16_at(p, len_at))
+    (len_at, len_at + 2..len_at + 2 + (u16_at(p, len_at) & !SPILLED))
 }
 
-/// The key of the row in entry `i` of leaf `p`.
+/// Whether entry `i` of leaf `p` is a spilled row's reference.
+fn spilled(p: &[u8], i: usize) -> bool {
+    u16_at(p, entry(p, i).0) & SPILLED != 0
+}
+
+/// The key of entry `i` of leaf `p`, from the entry's key (an I64: a byte saying it is not
+/// NULL, then 8 bytes big-endian with the sign bit flipped).
 fn key_of(p: &[u8], i: usize) -> i64 {
-    let row = &p[entry(p, i).1];
-    i64::from_le_bytes(row[ROW_K..ROW_K + 8].try_into().unwrap())
+    let at = u16_at(p, SLOTS + SLOT * i) + 2;
+    (u64::from_be_bytes(p[at + 1..at + 9].try_into().unwrap()) ^ (1 << 63)) as i64
 }
 
 /// The table's tree as the pristine file holds it.
@@ -298,7 +321,9 @@ fn cases(file: &[u8], tree: &Tree) -> Vec<Case> {
     assert!(u16_at(p, COUNT) >= 4, "a leaf of a few rows");
     // The entry damaged where one entry is: the first after entry 0 whose row has a name of a
     // few letters at least, so that its string has bytes to damage.
-    let d = (1..u16_at(p, COUNT)).find(|&i| entry(p, i).1.len() > FIXED_END + 2).unwrap();
+    let d = (1..u16_at(p, COUNT))
+        .find(|&i| !spilled(p, i) && entry(p, i).1.len() > FIXED_END + 2)
+        .unwrap();
     let (first, damaged_key) = (key_of(p, 0), key_of(p, d));
     let mut out = Vec::new();
     let mut case = |what, probe, must_fail, damage: &dyn Fn(&mut [u8])| {
@@ -349,7 +374,54 @@ fn cases(file: &[u8], tree: &Tree) -> Vec<Case> {
     // A leaf that says it holds row ids: no read takes their bytes for rows, and no write puts
     // a row where a row id goes.
     case("(g2) leaf values of row ids", first, EVERY, &|p| p[LEAF_VALUES] = 0);
+    spill_cases(file, tree, &mut out);
     out
+}
+
+/// The cases around a spilled row: in its overflow page, its entry, and its leaf.
+fn spill_cases(file: &[u8], tree: &Tree, out: &mut Vec<Case>) {
+    let (leaf, e) = tree
+        .leaves
+        .iter()
+        .find_map(|&l| {
+            let p = page_of(file, l);
+            (1..u16_at(p, COUNT)).find(|&i| spilled(p, i)).map(|i| (l, i))
+        })
+        .unwrap();
+    let p = page_of(file, leaf);
+    let probe = key_of(p, e);
+    let reference = entry(p, e).1;
+    let chain = u64_at(p, reference.start + 4);
+    assert_eq!(page_of(file, chain)[16], b'O', "an overflow page");
+    // Every read of the row fails, and so does a delete (it walks the chain to free its pages);
+    // an insert beside it reads no other row.
+    let unreadable = FULL | PROBE | UPDATE_BY | DELETE_BY;
+    let mut case = |what, page: u64, must_fail, damage: &dyn Fn(&mut [u8])| {
+        let mut f = file.to_vec();
+        damage(page_mut(&mut f, page));
+        reseal(&mut f, page);
+        out.push(Case { what, file: f, named: leaf, probe, must_fail });
+    };
+    case("(h) an overflow page made a heap page", chain, unreadable, &|c| c[16] = b'H');
+    let other = tree.other_id;
+    case("(i) an overflow page of another index", chain, unreadable, &|c| {
+        c[SPILL_INDEX_ID..SPILL_INDEX_ID + 4].copy_from_slice(&other.to_le_bytes());
+    });
+    case("(j) an overflow page a byte short", chain, unreadable, &|c| {
+        let len = u32_at(c, SPILL_LEN) - 1;
+        c[SPILL_LEN..SPILL_LEN + 4].copy_from_slice(&len.to_le_bytes());
+    });
+    let heap = (0..u64_at(file, 32)).find(|&q| page_of(file, q)[16] == b'H').unwrap();
+    case("(k) a reference to a heap page", leaf, unreadable, &|p| {
+        p[reference.start + 4..reference.start + 12].copy_from_slice(&heap.to_le_bytes());
+    });
+    // Lookups and range scans read the entry's mark; a table scan trusts the leaf's flags to
+    // say whether it has chains to read.
+    case("(l) a leaf's flags saying it spills nothing", leaf, SCAN | FOLD, &|p| p[FLAGS] = 0);
+    // A string in the row: the name starts after the fixed part.
+    case("(m) a spilled string not UTF-8", chain, FULL | PROBE | UPDATE_BY, &|c| {
+        c[SPILL_DATA + FIXED_END + 3] = 0xFF;
+    });
 }
 
 #[test]
@@ -360,7 +432,7 @@ fn damaged_clustered_leaves_are_reported_and_every_operation_that_walks_them_fai
     let tree = Tree::read(&pristine);
     assert!(tree.leaves.len() > 100, "{} leaves", tree.leaves.len());
     let cases = cases(&pristine, &tree);
-    assert_eq!(cases.len(), 10);
+    assert_eq!(cases.len(), 16);
     // Every case runs, and what each got wrong is reported together.
     let mut wrong = Vec::new();
     for c in &cases {

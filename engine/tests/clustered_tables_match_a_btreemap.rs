@@ -4,7 +4,8 @@
 //! upserts, updates by key (the key itself changed too), deletes by key and lookups, committed
 //! or rolled back, are held after each one to the map: a scan walks the rows in key order, range
 //! scans both ways and the partitions of a scan read exactly the keys they should, a fold of the
-//! pages sums the same; refused calls (a key held already, a row id) change nothing and leave
+//! pages sums the same and a column gather reads the same names. Some rows are too long for a
+//! leaf (spilled to overflow pages), and grow into and shrink out of that. Refused calls (a key held already, a row id) change nothing and leave
 //! the transaction usable. After each commit and after a reopen, `check` finds nothing wrong.
 
 use std::collections::BTreeMap;
@@ -20,7 +21,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 /// A row's columns but the key: a group, a name whose length varies (rows of 30 to 260 bytes,
-/// so a leaf holds from about a dozen to a hundred), and an amount that may be NULL.
+/// so a leaf holds from about a dozen to a hundred, and one in twenty of 1,000 to 3,900 bytes,
+/// too long for a leaf entry: spilled to one or two overflow pages), and an amount that may be
+/// NULL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Row {
     grp: i32,
@@ -34,7 +37,7 @@ fn schema() -> Schema {
     Schema::new(vec![
         Column::new("grp", ColumnType::I32),
         Column::new("k", ColumnType::I64),
-        Column::new("name", ColumnType::VarChar { max_len: 400 }),
+        Column::new("name", ColumnType::VarChar { max_len: 3900 }),
         Column::nullable("amount", ColumnType::Decimal { scale: 2 }),
     ])
     .unwrap()
@@ -48,8 +51,11 @@ fn values(k: i64, r: &Row) -> Vec<Value<'_>> {
 }
 
 fn random_row(rng: &mut StdRng) -> Row {
-    let len =
-        if rng.random_bool(0.2) { rng.random_range(100..240) } else { rng.random_range(0..30) };
+    let len = match rng.random_range(0..20) {
+        0 => rng.random_range(1000..3900),
+        1..=4 => rng.random_range(100..240),
+        _ => rng.random_range(0..30),
+    };
     Row {
         grp: rng.random_range(0..5),
         name: (0..len).map(|_| char::from(rng.random_range(b'a'..=b'z'))).collect(),
@@ -109,6 +115,24 @@ fn compare(rx: &impl ReadOps, model: &Model, rng: &mut StdRng, what: &str) {
         )
         .unwrap();
     assert_eq!(sum, model.values().filter_map(|r| r.amount).sum::<i64>(), "{what}: a fold");
+    let name = t.col::<kind::Bytes>("name").unwrap();
+    let mut places = nvpage::RowPlaces::new();
+    let (mut data, mut ends) = (Vec::new(), Vec::new());
+    for page in rx.scan(&t).unwrap() {
+        page.unwrap()
+            .with_rows(|rows| {
+                rows.locate(&mut places)?.gather_bytes(rows.col(name)?, &mut data, &mut ends, None)
+            })
+            .unwrap();
+    }
+    let mut names = Vec::new();
+    let mut from = 0;
+    for end in ends {
+        names.push(String::from_utf8(data[from..end as usize].to_vec()).unwrap());
+        from = end as usize;
+    }
+    let want: Vec<String> = model.values().map(|r| r.name.clone()).collect();
+    assert!(names == want, "{what}: a gather of names in key order");
     // Lookups and ranges, both ways.
     let pk = rx.primary_key(&t).unwrap().expect("the key");
     for _ in 0..10 {
@@ -281,7 +305,7 @@ fn clustered_tables_match_a_btreemap_on_every_layer() {
 }
 
 #[test]
-fn a_clustered_table_needs_a_primary_key_and_rows_that_fit_a_leaf() {
+fn a_clustered_table_needs_a_primary_key_and_takes_rows_as_long_as_a_heap_table_does() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::builder().page_size(4096).open(dir.path().join("db")).unwrap();
     let mut w = db.begin_write().unwrap();
@@ -296,13 +320,29 @@ fn a_clustered_table_needs_a_primary_key_and_rows_that_fit_a_leaf() {
     .with_primary_key(&["k"])
     .unwrap();
     let t = w.create_table_with("t", wide, Storage::Clustered).unwrap();
-    let (long, short) = ("x".repeat(2000), "x".repeat(900));
-    let e = w.insert(&t, &[Value::I64(1), Value::Str(&long)]).unwrap_err();
+    // A row as long as a heap table takes is spilled to overflow pages; a longer one is refused.
+    let (longest, long) = ("x".repeat(3000), "x".repeat(2000));
+    w.insert(&t, &[Value::I64(1), Value::Str(&long)]).unwrap();
+    w.insert(&t, &[Value::I64(2), Value::Str(&longest)]).unwrap();
+    let too_long = Schema::new(vec![
+        Column::new("k", ColumnType::I64),
+        Column::new("note", ColumnType::VarChar { max_len: 5000 }),
+    ])
+    .unwrap()
+    .with_primary_key(&["k"])
+    .unwrap();
+    let big = w.create_table_with("big", too_long, Storage::Clustered).unwrap();
+    let e = w.insert(&big, &[Value::I64(1), Value::Str(&"y".repeat(4500))]).unwrap_err();
     assert!(matches!(e, Error::RowTooLarge { .. }), "{e}");
-    w.insert(&t, &[Value::I64(1), Value::Str(&short)]).unwrap();
     // The refused insert changed nothing; the transaction goes on.
     w.commit().unwrap();
-    assert_eq!(db.begin_read().unwrap().row_count(&t).unwrap(), 1);
+    let rx = db.begin_read().unwrap();
+    assert_eq!((rx.row_count(&t).unwrap(), rx.row_count(&big).unwrap()), (2, 0));
+    let pk = rx.primary_key(&t).unwrap().unwrap();
+    let g = rx.get_by(&pk, &[Value::I64(2)]).unwrap().unwrap();
+    assert_eq!(g.row().unwrap().get_named::<kind::Str>("note").unwrap(), longest);
+    drop(g);
+    drop(rx);
     let mut w = db.begin_write().unwrap();
     let e = w.create_index("t_note", &t, &["note"]).unwrap_err();
     assert!(matches!(e, Error::Unsupported(_)), "{e}");

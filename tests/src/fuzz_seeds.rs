@@ -320,7 +320,8 @@ fn clustered_input(flags: u8, tree: u32, id: u64, page: &[u8]) -> Vec<u8> {
 /// inner node, read with their own tree's id; and the middle leaf read as another tree's, with
 /// the other schema, and damaged: two entries swapped, an entry count too large, a value's
 /// length past the page and shorter than a row, leaf values of row ids and of an unknown kind,
-/// a level of 1, and (schema 0) a string's offset past its row and a string not UTF-8.
+/// a level of 1, an entry marked spilled (its value cut to a reference's 12 bytes, and to 13),
+/// and (schema 0) a string's offset past its row and a string not UTF-8.
 fn clustered_seeds() -> Vec<Vec<u8>> {
     const OWN_TREE: u8 = 4;
     const SCHEMA_1: u8 = 8;
@@ -366,6 +367,13 @@ fn clustered_seeds() -> Vec<Vec<u8>> {
             Box::new(|p| p[29] = 0),
             Box::new(|p| p[29] = 7),
             Box::new(|p| p[17] = 1),
+            // The top bit of a value's length marks a spilled row's reference; byte 30's bit 0
+            // says the leaf may hold one.
+            Box::new(move |p| {
+                p[at..at + 2].copy_from_slice(&(0x8000u16 | 12).to_le_bytes());
+                p[30] |= 1;
+            }),
+            Box::new(move |p| p[at..at + 2].copy_from_slice(&(0x8000u16 | 13).to_le_bytes())),
         ];
         if schema == 0 {
             // Schema 0's row: a null bitmap byte, the key (8 bytes), the name's slot (offset

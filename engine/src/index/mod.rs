@@ -4,6 +4,7 @@
 //! - `node`: the index page format.
 //! - `tree`: descents, and the writer's insert, remove and bulk build.
 //! - `scan`: range scans in both directions, as iterators of rows in place.
+//! - `spill`: the overflow pages of a clustered table's rows too long for a leaf entry.
 //! - `verify`: what `check` verifies of each index.
 //!
 //! A unique index's key is its columns; a non-unique index's key is its columns then the row id
@@ -13,6 +14,7 @@
 pub(crate) mod key;
 pub(crate) mod node;
 mod scan;
+pub(crate) mod spill;
 pub(crate) mod tree;
 pub(crate) mod verify;
 

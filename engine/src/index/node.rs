@@ -1,11 +1,11 @@
 //! Index pages: the nodes of a B+tree, slotted like heap pages.
 //!
 //! ```text
-//! 0          16     17      18      20         24         28        29      30     32      40      48         64
-//! +----------+------+-------+-------+----------+----------+---------+-------+------+-------+-------+----------+---------+
-//! | envelope | type | level | count | free end | index id | prefix  | leaf  |      | prev  | next  | prefix   | slots:  |
-//! | (storage)| 'X'  | u8    | u16   | u32      | u32      | len u8  | vals  |      | u64   | u64   | 16 bytes | 6 bytes |
-//! +----------+------+-------+-------+----------+----------+---------+-------+------+-------+-------+----------+---------+
+//! 0          16     17      18      20         24         28        29      30      31   32      40      48         64
+//! +----------+------+-------+-------+----------+----------+---------+-------+-------+----+-------+-------+----------+---------+
+//! | envelope | type | level | count | free end | index id | prefix  | leaf  | flags |    | prev  | next  | prefix   | slots:  |
+//! | (storage)| 'X'  | u8    | u16   | u32      | u32      | len u8  | vals  | u8    |    | u64   | u64   | 16 bytes | 6 bytes |
+//! +----------+------+-------+-------+----------+----------+---------+-------+-------+----+-------+-------+----------+---------+
 //!  ... free space ... | entries, packed downward from the end of the page to `free end` |
 //!
 //! slot  := entry offset u16 | key head: 4 bytes
@@ -13,6 +13,12 @@
 //!                                               or, in a tree of sized values, value len u16 |
 //!                                               value; an inner node's child page (u64)
 //! ```
+//!
+//! **Spilled values.** A clustered table's row too long for a leaf entry lives in a chain of
+//! overflow pages (`spill.rs`); its entry's value is then the chain's reference (row length u32 |
+//! first page u64), and the top bit of its value length (`SPILLED`, above any length a leaf
+//! takes) says so. The `flags` byte's bit 0 (`MAY_SPILL`) is set in a leaf that has held such an
+//! entry, so a scan looks for chains only in the leaves that may have them.
 //!
 //! The `leaf vals` byte says what a tree's leaves hold ([`LeafValues`]): 0, row ids (every index
 //! of a heap table); 1, values of their own length (a clustered table's rows, and the primary
@@ -50,6 +56,13 @@ const FREE_END_OFFSET: usize = COUNT_OFFSET + 2;
 const INDEX_ID_OFFSET: usize = FREE_END_OFFSET + 4;
 const PREFIX_LEN_OFFSET: usize = INDEX_ID_OFFSET + 4;
 const LEAF_VALUES_OFFSET: usize = PREFIX_LEN_OFFSET + 1;
+const FLAGS_OFFSET: usize = LEAF_VALUES_OFFSET + 1;
+/// A flags bit: the leaf has held a spilled entry (it may hold one still).
+const MAY_SPILL: u8 = 1;
+/// The top bit of a sized value's length: the value is a spilled row's chain reference.
+const SPILLED: usize = 0x8000;
+/// The longest sized value: lengths keep their top bit for [`SPILLED`].
+pub const MAX_SIZED_VALUE: usize = SPILLED - 1;
 const PREV_OFFSET: usize = INDEX_ID_OFFSET + 8;
 const NEXT_OFFSET: usize = PREV_OFFSET + 8;
 const PREFIX_OFFSET: usize = NEXT_OFFSET + 8;
@@ -121,7 +134,7 @@ impl LeafValues {
     pub fn fits(self, level: u8, len: usize) -> bool {
         match (self, level) {
             (LeafValues::RowIds, 0) => len == ROW_ID_LEN,
-            (LeafValues::Sized, 0) => len <= usize::from(u16::MAX),
+            (LeafValues::Sized, 0) => len <= MAX_SIZED_VALUE,
             _ => len == CHILD_LEN,
         }
     }
@@ -137,9 +150,15 @@ pub fn value_len(level: u8) -> usize {
 fn entry_end(page: &[u8], off: usize, level: u8, values: LeafValues) -> usize {
     let value_at = off + KEY_LEN_BYTES + u16_at(page, off);
     match (values, level) {
-        (LeafValues::Sized, 0) => value_at + VALUE_LEN_BYTES + u16_at(page, value_at),
+        (LeafValues::Sized, 0) => value_at + VALUE_LEN_BYTES + (u16_at(page, value_at) & !SPILLED),
         _ => value_at + value_len(level),
     }
+}
+
+/// Whether the node in `page` (not checked) is a leaf that may hold spilled entries: one byte
+/// read, for a scan to decide whether the leaf's chains need reading.
+pub fn may_spill(page: &[u8]) -> bool {
+    page.get(FLAGS_OFFSET).is_some_and(|f| f & MAY_SPILL != 0)
 }
 
 /// The tree kind a node's header names (a damaged byte reads as row ids; [`Node::new`] refuses
@@ -282,20 +301,22 @@ impl<'p> Node<'p> {
         let key_len = u16_at(self.bytes, off);
         let key_at = off + KEY_LEN_BYTES;
         let past = || bad(format!("entry {i} runs past the page"));
-        let (value_at, value_len) = match (self.values, self.level) {
+        let (value_at, value_len, spilled) = match (self.values, self.level) {
             (LeafValues::Sized, 0) => {
                 let len_at = key_at + key_len;
                 if len_at + VALUE_LEN_BYTES > self.bytes.len() {
                     return Err(past());
                 }
-                (len_at + VALUE_LEN_BYTES, u16_at(self.bytes, len_at))
+                let len = u16_at(self.bytes, len_at);
+                (len_at + VALUE_LEN_BYTES, len & !SPILLED, len & SPILLED != 0)
             }
-            (_, level) => (key_at + key_len, value_len(level)),
+            (_, level) => (key_at + key_len, value_len(level), false),
         };
         if value_at + value_len > self.bytes.len() {
             return Err(past());
         }
-        Ok(Entry { key_at, key_len, value_at, value_len, stored: value_at + value_len - off })
+        let stored = value_at + value_len - off;
+        Ok(Entry { key_at, key_len, value_at, value_len, stored, spilled })
     }
 
     /// Entry `i`'s key.
@@ -310,23 +331,35 @@ impl<'p> Node<'p> {
         Ok(&self.bytes[e.value_at..e.value_at + e.value_len])
     }
 
-    /// Entry `i`'s key, and where its value lies in the page (offset, length): one check of the
-    /// entry for both, as a scan's step wants them.
+    /// Whether entry `i`'s value is a spilled row's chain reference (see the module's notes).
+    pub fn spilled(&self, i: usize) -> Result<bool> {
+        Ok(self.entry(i)?.spilled)
+    }
+
+    /// Whether the node is a leaf that may hold spilled entries ([`may_spill`]).
+    pub fn may_spill(&self) -> bool {
+        may_spill(self.bytes)
+    }
+
+    /// Entry `i`'s key, and where its value lies in the page: one check of the entry for both,
+    /// as a scan's step wants them.
     #[inline]
-    pub fn entry_at(&self, i: usize) -> Result<(&'p [u8], (usize, usize))> {
+    pub fn entry_at(&self, i: usize) -> Result<(&'p [u8], ValueAt)> {
         let e = self.entry(i)?;
-        Ok((&self.bytes[e.key_at..e.key_at + e.key_len], (e.value_at, e.value_len)))
+        let at = ValueAt { off: e.value_at, len: e.value_len, spilled: e.spilled };
+        Ok((&self.bytes[e.key_at..e.key_at + e.key_len], at))
     }
 
     /// Folds a leaf's values (a clustered table's rows) with `f`, the last entry first: entries
     /// of a leaf filled in key order lie from the end of the page down, so this walks its memory
     /// upwards, asking for the lines ahead as it goes (as a heap page's fold does). Each entry is
-    /// checked as [`Node::value`] checks it.
+    /// checked as [`Node::value`] checks it; `f` is told whether the value is a spilled row's
+    /// chain reference.
     #[inline]
     pub fn fold_values_rev<A>(
         &self,
         init: A,
-        mut f: impl FnMut(A, usize, &'p [u8]) -> Result<A>,
+        mut f: impl FnMut(A, usize, &'p [u8], bool) -> Result<A>,
     ) -> Result<A> {
         let (mut acc, mut ahead) = (init, 0);
         for i in (0..self.count).rev() {
@@ -337,7 +370,7 @@ impl<'p> Node<'p> {
                 prefetch(&self.bytes[ahead..]);
                 ahead += 64;
             }
-            acc = f(acc, i, &self.bytes[e.value_at..e.value_at + e.value_len])?;
+            acc = f(acc, i, &self.bytes[e.value_at..e.value_at + e.value_len], e.spilled)?;
         }
         Ok(acc)
     }
@@ -460,6 +493,15 @@ impl<'p> Node<'p> {
     }
 }
 
+/// Where an entry's value lies in its page, from [`Node::entry_at`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueAt {
+    pub off: usize,
+    pub len: usize,
+    /// The value is a spilled row's chain reference, not the row.
+    pub spilled: bool,
+}
+
 /// An entry's parts: where its key and value lie, and the bytes it takes (slot aside).
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -468,6 +510,7 @@ struct Entry {
     value_at: usize,
     value_len: usize,
     stored: usize,
+    spilled: bool,
 }
 
 /// Bytes an entry with a key of `key_len` takes at `level` of a tree of row ids, its slot
@@ -488,10 +531,18 @@ pub fn set_next(page: &mut [u8], next: u64) {
 
 /// Inserts an entry at position `pos` of a node whose entries were checked ([`Node::check_entries`]); `false` if it does not fit.
 pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool {
+    insert_entry(page, pos, key, value, false)
+}
+
+/// [`insert_at`], of a leaf entry whose value is a spilled row's chain reference where
+/// `spilled` (a leaf of sized values only): its length is marked, and the leaf's flags say it
+/// may hold such entries.
+pub fn insert_entry(page: &mut [u8], pos: usize, key: &[u8], value: &[u8], spilled: bool) -> bool {
     let count = u16_at(page, COUNT_OFFSET);
     let level = page[LEVEL_OFFSET];
     let values = values_of(page);
     debug_assert!(values.fits(level, value.len()));
+    debug_assert!(!spilled || values.stored(level, 0) > 0, "spilled, where values are not sized");
     let need = KEY_LEN_BYTES + key.len() + values.stored(level, value.len());
     let slots_end = SLOTS_OFFSET + (count + 1) * SLOT_BYTES;
     if (u32_at(page, FREE_END_OFFSET) as usize) < slots_end + need {
@@ -521,7 +572,10 @@ pub fn insert_at(page: &mut [u8], pos: usize, key: &[u8], value: &[u8]) -> bool 
     page[off + KEY_LEN_BYTES..key_end].copy_from_slice(key);
     let value_at = off + need - value.len();
     if value_at > key_end {
-        put_u16(page, key_end, value.len());
+        put_u16(page, key_end, value.len() | if spilled { SPILLED } else { 0 });
+    }
+    if spilled {
+        page[FLAGS_OFFSET] |= MAY_SPILL;
     }
     page[value_at..off + need].copy_from_slice(value);
     put_u32(page, FREE_END_OFFSET, off as u32);
@@ -632,11 +686,12 @@ pub fn split(left: &mut [u8], right: &mut [u8]) -> Option<usize> {
         let key_end = off + KEY_LEN_BYTES + klen;
         let key = left[off + KEY_LEN_BYTES..key_end].to_vec();
         let end = entry_end(left, off, level, values);
-        let value_at =
-            if values.stored(level, 0) > 0 { key_end + VALUE_LEN_BYTES } else { key_end };
+        let sized = values.stored(level, 0) > 0;
+        let value_at = if sized { key_end + VALUE_LEN_BYTES } else { key_end };
+        let spilled = sized && u16_at(left, key_end) & SPILLED != 0;
         let value = left[value_at..end].to_vec();
         let pos = i - mid;
-        let fitted = insert_at(right, pos, &key, &value);
+        let fitted = insert_entry(right, pos, &key, &value, spilled);
         debug_assert!(fitted, "half a page fits an empty page");
     }
     put_u16(left, COUNT_OFFSET, mid);
@@ -723,6 +778,52 @@ mod tests {
         put_u16(&mut bad, off + KEY_LEN_BYTES + 8, 4000);
         let n = Node::new(&bad, 3, 1).unwrap();
         assert!(n.value(0).is_err() && n.check_entries().is_err());
+    }
+
+    /// A spilled entry keeps its mark through compactions and a split, its value length reads
+    /// without the mark, and a leaf that took one says it may hold them (the other half of a
+    /// split only if one moved there).
+    #[test]
+    fn spilled_entries_keep_their_mark() {
+        let mut p = vec![0u8; 4096];
+        init(&mut p, 3, 0, LeafValues::Sized);
+        assert!(!may_spill(&p));
+        let mut model = Vec::new();
+        for i in 0..200u16 {
+            let key = i.to_be_bytes();
+            let spilled = i % 7 == 3;
+            let value = if spilled { vec![9; 12] } else { vec![i as u8; 20] };
+            if !insert_entry(&mut p, model.len(), &key, &value, spilled) {
+                break;
+            }
+            model.push((key.to_vec(), value, spilled));
+            if i % 5 == 0 {
+                remove_at(&mut p, model.len() - 1);
+                model.pop();
+            }
+        }
+        assert!(may_spill(&p) && model.len() > 40);
+        let mut right = vec![0u8; 4096];
+        init(&mut right, 3, 0, LeafValues::Sized);
+        let mid = split(&mut p, &mut right).unwrap();
+        let mut both = Vec::new();
+        for (bytes, id) in [(&p, 1), (&right, 2)] {
+            let n = Node::new(bytes, 3, id).unwrap();
+            n.check_entries().unwrap();
+            for i in 0..n.len() {
+                let (key, at) = n.entry_at(i).unwrap();
+                let value = n.value(i).unwrap().to_vec();
+                assert_eq!((at.len, at.spilled), (value.len(), n.spilled(i).unwrap()));
+                both.push((key.to_vec(), value, at.spilled));
+            }
+        }
+        assert_eq!(both, model);
+        let moved = model[mid..].iter().any(|e| e.2);
+        assert_eq!(may_spill(&right), moved, "the right half's flags");
+        // A leaf that never took one stays unmarked.
+        let mut plain = vec![0u8; 4096];
+        init(&mut plain, 3, 0, LeafValues::Sized);
+        assert!(insert_at(&mut plain, 0, b"k", b"row") && !may_spill(&plain));
     }
 
     #[test]

@@ -18,8 +18,11 @@ use nvpage_storage::PageId;
 
 use super::Index;
 use super::key;
-use super::node::Node;
-use super::tree::{Target, corrupt, descend, entry_row, find_exact, find_value, node_of};
+use super::node::{Node, ValueAt};
+use super::spill::{self, Chain};
+use super::tree::{
+    Target, corrupt, descend, entry_row, find_exact, find_value, node_of, value_copy,
+};
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
 use crate::heap;
@@ -75,6 +78,8 @@ enum Hit<'t> {
     Row(RowId),
     /// A clustered table's row, in the leaf held at `off..off + len`.
     InLeaf { leaf: Rc<PageRef<'t>>, off: usize, len: usize },
+    /// A clustered table's row spilled to this chain (`spill.rs`).
+    Spilled(Chain),
 }
 
 impl Hit<'_> {
@@ -82,24 +87,23 @@ impl Hit<'_> {
     fn id(self) -> RowId {
         match self {
             Hit::Row(id) => id,
-            Hit::InLeaf { .. } => RowId::KEYED,
+            Hit::InLeaf { .. } | Hit::Spilled(_) => RowId::KEYED,
         }
     }
 }
 
 /// What entry `pos` of leaf `page` (read as `n`) gives: a row id, or, in a clustered table's
 /// tree, where its row lies in the leaf.
-fn hit<'t>(
-    clustered: bool,
-    n: &Node<'_>,
-    cur: &Cursor<'t>,
-    place: (usize, usize),
-) -> Result<Hit<'t>> {
-    let (off, len) = place;
+fn hit<'t>(clustered: bool, n: &Node<'_>, cur: &Cursor<'t>, at: ValueAt) -> Result<Hit<'t>> {
+    let ValueAt { off, len, spilled } = at;
+    let value = &n.bytes()[off..off + len];
+    if spilled {
+        return Chain::decode(value, cur.page).map(Hit::Spilled);
+    }
     if clustered {
         return Ok(Hit::InLeaf { leaf: cur.leaf.clone(), off, len });
     }
-    entry_row(&n.bytes()[off..off + len], cur.page).map(Hit::Row)
+    entry_row(value, cur.page).map(Hit::Row)
 }
 
 /// Rows a scan that reads rows asks the pool to prefetch ahead of the one it yields: each is on
@@ -208,10 +212,13 @@ pub(crate) fn get_by<'t>(
     let mut k = Vec::new();
     key::encode_values(&tmeta.schema, &meta.columns, values, &mut k)?;
     if meta.clustered {
-        let found = find_value(ctx.db, ctx.view, meta, &k)?;
-        return Ok(
-            found.map(|(g, off, len)| RowGuard::at(g, &tmeta.schema, off, len, RowId::KEYED))
-        );
+        let Some((g, leaf, at)) = find_value(ctx.db, ctx.view, meta, &k)? else { return Ok(None) };
+        let schema = &tmeta.schema;
+        if at.spilled {
+            let row = value_copy(ctx.db, ctx.view, meta, &g, leaf, at)?;
+            return Ok(Some(RowGuard::owned(row, schema, RowId::KEYED)));
+        }
+        return Ok(Some(RowGuard::at(g, schema, at.off, at.len, RowId::KEYED)));
     }
     let Some(rid) = find_exact(ctx.db, ctx.view, meta, &k)? else { return Ok(None) };
     // The row's page header and slot load while the pool finds the page.
@@ -522,6 +529,11 @@ impl<'t> IndexScan<'t> {
             Hit::Row(id) => indexed_row(&self.ctx, self.meta, self.table, id),
             Hit::InLeaf { leaf, off, len } => {
                 Ok(RowGuard::in_leaf(leaf, &self.table.schema, off, len))
+            }
+            Hit::Spilled(chain) => {
+                let mut row = Vec::new();
+                spill::read_row(self.ctx.db, self.ctx.view, self.meta.id, chain, &mut row)?;
+                Ok(RowGuard::owned(row, &self.table.schema, RowId::KEYED))
             }
         }
     }

@@ -14,6 +14,9 @@
 //! leaf stays at the same depth whatever the sequence of inserts and removes, and space comes
 //! back page by page as leaves empty.
 //!
+//! A clustered table's row too long for a leaf entry is spilled to a chain of the tree's own
+//! pages (`spill.rs`), which goes when its entry is replaced or removed.
+//!
 //! One irregularity is allowed: entry 0 of an inner node routes every key below entry 1's, so
 //! its own key may be above some keys it routes (after the entry before it was removed). Searches
 //! never depend on it, and a split places the new entry by its position, not its key.
@@ -22,7 +25,8 @@ use nvpage_buffer::{BufferPool, PageMut, PageRef, View};
 use nvpage_storage::PageId;
 
 use super::key;
-use super::node::{self, LeafValues, Node};
+use super::node::{self, LeafValues, Node, ValueAt};
+use super::spill::{self, Chain};
 use crate::catalog::{self, Catalog, IndexMeta};
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -145,21 +149,41 @@ pub(crate) fn leaves(pool: &BufferPool, view: View, meta: &IndexMeta) -> Result<
     Ok(out)
 }
 
-/// The leaf that holds `key` exactly, as `view` sees the tree, and where the entry's value lies
-/// in it (offset, length), if the tree has the key: a clustered table's row.
+/// The leaf that holds `key` exactly, as `view` sees the tree, its page, and where the entry's
+/// value lies in it, if the tree has the key: a clustered table's row (or its chain's reference,
+/// where the row is spilled).
 pub(crate) fn find_value<'a>(
     db: &'a Database,
     view: View,
     meta: &IndexMeta,
     key: &[u8],
-) -> Result<Option<(PageRef<'a>, usize, usize)>> {
+) -> Result<Option<(PageRef<'a>, u64, ValueAt)>> {
     let (leaf, g) = descend(db, view, meta, Target::Key(key), None)?;
     let n = Node::new(&g, meta.id, leaf)?;
-    let (off, len) = match n.search(key)? {
+    let at = match n.search(key)? {
         Ok(i) => n.entry_at(i)?.1,
         Err(_) => return Ok(None),
     };
-    Ok(Some((g, off, len)))
+    Ok(Some((g, leaf, at)))
+}
+
+/// A copy of the value in `page` at `at` (of leaf `leaf` of tree `meta`), a spilled row read
+/// whole from its chain as `view` sees it.
+pub(crate) fn value_copy(
+    db: &Database,
+    view: View,
+    meta: &IndexMeta,
+    page: &[u8],
+    leaf: u64,
+    at: ValueAt,
+) -> Result<Vec<u8>> {
+    let value = &page[at.off..at.off + at.len];
+    if !at.spilled {
+        return Ok(value.to_vec());
+    }
+    let mut out = Vec::new();
+    spill::read_row(db, view, meta.id, Chain::decode(value, leaf)?, &mut out)?;
+    Ok(out)
 }
 
 /// The row id of the entry whose key is exactly `key`, if any, as `view` sees the tree: for a
@@ -252,6 +276,14 @@ impl<'a> TreeWriter<'a, '_> {
     /// A page for the tree, formatted as an empty node at `level`: one it freed before that no
     /// snapshot reads any more, else the next page of its extents.
     pub(crate) fn alloc(&mut self, level: u8) -> Result<(u64, PageMut<'a>)> {
+        let (page, mut g) = self.alloc_page()?;
+        let x = self.meta();
+        node::init(&mut g, x.id, level, x.leaf_values());
+        Ok((page, g))
+    }
+
+    /// A page for the tree, zeroed (see [`TreeWriter::alloc`]).
+    fn alloc_page(&mut self) -> Result<(u64, PageMut<'a>)> {
         let db = self.db;
         let Catalog { indexes, free, .. } = &mut *self.cat;
         let x = &mut indexes[self.ix];
@@ -263,9 +295,35 @@ impl<'a> TreeWriter<'a, '_> {
                 Ok(start)
             })?,
         };
-        let mut g = db.pool.new_page(PageId(page))?;
-        node::init(&mut g, x.id, level, x.leaf_values());
-        Ok((page, g))
+        Ok((page, db.pool.new_page(PageId(page))?))
+    }
+
+    /// Writes `row` into a new chain of the tree's pages (see `spill.rs`), the last page first
+    /// so that each names the next; returns the chain.
+    pub(crate) fn spill(&mut self, row: &[u8]) -> Result<Chain> {
+        let (id, cap) = (self.meta().id, spill::capacity(self.db.page_size()));
+        let mut next = 0;
+        for piece in row.chunks(cap).rev() {
+            let (page, mut g) = self.alloc_page()?;
+            spill::init(&mut g, id, next, piece);
+            next = page;
+        }
+        Ok(Chain { len: row.len(), first: next })
+    }
+
+    /// Lets the pages of the chain a spilled entry of leaf `leaf` names (its value) go.
+    fn release_entry_chain(&mut self, leaf: u64, value: &[u8]) -> Result<()> {
+        self.release_chain(Chain::decode(value, leaf)?)
+    }
+
+    /// Lets the pages of `chain` go, as the tree's own pages go ([`TreeWriter::release`]).
+    pub(crate) fn release_chain(&mut self, chain: Chain) -> Result<()> {
+        let mut pages = Vec::with_capacity(chain.pages(self.db.page_size()));
+        spill::walk(self.db, View::Writer, self.meta().id, chain, |p, _| pages.push(p))?;
+        for p in pages {
+            self.release(p);
+        }
+        Ok(())
     }
 
     /// Lets `page` go: free once no snapshot older than this transaction's commit is live.
@@ -291,10 +349,28 @@ impl<'a> TreeWriter<'a, '_> {
     /// place where the leaf has room). One descent finds the leaf and whether the
     /// key is in it; where `mode` leaves the tree as it is ([`Put::Held`]), no page is written.
     pub(crate) fn put(&mut self, key: &[u8], value: &[u8], mode: Mode) -> Result<Put> {
+        self.put_entry(key, value, false, mode)
+    }
+
+    /// [`TreeWriter::put`] of a value that is a spilled row's chain reference where `spilled`
+    /// ([`TreeWriter::spill`]). A replaced entry's own chain, if it had one, is released.
+    pub(crate) fn put_entry(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        spilled: bool,
+        mode: Mode,
+    ) -> Result<Put> {
         let mut path = Vec::new();
         let (leaf, g) =
             descend(self.db, View::Writer, self.meta(), Target::Key(key), Some(&mut path))?;
-        let found = Node::new(&g, self.meta().id, leaf)?.search(key)?;
+        let n = Node::new(&g, self.meta().id, leaf)?;
+        let found = n.search(key)?;
+        // The chain of a spilled entry this put replaces.
+        let old_chain = match (found, mode) {
+            (Ok(i), Mode::Replace | Mode::Upsert) if n.spilled(i)? => Some(n.value(i)?.to_vec()),
+            _ => None,
+        };
         drop(g);
         let (pos, outcome) = match (found, mode) {
             (Ok(_), Mode::NewUnlessHeld) => return Ok(Put::Held),
@@ -309,11 +385,14 @@ impl<'a> TreeWriter<'a, '_> {
             if outcome == Put::Replaced {
                 node::remove_at(&mut g, pos);
             }
-            node::insert_at(&mut g, pos, key, value)
+            node::insert_entry(&mut g, pos, key, value, spilled)
         };
         if !fitted {
-            let (sep, right) = self.split_leaf(leaf, key, value)?;
+            let (sep, right) = self.split_leaf(leaf, key, value, spilled)?;
             self.insert_above(path, sep, right)?;
+        }
+        if let Some(old) = old_chain {
+            self.release_entry_chain(leaf, &old)?;
         }
         if outcome == Put::Added {
             self.meta_mut().entries += 1;
@@ -327,7 +406,13 @@ impl<'a> TreeWriter<'a, '_> {
     /// An entry past the last of the last leaf (keys arriving in ascending order: a load in
     /// key order) leaves the full leaf as it is and starts the new one, so that such a load
     /// fills its leaves rather than leaving each half empty.
-    fn split_leaf(&mut self, leaf: u64, key: &[u8], value: &[u8]) -> Result<(Vec<u8>, u64)> {
+    fn split_leaf(
+        &mut self,
+        leaf: u64,
+        key: &[u8],
+        value: &[u8],
+        spilled: bool,
+    ) -> Result<(Vec<u8>, u64)> {
         let id = self.meta().id;
         let (right, mut rg) = self.alloc(0)?;
         let mut lg = self.write(leaf)?;
@@ -336,7 +421,7 @@ impl<'a> TreeWriter<'a, '_> {
             let sep = separator(l.key(l.len() - 1)?, key);
             node::set_prev(&mut rg, leaf);
             node::set_next(&mut lg, right);
-            if !node::insert_at(&mut rg, 0, key, value) {
+            if !node::insert_entry(&mut rg, 0, key, value, spilled) {
                 return Err(corrupt(right, "no room for one entry in a new leaf"));
             }
             return Ok((sep, right));
@@ -353,7 +438,7 @@ impl<'a> TreeWriter<'a, '_> {
             .search(key)?
             .err()
             .ok_or_else(|| corrupt(page, "an index entry added twice"))?;
-        if !node::insert_at(g, pos, key, value) {
+        if !node::insert_entry(g, pos, key, value, spilled) {
             return Err(corrupt(page, "no room in half a split node"));
         }
         drop((lg, rg));
@@ -420,22 +505,27 @@ impl<'a> TreeWriter<'a, '_> {
         Ok(())
     }
 
-    /// Removes `key`'s entry; a missing entry is damage.
+    /// Removes `key`'s entry (and releases its chain, where its row is spilled); a missing entry
+    /// is damage.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Result<()> {
         let id = self.meta().id;
         let mut path = Vec::new();
         let (leaf, g) =
             descend(self.db, View::Writer, self.meta(), Target::Key(key), Some(&mut path))?;
         drop(g);
-        let (emptied, prev, next) = {
+        let (emptied, prev, next, chain) = {
             let mut g = self.write(leaf)?;
             let n = Node::new(&g, id, leaf)?;
             let pos =
                 n.search(key)?.map_err(|_| corrupt(leaf, "an index entry to remove is missing"))?;
-            let found = (n.len() == 1, n.prev(), n.next());
+            let chain = if n.spilled(pos)? { Some(n.value(pos)?.to_vec()) } else { None };
+            let found = (n.len() == 1, n.prev(), n.next(), chain);
             node::remove_at(&mut g, pos);
             found
         };
+        if let Some(chain) = chain {
+            self.release_entry_chain(leaf, &chain)?;
+        }
         let m = self.meta_mut();
         m.entries = m.entries.saturating_sub(1);
         if !emptied || path.is_empty() {

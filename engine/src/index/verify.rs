@@ -2,14 +2,16 @@
 //! and of the index, one level below its parent, its prefix and key heads its keys', keys
 //! strictly ascending within each node (an inner node's entry 0 aside: see `tree.rs`) and inside
 //! the range its parent's separators give it,
-//! every leaf at one depth and linked to its neighbours both ways, every page of the index
-//! either in the tree once or free, the entry count the catalog keeps, and that index and table
+//! every leaf at one depth and linked to its neighbours both ways, a spilled row's chain of
+//! overflow pages whole and of the index, every page of the index either in the tree (or a
+//! chain) once or free, the entry count the catalog keeps, and that index and table
 //! agree both ways (every row indexed once under its key, every entry a live row with that key).
 
 use std::collections::HashSet;
 
 use super::key;
 use super::node::Node;
+use super::spill::{self, Chain};
 use super::tree::entry_row;
 use crate::catalog::IndexMeta;
 use crate::error::Result;
@@ -81,6 +83,42 @@ impl Walk<'_, '_> {
         }
     }
 
+    /// The row that spilled entry `i` of leaf `page` (its value `v`) names, read from its chain,
+    /// each of whose pages must be the tree's and in it once; `None` where the chain is
+    /// damaged (reported) or a page unreadable (reported by the reader).
+    fn chain(&mut self, page: u64, i: usize, v: &[u8]) -> Result<Option<Vec<u8>>> {
+        let chain = match Chain::decode(v, page) {
+            Ok(c) => c,
+            Err(e) => {
+                self.damaged(page, format!("entry {i}: {e}"));
+                return Ok(None);
+            }
+        };
+        let (mut at, mut row) = (chain.first, Vec::with_capacity(chain.len));
+        while row.len() < chain.len {
+            if !self.runs.iter().any(|&(s, n)| at >= s && at < s + n) {
+                self.damaged(page, format!("entry {i}'s chain leads outside the index's pages"));
+                return Ok(None);
+            }
+            if !self.seen.insert(at) {
+                self.damaged(page, format!("entry {i}'s chain reaches page {at}, reached before"));
+                return Ok(None);
+            }
+            let Some(bytes) = (self.read)(at)? else { return Ok(None) };
+            match spill::piece(&bytes, self.x.id, at, chain.len - row.len()) {
+                Ok((piece, next)) => {
+                    row.extend_from_slice(piece);
+                    at = next;
+                }
+                Err(e) => {
+                    self.damaged(page, format!("entry {i}'s chain: {e}"));
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(row))
+    }
+
     fn damaged(&mut self, page: u64, what: impl std::fmt::Display) {
         self.damage.push(format!("index {}, page {page}: {what}", self.x.name));
     }
@@ -116,15 +154,17 @@ impl Walk<'_, '_> {
             );
             return Ok(());
         }
-        // Every entry inside the page, then (key, value) pairs to hold to the rules.
-        let entries: Vec<(&[u8], &[u8])> =
-            match (0..n.len()).map(|i| Ok((n.key(i)?, n.value(i)?))).collect::<Result<_>>() {
-                Ok(e) => e,
-                Err(e) => {
-                    self.damage.push(format!("index {}: {e}", self.x.name));
-                    return Ok(());
-                }
-            };
+        // Every entry inside the page, then (key, value, spilled) to hold to the rules.
+        let entries: Vec<(&[u8], &[u8], bool)> = match (0..n.len())
+            .map(|i| Ok((n.key(i)?, n.value(i)?, n.spilled(i)?)))
+            .collect::<Result<_>>()
+        {
+            Ok(e) => e,
+            Err(e) => {
+                self.damage.push(format!("index {}: {e}", self.x.name));
+                return Ok(());
+            }
+        };
         match n.head_damage() {
             Ok(None) => {}
             Ok(Some(what)) => self.damaged(page, what),
@@ -147,13 +187,29 @@ impl Walk<'_, '_> {
                     format!("a leaf at depth {depth}, others at {}", self.depth.unwrap_or(0)),
                 );
             }
-            for (i, &(k, v)) in entries.iter().enumerate() {
+            if entries.iter().any(|e| e.2) && !n.may_spill() {
+                self.damaged(page, "a spilled row in a leaf whose flags say it holds none");
+            }
+            for (i, &(k, v, spilled)) in entries.iter().enumerate() {
                 if outside(k) {
                     self.damaged(page, format!("entry {i} outside its parent's separators"));
                 }
-                if let Some(schema) = self.rows {
-                    self.leaf_row(schema, page, i, k, v);
-                    continue;
+                match (self.rows, spilled) {
+                    (Some(schema), false) => {
+                        self.leaf_row(schema, page, i, k, v);
+                        continue;
+                    }
+                    (Some(schema), true) => {
+                        if let Some(row) = self.chain(page, i, v)? {
+                            self.leaf_row(schema, page, i, k, &row);
+                        }
+                        continue;
+                    }
+                    (None, true) => {
+                        self.damaged(page, format!("entry {i} is spilled in a tree of no rows"));
+                        continue;
+                    }
+                    (None, false) => {}
                 }
                 match entry_row(v, page) {
                     Ok(id) => self.entries.push((k.to_vec(), id)),
@@ -168,12 +224,12 @@ impl Walk<'_, '_> {
             return Ok(());
         }
         // Entry 0 routes everything below entry 1, whatever its own key.
-        for (i, &(k, _)) in entries.iter().enumerate().skip(1) {
+        for (i, &(k, _, _)) in entries.iter().enumerate().skip(1) {
             if outside(k) {
                 self.damaged(page, format!("separator {i} outside its parent's separators"));
             }
         }
-        for (i, &(k, v)) in entries.iter().enumerate() {
+        for (i, &(k, v, _)) in entries.iter().enumerate() {
             let child_lo = if i == 0 { lo.to_vec() } else { k.to_vec() };
             let child_hi = match entries.get(i + 1) {
                 Some(next) => Some(next.0.to_vec()),

@@ -11,8 +11,10 @@ use nvpage_buffer::View;
 
 use super::{Live, WriteTxn};
 use crate::error::{Error, Result};
+use crate::heap;
 use crate::index::node;
-use crate::index::tree::{Mode, Put as Outcome, TreeWriter, find_value};
+use crate::index::spill;
+use crate::index::tree::{Mode, Put as Outcome, TreeWriter, find_value, value_copy};
 use crate::index::{describe_key, key};
 use crate::row::RowRef;
 use crate::table::RowId;
@@ -40,12 +42,14 @@ impl WriteTxn<'_> {
     /// A copy of the row whose key is `k` in the tree `ix`, as the writer sees it.
     pub(super) fn clustered_row(&self, ix: usize, k: &[u8]) -> Result<Option<Vec<u8>>> {
         let x = &self.catalog.indexes[ix];
-        Ok(find_value(self.db, View::Writer, x, k)?.map(|(g, off, len)| g[off..off + len].to_vec()))
+        let Some((g, leaf, at)) = find_value(self.db, View::Writer, x, k)? else { return Ok(None) };
+        value_copy(self.db, View::Writer, x, &g, leaf, at).map(Some)
     }
 
     /// Writes `row` (encoded) into clustered table `table` as `put` says; `true` if it replaced
-    /// a row. Its size (with its key, at most a leaf entry: [`Error::RowTooLarge`]) and its key
-    /// are checked before anything changes.
+    /// a row. Its size (at most a heap table's largest row: [`Error::RowTooLarge`]) and its key
+    /// are checked before anything changes. A row too long for a leaf entry with its key is
+    /// spilled to a chain of overflow pages, which its entry names (`index/spill.rs`).
     pub(super) fn clustered_write(
         &mut self,
         table: Live<'_>,
@@ -57,10 +61,13 @@ impl WriteTxn<'_> {
         let r = RowRef::new(table.schema(), row, RowId::KEYED)?;
         let mut k = Vec::new();
         key::encode_row(table.schema(), &x.columns, &r, &mut k)?;
-        let max = node::max_sized_entry(self.db.page_size());
-        if k.len() + row.len() > max {
-            return Err(Error::RowTooLarge { bytes: row.len(), max: max - k.len() });
+        let page_size = self.db.page_size();
+        let max = heap::max_row(page_size);
+        let entry = node::max_sized_entry(page_size);
+        if row.len() > max || k.len() + spill::REF_LEN > entry {
+            return Err(Error::RowTooLarge { bytes: row.len(), max });
         }
+        let spilled = k.len() + row.len() > entry;
         let db = self.db;
         let same_key = matches!(put, Put::Replace(old) if old == k.as_slice());
         let mode = match put {
@@ -83,7 +90,18 @@ impl WriteTxn<'_> {
         {
             tree.remove(old)?;
         }
-        match tree.put(&k, row, mode)? {
+        let outcome = if spilled {
+            let chain = tree.spill(row)?;
+            let outcome = tree.put_entry(&k, &chain.encode(), true, mode)?;
+            if outcome == Outcome::Held {
+                // Nothing names the chain: its pages go as they came.
+                tree.release_chain(chain)?;
+            }
+            outcome
+        } else {
+            tree.put(&k, row, mode)?
+        };
+        match outcome {
             Outcome::Held => {
                 let x = &self.catalog.indexes[ix];
                 let key = describe_key(x, &r);

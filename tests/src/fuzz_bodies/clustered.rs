@@ -85,7 +85,8 @@ fn row(schema: &Schema, bytes: &[u8]) {
 /// naming the page, or `CorruptRow`; which entry's error comes first may differ, as they walk
 /// the page from opposite ends). A page that yields rows is a leaf of that tree, a row for each
 /// of its entries, each lying inside the page and reading as a row of the schema with every
-/// column readable or a `CorruptRow`, and sound to `check` exactly when every value decodes.
+/// column readable or a `CorruptRow`, and sound to `check` exactly when every value decodes; or,
+/// for an entry marked spilled, a reference to an overflow chain (12 bytes).
 pub fn clustered_leaf(data: &[u8]) {
     let mut input = Input::new(data);
     let flags = input.u8();
@@ -105,14 +106,19 @@ pub fn clustered_leaf(data: &[u8]) {
             assert_eq!(page[LEVEL], 0, "rows of a node that is not a leaf");
             assert_eq!(le(&page, INDEX_ID, 4), u64::from(tree), "rows of another tree's node");
             assert_eq!(rows.len() as u64, le(&page, COUNT, 2), "a row for each entry");
-            let at = |rows: &[&[u8]]| -> Vec<(usize, usize)> {
-                rows.iter().map(|r| place(&page, r).expect("a row inside the page")).collect()
+            let at = |rows: &[(&[u8], bool)]| -> Vec<(usize, usize, bool)> {
+                let inside = |r| place(&page, r).expect("a value inside the page");
+                rows.iter().map(|&(r, s)| (inside(r).0, inside(r).1, s)).collect()
             };
             let mut from_last = at(&folded);
             from_last.reverse();
             assert_eq!(from_last, at(&rows), "the fold reads the rows a scan reads");
-            for r in rows {
-                row(schema, r);
+            for (r, spilled) in rows {
+                if spilled {
+                    assert_eq!(r.len(), 12, "a spilled row's reference");
+                } else {
+                    row(schema, r);
+                }
             }
         }
         (Err(a), Err(b)) => {

@@ -19,7 +19,10 @@ use nvpage_storage::PageId;
 use super::Index;
 use super::key;
 use super::node::Node;
-use super::tree::{Target, corrupt, descend, entry_row, find_exact, find_value, node_of};
+use super::tree::{
+    Target, corrupt, descend, entry_row, find_exact, find_leaf_value, find_value, missing_row,
+    node_of,
+};
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
 use crate::heap;
@@ -37,6 +40,9 @@ pub struct IndexScan<'t> {
     ctx: Ctx<'t>,
     meta: &'t IndexMeta,
     table: &'t TableMeta,
+    /// The tree that holds the rows, where `meta` is another index of a clustered table (its
+    /// entries name rows by primary key).
+    rows: Option<&'t IndexMeta>,
     /// What is left of the range: each end's step moves its bound past the key it yields.
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
@@ -75,6 +81,9 @@ enum Hit<'t> {
     Row(RowId),
     /// A clustered table's row, in the leaf held at `off..off + len`.
     InLeaf { leaf: Rc<PageRef<'t>>, off: usize, len: usize },
+    /// A clustered table's row by its primary key, in the index's leaf `page` (held) at
+    /// `off..off + len`: the row is found in the table's tree.
+    ByKey { leaf: Rc<PageRef<'t>>, page: u64, off: usize, len: usize },
 }
 
 impl Hit<'_> {
@@ -82,22 +91,26 @@ impl Hit<'_> {
     fn id(self) -> RowId {
         match self {
             Hit::Row(id) => id,
-            Hit::InLeaf { .. } => RowId::KEYED,
+            Hit::InLeaf { .. } | Hit::ByKey { .. } => RowId::KEYED,
         }
     }
 }
 
 /// What entry `pos` of leaf `page` (read as `n`) gives: a row id, or, in a clustered table's
-/// tree, where its row lies in the leaf.
+/// tree, where its row lies in the leaf, or, in another index of a clustered table, where its
+/// primary key lies.
 fn hit<'t>(
-    clustered: bool,
+    meta: &IndexMeta,
     n: &Node<'_>,
     cur: &Cursor<'t>,
     place: (usize, usize),
 ) -> Result<Hit<'t>> {
     let (off, len) = place;
-    if clustered {
+    if meta.clustered {
         return Ok(Hit::InLeaf { leaf: cur.leaf.clone(), off, len });
+    }
+    if meta.keyed {
+        return Ok(Hit::ByKey { leaf: cur.leaf.clone(), page: cur.page, off, len });
     }
     entry_row(&n.bytes()[off..off + len], cur.page).map(Hit::Row)
 }
@@ -213,10 +226,42 @@ pub(crate) fn get_by<'t>(
             found.map(|(g, off, len)| RowGuard::at(g, &tmeta.schema, off, len, RowId::KEYED))
         );
     }
+    if meta.keyed {
+        let Some((page, g, off, len)) = find_leaf_value(ctx.db, ctx.view, meta, &k)? else {
+            return Ok(None);
+        };
+        let pk = g[off..off + len].to_vec();
+        drop(g);
+        return row_by_key(&ctx, meta, tmeta, rows_tree(&ctx, tmeta)?, page, &pk).map(Some);
+    }
     let Some(rid) = find_exact(ctx.db, ctx.view, meta, &k)? else { return Ok(None) };
     // The row's page header and slot load while the pool finds the page.
     ctx.db.pool.prefetch(PageId(rid.page), &[0, heap::slot_offset(usize::from(rid.slot))]);
     indexed_row(&ctx, meta, tmeta, rid).map(Some)
+}
+
+/// The tree that holds clustered table `table`'s rows.
+fn rows_tree<'t>(ctx: &Ctx<'t>, table: &TableMeta) -> Result<&'t IndexMeta> {
+    ctx.catalog.clustered_tree(table.id).ok_or_else(|| {
+        Error::CorruptCatalog(format!("clustered table {} without its tree", table.name))
+    })
+}
+
+/// The row of clustered table `table` whose primary key is `pk` (encoded), found in its tree
+/// `tree`, which an entry of index `meta` on leaf `page` names: no such row is damage to the
+/// index.
+fn row_by_key<'t>(
+    ctx: &Ctx<'t>,
+    meta: &IndexMeta,
+    table: &'t TableMeta,
+    tree: &IndexMeta,
+    page: u64,
+    pk: &[u8],
+) -> Result<RowGuard<'t>> {
+    match find_value(ctx.db, ctx.view, tree, pk)? {
+        Some((g, off, len)) => Ok(RowGuard::at(g, &table.schema, off, len, RowId::KEYED)),
+        None => Err(missing_row(meta, page)),
+    }
 }
 
 /// Row `id` of `table`, which index `meta` holds: not a live row is damage to the index.
@@ -306,7 +351,8 @@ impl<'t> IndexScan<'t> {
         done: bool,
     ) -> Self {
         let steps_left = meta.page_count() + 1;
-        Self { ctx, meta, table, lo, hi, front: None, back: None, done, steps_left }
+        let rows = if meta.keyed { ctx.catalog.clustered_tree(table.id) } else { None };
+        Self { ctx, meta, table, rows, lo, hi, front: None, back: None, done, steps_left }
     }
 
     /// The row ids alone, in the same order (no row is read).
@@ -420,7 +466,7 @@ impl<'t> IndexScan<'t> {
                 if self.meta.clustered {
                     prefetch_entries(self.ctx.db, &n, cur.pos, &mut cur.ahead, true);
                 }
-                let hit = hit(self.meta.clustered, &n, cur, place)?;
+                let hit = hit(self.meta, &n, cur, place)?;
                 exclude(&mut self.lo, key);
                 return Ok(Some(hit));
             }
@@ -454,7 +500,7 @@ impl<'t> IndexScan<'t> {
                 if self.meta.clustered {
                     prefetch_entries(self.ctx.db, &n, cur.pos, &mut cur.ahead, false);
                 }
-                let hit = hit(self.meta.clustered, &n, cur, place)?;
+                let hit = hit(self.meta, &n, cur, place)?;
                 exclude(&mut self.hi, key);
                 return Ok(Some(hit));
             }
@@ -469,8 +515,9 @@ impl<'t> IndexScan<'t> {
     /// damage it meets is left for the step that reads the entry to report.
     fn prefetch_rows(&mut self, front: bool) {
         let (db, id) = (self.ctx.db, self.meta.id);
-        if self.meta.clustered {
-            // The rows are the leaf's entries, asked for as the step reads the leaf.
+        if self.meta.clustered || self.meta.keyed {
+            // The rows are the leaf's entries, asked for as the step reads the leaf (or, named
+            // by primary key, found by a descent of their own).
             return;
         }
         let Some(cur) = (if front { self.front.as_mut() } else { self.back.as_mut() }) else {
@@ -522,6 +569,13 @@ impl<'t> IndexScan<'t> {
             Hit::Row(id) => indexed_row(&self.ctx, self.meta, self.table, id),
             Hit::InLeaf { leaf, off, len } => {
                 Ok(RowGuard::in_leaf(leaf, &self.table.schema, off, len))
+            }
+            Hit::ByKey { leaf, page, off, len } => {
+                let tree = match self.rows {
+                    Some(tree) => tree,
+                    None => rows_tree(&self.ctx, self.table)?,
+                };
+                row_by_key(&self.ctx, self.meta, self.table, tree, page, &leaf[off..off + len])
             }
         }
     }

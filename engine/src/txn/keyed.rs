@@ -11,7 +11,7 @@ use super::WriteTxn;
 use super::clustered::Put;
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
-use crate::index::tree::find_exact;
+use crate::index::tree::{find_exact, find_leaf_value, missing_row};
 use crate::index::{Index, key};
 use crate::row::{OwnedValue, RowRef, Value, encode_row};
 use crate::schema::Schema;
@@ -206,8 +206,19 @@ impl WriteTxn<'_> {
             let mut buf = std::mem::take(&mut t.buf);
             let r = encode_row(table.schema(), values, &mut buf).and_then(|()| {
                 if table.storage() == Storage::Clustered {
-                    // The table's one index is its primary key: `unique` found the table by it.
-                    return Ok(if t.clustered_write(table, &buf, Put::Upsert)? {
+                    let (x, _) = t.unique(index)?;
+                    let replaced = if x.clustered {
+                        t.clustered_write(table, &buf, Put::Upsert)?
+                    } else {
+                        // Another unique index: the row that holds the key there is replaced
+                        // (moved, where the primary key differs), or the row is new.
+                        let r = RowRef::new(table.schema(), &buf, RowId::KEYED)?;
+                        match t.keyed_holder(x, table.schema(), &r)? {
+                            Some(pk) => t.clustered_write(table, &buf, Put::Replace(&pk))?,
+                            None => t.clustered_write(table, &buf, Put::Insert)?,
+                        }
+                    };
+                    return Ok(if replaced {
                         Upserted::Updated(RowId::KEYED)
                     } else {
                         Upserted::Inserted(RowId::KEYED)
@@ -259,6 +270,17 @@ impl WriteTxn<'_> {
                 Some(row) => (table, Found::Keyed(k, row)),
                 None => (table, Found::None),
             });
+        }
+        if x.keyed {
+            // Another index of a clustered table: its entry names the row by primary key.
+            let Some((leaf, g, off, len)) = find_leaf_value(self.db, View::Writer, x, &k)? else {
+                return Ok((table, Found::None));
+            };
+            let pk = g[off..off + len].to_vec();
+            drop(g);
+            let ix = self.clustered_ix(t.id)?;
+            let row = self.clustered_row(ix, &pk)?.ok_or_else(|| missing_row(x, leaf))?;
+            return Ok((table, Found::Keyed(pk, row)));
         }
         let found = find_exact(self.db, View::Writer, x, &k)?;
         Ok((table, found.map_or(Found::None, Found::Heap)))

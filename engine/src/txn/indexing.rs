@@ -2,7 +2,9 @@
 //! as its rows are inserted, updated and deleted.
 //!
 //! A unique violation is found before a statement changes anything (the key is looked up in
-//! each unique index first), so it leaves the transaction as it was. An index's pages are
+//! each unique index first), so it leaves the transaction as it was. A clustered table's writes
+//! (`clustered.rs`) check their unique keys and then move their rows' entries through
+//! `WriteTxn::index_change` too. An index's pages are
 //! written like a table's: private copies until commit, before-images logged at write-back.
 
 use nvpage_buffer::View;
@@ -46,7 +48,11 @@ const IN_MEMORY_BUILD_ROWS: u64 = 1 << 16;
 impl WriteTxn<'_> {
     /// Creates index `name` over `columns` of `table` (in key order): any number of rows may
     /// share a key, ordered by row id. Rows the table holds are indexed by a sorted bottom-up
-    /// build. Index names are their own namespace (an index may share a table's name).
+    /// build. Index names are their own namespace (an index may share a table's name). On a
+    /// clustered table ([`Storage::Clustered`]) the index names rows by primary key (its rows
+    /// have no ids): keys that repeat are in primary key order, a read through it finds each row
+    /// in the table's tree, its ids are [`RowId::KEYED`], and its key with the primary key twice
+    /// must fit a leaf entry ([`Error::KeyTooLarge`]).
     pub fn create_index(&mut self, name: &str, table: &Table, columns: &[&str]) -> Result<Index> {
         self.statement(|t| {
             let table = t.live(table)?;

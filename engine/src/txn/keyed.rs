@@ -178,7 +178,9 @@ impl WriteTxn<'_> {
     /// their key in it, replaces that row's values with them. Other unique indexes of the table
     /// are checked as an insert or update checks them ([`Error::UniqueViolation`], nothing
     /// changed). A row whose key has a NULL is always inserted (NULLs never collide). An index
-    /// whose keys may repeat is [`Error::NotUnique`].
+    /// whose keys may repeat is [`Error::NotUnique`]. Given a clustered table's other unique
+    /// index, the row that holds the key there is replaced, and moves where the values' primary
+    /// key is another (refused, with nothing changed, where a third row holds it).
     ///
     /// ```
     /// # use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Upserted, kind};

@@ -4,9 +4,11 @@
 //! several levels deep, leaves splitting and emptying). Random transactions of inserts, upserts
 //! through either unique index, updates by either key (the primary key itself, and the indexed
 //! columns, changed too), deletes by either key and refused writes, committed or rolled back,
-//! are held after each one to the map: point lookups, lookups of a key that repeats, and range
-//! scans both ways through each index return the rows they should, in key then primary key
-//! order; a write refused for a key another row holds changes nothing. A snapshot taken before
+//! are held to the map: after each write, the row it wrote is found through both indexes under
+//! its values and a random code's row is the map's; after each transaction, point lookups,
+//! lookups of a key that repeats, and range scans both ways through each index return the rows
+//! they should, in key then primary key order; a write refused for a key another row holds
+//! changes nothing. A snapshot taken before
 //! each transaction still reads what it read; after each tenth commit and after a reopen,
 //! `check` finds nothing wrong.
 //!
@@ -162,15 +164,44 @@ fn compare(rx: &impl ReadOps, model: &Model, rng: &mut StdRng, what: &str) {
     }
 }
 
-/// One random write through `w`, kept in `next` where it succeeds; a refusal must be for a key
-/// the model says another row holds.
+/// After each write: the row with key `k` (if the model has one) is found through both indexes
+/// under its values, and a random code's row is the model's.
+fn step_check(
+    w: &nvpage::WriteTxn<'_>,
+    code: &Index,
+    grp_name: &Index,
+    model: &Model,
+    k: i64,
+    rng: &mut StdRng,
+    what: &str,
+) {
+    if let Some(r) = model.get(&k) {
+        let key = [Value::I32(r.grp), Value::Str(&r.name)];
+        let found: Vec<i64> = w
+            .lookup(grp_name, &key)
+            .unwrap()
+            .map(|g| read_row(&g.unwrap().row().unwrap()).0)
+            .collect();
+        assert!(found.contains(&k), "{what}: {k} under its group and name: {found:?}");
+        if let Some(c) = r.code {
+            let g = w.get_by(code, &[Value::I64(c)]).unwrap().map(|g| read_row(&g.row().unwrap()));
+            assert_eq!(g, Some((k, r.clone())), "{what}: {k} by its code");
+        }
+    }
+    let c = rng.random_range(0..3000);
+    let g = w.get_by(code, &[Value::I64(c)]).unwrap().map(|g| read_row(&g.row().unwrap()).0);
+    assert_eq!(g, by_code(model, c), "{what}: code {c}");
+}
+
+/// One random write through `w`, kept in `next` where it succeeds (a refusal must be for a key
+/// the model says another row holds); returns the primary key it wrote or looked for.
 fn random_write(
     w: &mut nvpage::WriteTxn<'_>,
     pk: &Index,
     code: &Index,
     next: &mut Model,
     rng: &mut StdRng,
-) {
+) -> i64 {
     let t = w.table("t").unwrap();
     let k =
         if rng.random_bool(0.9) { rng.random_range(0..1500) } else { rng.random_range(0..20_000) };
@@ -274,6 +305,7 @@ fn random_write(
             }
         }
     }
+    k
 }
 
 fn run(layer: Layer, seed: u64) {
@@ -310,8 +342,11 @@ fn run(layer: Layer, seed: u64) {
                 next.insert(k, row);
             }
         }
-        for _ in 0..rng.random_range(1..150) {
-            random_write(&mut w, &pk, &code, &mut next, &mut rng);
+        let grp_name = w.index("t_grp_name").unwrap();
+        for step in 0..rng.random_range(1..150) {
+            let k = random_write(&mut w, &pk, &code, &mut next, &mut rng);
+            let what = format!("{layer} seed {seed} txn {txn} step {step}");
+            step_check(&w, &code, &grp_name, &next, k, &mut rng, &what);
         }
         compare(&w, &next, &mut rng, &format!("{layer} seed {seed} txn {txn}, in the writer"));
         if rng.random_bool(0.8) {

@@ -15,7 +15,8 @@
 //!   name len u8 | name | type tag u8 | type param u16 | nullable u8
 //! index (version 2 on):
 //!   id u32 | name len u8 | name | table id u32 | column count u16 | column u16* |
-//!   kind u8 (0 non-unique, 1 unique, 2 primary key, 3 a clustered table's primary key) |
+//!   kind u8 (0 non-unique, 1 unique, 2 primary key, 3 a clustered table's primary key,
+//!            4 non-unique and 5 unique of a clustered table) |
 //!   root u64 | entries u64 |
 //!   extent count u32 | (start u64, len u32)* | pages used in the last extent u32 |
 //!   free page count u32 | page u64*
@@ -23,7 +24,10 @@
 //!
 //! A table's primary key is not written with its schema: it is its index of kind 2 or 3, whose
 //! columns the schema takes back when the catalog is read. A table whose key is of kind 3 is
-//! clustered: its rows are that tree's leaf values, and it has no extents of its own.
+//! clustered: its rows are that tree's leaf values, and it has no extents of its own. Its other
+//! indexes are of kind 4 or 5 (and a heap table's never are): their leaf values are the rows'
+//! encoded primary keys, which their keys end with where a heap table's index keys end with a
+//! row id (see `index/mod.rs`).
 //!
 //! A table's pages are all the pages of its extents but the last, then the first `used_in_last`
 //! pages of the last. Extents double in size (8 pages up to 1024), so a table's pages are few
@@ -53,7 +57,14 @@ pub const CATALOG_PAGE: u8 = b'C';
 /// with builds from before them (which refuse version 5 as an unknown version). Version 6 added
 /// primary keys: an index's kind byte is 2 for a table's primary key (0 and 1 as before). A
 /// catalog is written as version 6 only while a table has a primary key, by the same rule.
-const CATALOG_VERSION: u32 = 6;
+/// Version 7 added the kind bytes 4 and 5, indexes of a clustered table beside its primary key,
+/// whose leaves hold primary keys instead of row ids: a catalog is written as version 7 only
+/// while such an index exists, so that builds from before them refuse it as an unknown version
+/// rather than read those leaves as row ids.
+const CATALOG_VERSION: u32 = 7;
+/// The version a catalog without indexes of kind 4 or 5 is written as, where a table has a
+/// primary key.
+const CATALOG_VERSION_WITHOUT_KEYED_INDEXES: u32 = 6;
 /// The version a catalog with the types of version 5 and no primary key is written as.
 const CATALOG_VERSION_WITHOUT_PRIMARY_KEYS: u32 = 5;
 /// The version a catalog without the types of version 5 is written as.
@@ -63,6 +74,9 @@ const KIND_PRIMARY: u8 = 2;
 /// An index's kind byte: a clustered table's primary key, whose leaves hold its rows (version 6
 /// on).
 const KIND_CLUSTERED: u8 = 3;
+/// An index's kind byte: a non-unique index of a clustered table, whose leaf values are primary
+/// keys (version 7 on); the unique one is `KIND_KEYED + 1`.
+const KIND_KEYED: u8 = 4;
 /// The largest column type tag of catalogs before version 5.
 const LAST_TAG_BEFORE_5: u8 = 6;
 /// The flag of a catalog whose counts (rows, index entries) may be behind the data: see
@@ -175,6 +189,10 @@ pub struct IndexMeta {
     pub primary: bool,
     /// Whether it is a clustered table's primary key, whose leaves hold the table's rows.
     pub clustered: bool,
+    /// Whether it is another index of a clustered table (kind 4 or 5), whose rows have no ids:
+    /// each leaf entry's value is its row's encoded primary key, which the entry's key ends with
+    /// where a heap table's index key ends with a row id.
+    pub keyed: bool,
     /// The root page (a leaf while the tree has one level).
     pub root: u64,
     /// Entries (one per row of the table).
@@ -191,9 +209,10 @@ pub struct IndexMeta {
 }
 
 impl IndexMeta {
-    /// What its leaves hold beside the keys: a clustered table's rows, else row ids.
+    /// What its leaves hold beside the keys: a clustered table's rows, or (its other indexes)
+    /// primary keys, else row ids.
     pub fn leaf_values(&self) -> LeafValues {
-        if self.clustered { LeafValues::Sized } else { LeafValues::RowIds }
+        if self.clustered || self.keyed { LeafValues::Sized } else { LeafValues::RowIds }
     }
 
     /// Pages taken from its extents (in the tree or free).
@@ -295,12 +314,14 @@ impl<'a> Reader<'a> {
             let ncols = usize::from(self.u16()?);
             let columns = (0..ncols).map(|_| self.u16()).collect::<Result<Vec<_>>>()?;
             let kind = self.u8()?;
-            if version >= 6 && kind > KIND_CLUSTERED {
+            let last = if version >= 7 { KIND_KEYED + 1 } else { KIND_CLUSTERED };
+            if version >= 6 && kind > last {
                 return Err(corrupt("unknown index kind"));
             }
             let clustered = version >= 6 && kind == KIND_CLUSTERED;
             let primary = version >= 6 && (kind == KIND_PRIMARY || clustered);
-            let unique = kind != 0;
+            let keyed = version >= 7 && kind >= KIND_KEYED;
+            let unique = kind != 0 && kind != KIND_KEYED;
             let root = self.u64()?;
             let entries = self.u64()?;
             let extents = self.extents()?;
@@ -319,6 +340,7 @@ impl<'a> Reader<'a> {
                 unique,
                 primary,
                 clustered,
+                keyed,
                 root,
                 entries,
                 extents,
@@ -379,6 +401,7 @@ impl Catalog {
                 unique,
                 primary,
                 clustered,
+                keyed,
                 root,
                 entries: _,
                 extents,
@@ -393,6 +416,7 @@ impl Catalog {
                 && *unique == b.unique
                 && *primary == b.primary
                 && *clustered == b.clustered
+                && *keyed == b.keyed
                 && *root == b.root
                 && *extents == b.extents
                 && *used_in_last == b.used_in_last
@@ -425,8 +449,10 @@ impl Catalog {
             .iter()
             .flat_map(|t| t.schema.columns())
             .any(|c| c.ty.tag() > LAST_TAG_BEFORE_5);
-        let version = if self.indexes.iter().any(|x| x.primary) {
+        let version = if self.indexes.iter().any(|x| x.keyed) {
             CATALOG_VERSION
+        } else if self.indexes.iter().any(|x| x.primary) {
+            CATALOG_VERSION_WITHOUT_KEYED_INDEXES
         } else if new_types {
             CATALOG_VERSION_WITHOUT_PRIMARY_KEYS
         } else {
@@ -466,10 +492,11 @@ impl Catalog {
             for c in &x.columns {
                 out.extend_from_slice(&c.to_le_bytes());
             }
-            out.push(match (x.clustered, x.primary) {
-                (true, _) => KIND_CLUSTERED,
-                (false, true) => KIND_PRIMARY,
-                (false, false) => u8::from(x.unique),
+            out.push(match (x.clustered, x.primary, x.keyed) {
+                (true, _, _) => KIND_CLUSTERED,
+                (false, true, _) => KIND_PRIMARY,
+                (false, false, true) => KIND_KEYED + u8::from(x.unique),
+                (false, false, false) => u8::from(x.unique),
             });
             out.extend_from_slice(&x.root.to_le_bytes());
             out.extend_from_slice(&x.entries.to_le_bytes());
@@ -564,7 +591,9 @@ impl Catalog {
     }
 
     /// Gives each table with a primary-key index that key in its schema: one such index at
-    /// most per table, its columns NOT NULL as the schema was written.
+    /// most per table, its columns NOT NULL as the schema was written. Then holds every other
+    /// index to its table's storage: those of a clustered table hold primary keys (kind 4 or 5),
+    /// those of a heap table row ids.
     fn attach_primary_keys(&mut self) -> Result<()> {
         for x in self.indexes.iter().filter(|x| x.primary) {
             let t = self
@@ -585,6 +614,16 @@ impl Catalog {
             t.schema = t.schema.with_key_positions(key).map_err(|e| corrupt(&e.to_string()))?;
             if x.clustered {
                 t.storage = Storage::Clustered;
+            }
+        }
+        for x in self.indexes.iter().filter(|x| !x.primary) {
+            let clustered = self.clustered_tree_ix(x.table_id).is_some();
+            if x.keyed != clustered {
+                return Err(corrupt(if x.keyed {
+                    "an index of primary keys on a heap table"
+                } else {
+                    "an index of row ids on a clustered table"
+                }));
             }
         }
         Ok(())
@@ -803,6 +842,7 @@ mod tests {
                 unique: true,
                 primary: false,
                 clustered: false,
+                keyed: false,
                 root: 121,
                 entries: 5,
                 extents: vec![Extent { start: 120, len: 8 }],
@@ -905,7 +945,7 @@ mod tests {
             assert!(matches!(Catalog::decode(&as_4, 10, vec![1]), Err(Error::CorruptCatalog(_))));
         }
         let mut newer = cat(ColumnType::Bool).encode();
-        newer[..4].copy_from_slice(&7u32.to_le_bytes());
+        newer[..4].copy_from_slice(&8u32.to_le_bytes());
         let e = Catalog::decode(&newer, 10, vec![1]).unwrap_err();
         assert!(matches!(e, Error::IncompatibleFormat(_)), "{e}");
         assert!(e.to_string().contains("newer nvpage"), "{e}");
@@ -932,6 +972,7 @@ mod tests {
             unique: true,
             primary,
             clustered: false,
+            keyed: false,
             root: 20,
             entries: 0,
             extents: vec![Extent { start: 20 + u64::from(id) * 8, len: 8 }],
@@ -990,6 +1031,75 @@ mod tests {
         assert!(matches!(e, Error::CorruptCatalog(_)), "{e}");
         let nullable = cat(&plain, vec![index(2, "t_pkey", vec![1], true)]);
         let e = Catalog::decode(&nullable.encode(), 100, vec![1]).unwrap_err();
+        assert!(matches!(e, Error::CorruptCatalog(_)), "{e}");
+    }
+
+    /// A catalog is version 7 only while a clustered table has an index beside its primary key
+    /// (kind 4 or 5, read back as `keyed`); such a kind on a heap table, or a row-id index on a
+    /// clustered table, is damage.
+    #[test]
+    fn version_7_only_for_indexes_of_clustered_tables() {
+        let schema = Schema::new(vec![
+            Column::new("a", ColumnType::I64),
+            Column::nullable("b", ColumnType::VarChar { max_len: 9 }),
+        ])
+        .unwrap()
+        .with_primary_key(&["a"])
+        .unwrap();
+        let index = |id: u32, name: &str, columns, unique, clustered, keyed| IndexMeta {
+            id,
+            stamp: Stamp(0),
+            name: name.into(),
+            table_id: 1,
+            columns,
+            unique,
+            primary: clustered,
+            clustered,
+            keyed,
+            root: 20 + u64::from(id) * 8,
+            entries: 0,
+            extents: vec![Extent { start: 20 + u64::from(id) * 8, len: 8 }],
+            used_in_last: 1,
+            free_pages: Vec::new(),
+            pending_free_pages: Vec::new(),
+        };
+        let cat = |indexes: Vec<IndexMeta>| Catalog {
+            next_table_id: 9,
+            free: Vec::new(),
+            pending_free: Vec::new(),
+            indexes,
+            tables: vec![TableMeta {
+                id: 1,
+                stamp: Stamp(0),
+                name: "t".into(),
+                schema: schema.clone(),
+                rows: 0,
+                extents: Vec::new(),
+                used_in_last: 0,
+                storage: Storage::Clustered,
+            }],
+            chain: vec![1],
+            counts_stale: false,
+        };
+        let version = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().unwrap());
+        let pkey = || index(2, "t_pkey", vec![0], true, true, false);
+        let alone = cat(vec![pkey()]);
+        assert_eq!(version(&alone.encode()), 6);
+        for unique in [false, true] {
+            let both = cat(vec![pkey(), index(3, "t_b", vec![1], unique, false, true)]);
+            let blob = both.encode();
+            assert_eq!(version(&blob), 7);
+            let read = Catalog::decode(&blob, 100, vec![1]).unwrap();
+            assert_eq!(read.indexes[1].leaf_values(), LeafValues::Sized);
+            assert_eq!(unstamped(read), both);
+        }
+        // A row-id index on a clustered table; an index of primary keys on a heap table.
+        let row_ids = cat(vec![pkey(), index(3, "t_b", vec![1], false, false, false)]);
+        let e = Catalog::decode(&row_ids.encode(), 100, vec![1]).unwrap_err();
+        assert!(matches!(e, Error::CorruptCatalog(_)), "{e}");
+        let mut heap = cat(vec![index(3, "t_b", vec![1], false, false, true)]);
+        heap.tables[0].storage = Storage::Heap;
+        let e = Catalog::decode(&heap.encode(), 100, vec![1]).unwrap_err();
         assert!(matches!(e, Error::CorruptCatalog(_)), "{e}");
     }
 }

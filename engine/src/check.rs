@@ -17,11 +17,8 @@ use crate::error::Result;
 use crate::heap::HeapPage;
 use crate::index::row_key;
 pub use crate::index::verify::IndexReport;
-use crate::index::verify::{sound_row, verify};
+use crate::index::verify::{KeyedRow, Named, sound_row, verify};
 use crate::table::RowId;
-
-/// A row's key in an index, and the row.
-type KeyedRow = (Vec<u8>, RowId);
 
 /// What [`Database::check`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -155,7 +152,7 @@ impl Database {
                     for (x, keys) in &mut indexed {
                         let mut k = Vec::new();
                         match row_key(x, &t.schema, &row, &mut k) {
-                            Ok(()) => keys.push((k, id)),
+                            Ok(()) => keys.push((k, Named::Row(id))),
                             Err(e) => report.damage.push(format!(
                                 "table {}, row {id}: no key for index {}: {e}",
                                 t.name, x.name
@@ -164,7 +161,11 @@ impl Database {
                     }
                 }
             }
-            for (x, keys) in indexed {
+            // A clustered table's tree first: its rows give its other indexes their keys.
+            indexed.sort_by_key(|(x, _)| !x.clustered);
+            let mut indexed = std::collections::VecDeque::from(indexed);
+            while let Some((x, keys)) = indexed.pop_front() {
+                let secondaries = if x.clustered { indexed.make_contiguous() } else { &mut [] };
                 let (mut found, mut verified) = (Vec::new(), 0);
                 let mut read_page = |id: u64| -> Result<Option<Vec<u8>>> {
                     let mut b = vec![0u8; ps];
@@ -174,7 +175,16 @@ impl Database {
                 };
                 let rows = x.clustered.then_some(&t.schema);
                 let damage = &mut report.damage;
-                let ir = verify(x, &t.name, rows, keys, &mut read_page, damage, &mut in_use)?;
+                let ir = verify(
+                    x,
+                    &t.name,
+                    rows,
+                    secondaries,
+                    keys,
+                    &mut read_page,
+                    damage,
+                    &mut in_use,
+                )?;
                 // A page that does not verify is named by the storage layer's error; say whose.
                 report.damage.extend(found.into_iter().map(|e| format!("index {}: {e}", x.name)));
                 report.pages_verified += verified;

@@ -74,7 +74,9 @@
 //! A table whose schema has a primary key ([`Schema::with_primary_key`]) may keep its rows in
 //! that key's B+tree instead of on heap pages ([`Storage::Clustered`], through
 //! [`WriteTxn::create_table_with`]): lookups end in the leaf and range scans read only the leaves
-//! of their range; its rows are found and changed by key.
+//! of their range; its rows are found and changed by key. Its other indexes
+//! ([`WriteTxn::create_index`]) name rows by primary key, and a read through them finds the row
+//! in the table's tree.
 //!
 //! What it is not: no SQL (the `nvpage-sql` crate adds it), and one writer at a time (readers run
 //! beside it).

@@ -17,7 +17,10 @@
 //!
 //! A clustered table keeps its rows in its primary key's leaves, in key order: a filter that
 //! bounds the key's leading column reads that key range from the leaves, whatever its size
-//! (`key_range`), with the whole filter still applied to each row.
+//! (`key_range`), with the whole filter still applied to each row. Its other indexes (which
+//! name rows by primary key) are never chosen: a row read through one is a descent of the
+//! table's tree on top of the index's walk, which the budget's cost of a row (a page) does not
+//! cover, so a filter on their columns alone reads every leaf.
 //!
 //! Only committed snapshots choose an index: inside an explicit transaction the scan reads the
 //! writer's pages, a chunk at a time on its thread, and reads them all.

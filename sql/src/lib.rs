@@ -49,9 +49,11 @@
 //!   filter that bounds the key's leading column reads only the leaves of that key range
 //!   (`EXPLAIN` shows `index=t_pkey (clustered, k >= 100 AND k <= 140)`). Its scans yield each
 //!   partition in key order, and say so to DataFusion: `ORDER BY` the key merges partitions
-//!   instead of sorting.
-//! - **`UPDATE` of a unique key** (a clustered table's primary key, or a column of any unique
-//!   index of a heap table) is statement-level, as the SQL standard has it: every row the
+//!   instead of sorting. `CREATE [UNIQUE] INDEX` on a clustered table makes an index of primary
+//!   keys that every write keeps; the planner does not read a clustered table through it (a
+//!   filter on its columns scans the table: see `access.rs`).
+//! - **`UPDATE` of a unique key** (a column of any unique index, a clustered table's primary
+//!   key included) is statement-level, as the SQL standard has it: every row the
 //!   statement finds is removed, then every new row inserted, so `SET k = k + 1` succeeds. A new
 //!   key that a row the statement leaves still holds, or that two new rows share, is the
 //!   engine's [`nvpage::Error::UniqueViolation`], and nothing of the statement is kept (inside

@@ -10,6 +10,12 @@
 //! A unique index's key is its columns; a non-unique index's key is its columns then the row id
 //! (so entries are distinct, in key then row id order), as is a unique index's key with a NULL
 //! column (NULLs never collide, as in SQL). Every leaf entry's value is the row's id.
+//!
+//! A clustered table's rows have no ids (they move as leaves split): its primary key's leaves
+//! hold the rows themselves, and its other indexes (`IndexMeta::keyed`) hold primary keys
+//! instead of row ids. Each entry's value is its row's encoded primary key, and where a key
+//! would end with a row id it ends with those bytes (entries in key then primary key order); a
+//! read through such an index finds the row by its key in the table's tree.
 
 pub(crate) mod key;
 pub(crate) mod node;
@@ -24,7 +30,7 @@ pub(crate) use scan::get_by;
 pub use scan::{IndexIds, IndexScan};
 
 use crate::catalog::{IndexMeta, Stamp, TableMeta};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::row::RowRef;
 use crate::schema::Schema;
 use crate::table::DropTarget;
@@ -95,7 +101,8 @@ impl<'a> From<&'a Index> for DropTarget<'a, Index> {
 }
 
 /// Sets `out` to the entry key of `row` (of `schema`) in index `x`: its columns, then its row
-/// id unless the index is unique and no column is NULL.
+/// id (a clustered table's index: its primary key) unless the index is unique and no column is
+/// NULL.
 pub(crate) fn row_key(
     x: &IndexMeta,
     schema: &Schema,
@@ -105,9 +112,42 @@ pub(crate) fn row_key(
     out.clear();
     key::encode_row(schema, &x.columns, row, out)?;
     if !x.unique || x.columns.iter().any(|&c| row.is_null(usize::from(c))) {
-        key::put_row_id(out, row.id());
+        if x.keyed {
+            put_primary_key(schema, row, out)?;
+        } else {
+            key::put_row_id(out, row.id());
+        }
     }
     Ok(())
+}
+
+/// Appends `row`'s primary key (of `schema`, a clustered table's), encoded as the table's tree
+/// keys it: an entry's value in the table's other indexes.
+pub(crate) fn put_primary_key(schema: &Schema, row: &RowRef<'_>, out: &mut Vec<u8>) -> Result<()> {
+    let pk = schema.primary_key().ok_or_else(|| {
+        Error::CorruptCatalog("an index of primary keys on a table without one".into())
+    })?;
+    for &c in pk {
+        key::encode_row(schema, &[c as u16], row, out)?;
+    }
+    Ok(())
+}
+
+/// The value of `row`'s entry in index `x`: its primary key's bytes in a clustered table's
+/// index, else its row id's.
+pub(crate) fn entry_value(
+    x: &IndexMeta,
+    schema: &Schema,
+    row: &RowRef<'_>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    out.clear();
+    if x.keyed {
+        put_primary_key(schema, row, out)
+    } else {
+        out.extend_from_slice(&key::row_id_bytes(row.id()));
+        Ok(())
+    }
 }
 
 /// `row`'s key in index `x` as its values, for messages.

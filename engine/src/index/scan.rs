@@ -21,7 +21,7 @@ use super::key;
 use super::node::{Node, ValueAt};
 use super::spill::{self, Chain};
 use super::tree::{
-    Target, corrupt, descend, entry_row, find_exact, find_value, node_of, value_copy,
+    Target, corrupt, descend, entry_row, find_exact, find_value, missing_row, node_of, value_copy,
 };
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
@@ -40,6 +40,9 @@ pub struct IndexScan<'t> {
     ctx: Ctx<'t>,
     meta: &'t IndexMeta,
     table: &'t TableMeta,
+    /// The tree that holds the rows, where `meta` is another index of a clustered table (its
+    /// entries name rows by primary key).
+    rows: Option<&'t IndexMeta>,
     /// What is left of the range: each end's step moves its bound past the key it yields.
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
@@ -80,6 +83,9 @@ enum Hit<'t> {
     InLeaf { leaf: Rc<PageRef<'t>>, off: usize, len: usize },
     /// A clustered table's row spilled to this chain (`spill.rs`).
     Spilled(Chain),
+    /// A clustered table's row by its primary key, in the index's leaf `page` (held) at
+    /// `off..off + len`: the row is found in the table's tree.
+    ByKey { leaf: Rc<PageRef<'t>>, page: u64, off: usize, len: usize },
 }
 
 impl Hit<'_> {
@@ -87,21 +93,28 @@ impl Hit<'_> {
     fn id(self) -> RowId {
         match self {
             Hit::Row(id) => id,
-            Hit::InLeaf { .. } | Hit::Spilled(_) => RowId::KEYED,
+            Hit::InLeaf { .. } | Hit::Spilled(_) | Hit::ByKey { .. } => RowId::KEYED,
         }
     }
 }
 
 /// What entry `pos` of leaf `page` (read as `n`) gives: a row id, or, in a clustered table's
-/// tree, where its row lies in the leaf.
-fn hit<'t>(clustered: bool, n: &Node<'_>, cur: &Cursor<'t>, at: ValueAt) -> Result<Hit<'t>> {
+/// tree, where its row lies in the leaf (or the chain it was spilled to), or, in another index
+/// of a clustered table, where its primary key lies.
+fn hit<'t>(meta: &IndexMeta, n: &Node<'_>, cur: &Cursor<'t>, at: ValueAt) -> Result<Hit<'t>> {
     let ValueAt { off, len, spilled } = at;
     let value = &n.bytes()[off..off + len];
     if spilled {
+        if !meta.clustered {
+            return Err(corrupt(cur.page, "a spilled row's reference in an index of no rows"));
+        }
         return Chain::decode(value, cur.page).map(Hit::Spilled);
     }
-    if clustered {
+    if meta.clustered {
         return Ok(Hit::InLeaf { leaf: cur.leaf.clone(), off, len });
+    }
+    if meta.keyed {
+        return Ok(Hit::ByKey { leaf: cur.leaf.clone(), page: cur.page, off, len });
     }
     entry_row(value, cur.page).map(Hit::Row)
 }
@@ -212,18 +225,58 @@ pub(crate) fn get_by<'t>(
     let mut k = Vec::new();
     key::encode_values(&tmeta.schema, &meta.columns, values, &mut k)?;
     if meta.clustered {
-        let Some((g, leaf, at)) = find_value(ctx.db, ctx.view, meta, &k)? else { return Ok(None) };
-        let schema = &tmeta.schema;
-        if at.spilled {
-            let row = value_copy(ctx.db, ctx.view, meta, &g, leaf, at)?;
-            return Ok(Some(RowGuard::owned(row, schema, RowId::KEYED)));
-        }
-        return Ok(Some(RowGuard::at(g, schema, at.off, at.len, RowId::KEYED)));
+        return tree_row(&ctx, meta, tmeta, &k);
+    }
+    if meta.keyed {
+        let Some((g, page, at)) = find_value(ctx.db, ctx.view, meta, &k)? else {
+            return Ok(None);
+        };
+        let pk = g[at.off..at.off + at.len].to_vec();
+        drop(g);
+        return row_by_key(&ctx, meta, tmeta, rows_tree(&ctx, tmeta)?, page, &pk).map(Some);
     }
     let Some(rid) = find_exact(ctx.db, ctx.view, meta, &k)? else { return Ok(None) };
     // The row's page header and slot load while the pool finds the page.
     ctx.db.pool.prefetch(PageId(rid.page), &[0, heap::slot_offset(usize::from(rid.slot))]);
     indexed_row(&ctx, meta, tmeta, rid).map(Some)
+}
+
+/// The tree that holds clustered table `table`'s rows.
+fn rows_tree<'t>(ctx: &Ctx<'t>, table: &TableMeta) -> Result<&'t IndexMeta> {
+    ctx.catalog.clustered_tree(table.id).ok_or_else(|| {
+        Error::CorruptCatalog(format!("clustered table {} without its tree", table.name))
+    })
+}
+
+/// The row of clustered table `table` whose primary key is `pk` (encoded), found in its tree
+/// `tree`, which an entry of index `meta` on leaf `page` names: no such row is damage to the
+/// index.
+fn row_by_key<'t>(
+    ctx: &Ctx<'t>,
+    meta: &IndexMeta,
+    table: &'t TableMeta,
+    tree: &IndexMeta,
+    page: u64,
+    pk: &[u8],
+) -> Result<RowGuard<'t>> {
+    tree_row(ctx, tree, table, pk)?.ok_or_else(|| missing_row(meta, page))
+}
+
+/// The row of clustered table `table` whose primary key is `pk` (encoded), found in its tree
+/// `tree`, if it has one: in place in its leaf, or read from the chain it was spilled to.
+fn tree_row<'t>(
+    ctx: &Ctx<'t>,
+    tree: &IndexMeta,
+    table: &'t TableMeta,
+    pk: &[u8],
+) -> Result<Option<RowGuard<'t>>> {
+    let Some((g, leaf, at)) = find_value(ctx.db, ctx.view, tree, pk)? else { return Ok(None) };
+    let schema = &table.schema;
+    if at.spilled {
+        let row = value_copy(ctx.db, ctx.view, tree, &g, leaf, at)?;
+        return Ok(Some(RowGuard::owned(row, schema, RowId::KEYED)));
+    }
+    Ok(Some(RowGuard::at(g, schema, at.off, at.len, RowId::KEYED)))
 }
 
 /// Row `id` of `table`, which index `meta` holds: not a live row is damage to the index.
@@ -313,7 +366,8 @@ impl<'t> IndexScan<'t> {
         done: bool,
     ) -> Self {
         let steps_left = meta.page_count() + 1;
-        Self { ctx, meta, table, lo, hi, front: None, back: None, done, steps_left }
+        let rows = if meta.keyed { ctx.catalog.clustered_tree(table.id) } else { None };
+        Self { ctx, meta, table, rows, lo, hi, front: None, back: None, done, steps_left }
     }
 
     /// The row ids alone, in the same order (no row is read).
@@ -427,7 +481,7 @@ impl<'t> IndexScan<'t> {
                 if self.meta.clustered {
                     prefetch_entries(self.ctx.db, &n, cur.pos, &mut cur.ahead, true);
                 }
-                let hit = hit(self.meta.clustered, &n, cur, place)?;
+                let hit = hit(self.meta, &n, cur, place)?;
                 exclude(&mut self.lo, key);
                 return Ok(Some(hit));
             }
@@ -461,7 +515,7 @@ impl<'t> IndexScan<'t> {
                 if self.meta.clustered {
                     prefetch_entries(self.ctx.db, &n, cur.pos, &mut cur.ahead, false);
                 }
-                let hit = hit(self.meta.clustered, &n, cur, place)?;
+                let hit = hit(self.meta, &n, cur, place)?;
                 exclude(&mut self.hi, key);
                 return Ok(Some(hit));
             }
@@ -476,8 +530,9 @@ impl<'t> IndexScan<'t> {
     /// damage it meets is left for the step that reads the entry to report.
     fn prefetch_rows(&mut self, front: bool) {
         let (db, id) = (self.ctx.db, self.meta.id);
-        if self.meta.clustered {
-            // The rows are the leaf's entries, asked for as the step reads the leaf.
+        if self.meta.clustered || self.meta.keyed {
+            // The rows are the leaf's entries, asked for as the step reads the leaf (or, named
+            // by primary key, found by a descent of their own).
             return;
         }
         let Some(cur) = (if front { self.front.as_mut() } else { self.back.as_mut() }) else {
@@ -534,6 +589,13 @@ impl<'t> IndexScan<'t> {
                 let mut row = Vec::new();
                 spill::read_row(self.ctx.db, self.ctx.view, self.meta.id, chain, &mut row)?;
                 Ok(RowGuard::owned(row, &self.table.schema, RowId::KEYED))
+            }
+            Hit::ByKey { leaf, page, off, len } => {
+                let tree = match self.rows {
+                    Some(tree) => tree,
+                    None => rows_tree(&self.ctx, self.table)?,
+                };
+                row_by_key(&self.ctx, self.meta, self.table, tree, page, &leaf[off..off + len])
             }
         }
     }

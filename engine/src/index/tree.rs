@@ -186,6 +186,16 @@ pub(crate) fn value_copy(
     Ok(out)
 }
 
+/// The damage of an entry of `index` (on leaf `page`) that names a row by a primary key its
+/// clustered table's tree lacks.
+#[cold]
+pub(crate) fn missing_row(index: &IndexMeta, page: u64) -> Error {
+    corrupt(
+        page,
+        format!("index {} holds a primary key that is no live row of its table", index.name),
+    )
+}
+
 /// The row id of the entry whose key is exactly `key`, if any, as `view` sees the tree: for a
 /// whole key of a unique index with no NULL, which is in it at most once, as its bytes alone.
 pub(crate) fn find_exact(
@@ -330,12 +340,6 @@ impl<'a> TreeWriter<'a, '_> {
     fn release(&mut self, page: u64) {
         let pending = self.pending;
         self.meta_mut().pending_free_pages.push((pending, page));
-    }
-
-    /// Adds `key` → `rid`. The key must not be in the tree (a unique key is checked first, a
-    /// non-unique one ends with its row id): finding it is damage.
-    pub(crate) fn insert(&mut self, key: &[u8], rid: RowId) -> Result<()> {
-        self.insert_value(key, &key::row_id_bytes(rid))
     }
 
     /// Adds `key` → `value` (a row id's bytes, or a sized value where the tree's leaves hold
@@ -582,14 +586,15 @@ impl<'a> TreeWriter<'a, '_> {
     }
 
     /// Fills the tree, which must be one empty leaf, with `entries` (in key order, keys
-    /// distinct), bottom up: see [`Build`].
+    /// distinct), each a key and its value (a row id's bytes, or a sized value where the tree's
+    /// leaves hold them), bottom up: see [`Build`].
     pub(crate) fn build<'k>(
         &mut self,
-        entries: impl Iterator<Item = (&'k [u8], RowId)>,
+        entries: impl Iterator<Item = (&'k [u8], &'k [u8])>,
     ) -> Result<()> {
         let mut b = self.build_start()?;
-        for (k, rid) in entries {
-            self.build_push(&mut b, k, rid)?;
+        for (k, v) in entries {
+            self.build_push_value(&mut b, k, v)?;
         }
         self.build_finish(b)
     }
@@ -615,7 +620,23 @@ impl<'a> TreeWriter<'a, '_> {
     /// Adds the next entry of a bulk build: its key must be above every key added before (the
     /// caller's promise; the build does not sort).
     pub(crate) fn build_push(&mut self, b: &mut Build<'a>, k: &[u8], rid: RowId) -> Result<()> {
-        let cost = node::entry_cost(k.len(), 0);
+        self.build_push_value(b, k, &key::row_id_bytes(rid))
+    }
+
+    /// [`Self::build_push`] with the entry's value as bytes (a row id's, or a sized value where
+    /// the tree's leaves hold them).
+    pub(crate) fn build_push_value(
+        &mut self,
+        b: &mut Build<'a>,
+        k: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let values = self.meta().leaf_values();
+        if !values.fits(0, value.len()) {
+            return Err(corrupt(b.leaf.0, "a bulk build's value of the wrong length"));
+        }
+        let cost =
+            node::entry_cost(k.len(), 0) - node::value_len(0) + values.stored(0, value.len());
         if b.count > 0 && b.used + cost > b.budget {
             let (page, mut g) = self.alloc(0)?;
             node::set_next(&mut b.leaf.1, page);
@@ -624,7 +645,7 @@ impl<'a> TreeWriter<'a, '_> {
             b.leaf = (page, g);
             (b.used, b.count) = (0, 0);
         }
-        if !node::insert_at(&mut b.leaf.1, b.count, k, &key::row_id_bytes(rid)) {
+        if !node::insert_at(&mut b.leaf.1, b.count, k, value) {
             return Err(corrupt(b.leaf.0, "no room for an entry in a new leaf"));
         }
         (b.used, b.count, b.total) = (b.used + cost, b.count + 1, b.total + 1);

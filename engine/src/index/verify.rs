@@ -6,11 +6,14 @@
 //! overflow pages whole and of the index, every page of the index either in the tree (or a
 //! chain) once or free, the entry count the catalog keeps, and that index and table
 //! agree both ways (every row indexed once under its key, every entry a live row with that key).
+//! A clustered table's other indexes are held to the rows of its tree: each entry's value a
+//! primary key the tree holds, of a row whose columns encode to the entry's key.
 
 use std::collections::HashSet;
 
 use super::key;
 use super::node::Node;
+use super::row_key;
 use super::spill::{self, Chain};
 use super::tree::entry_row;
 use crate::catalog::IndexMeta;
@@ -49,36 +52,78 @@ pub(crate) fn sound_row<'r>(schema: &'r Schema, bytes: &'r [u8], id: RowId) -> R
     Ok(row)
 }
 
+/// The row an index entry names: by id (a heap table's), or by its encoded primary key (a
+/// clustered table's, in its indexes beside the primary key).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Named {
+    Row(RowId),
+    Key(Vec<u8>),
+}
+
+impl std::fmt::Display for Named {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Named::Row(id) => write!(f, "row {id}"),
+            Named::Key(k) => {
+                f.write_str("the row of primary key ")?;
+                k.iter().try_for_each(|b| write!(f, "{b:02x}"))
+            }
+        }
+    }
+}
+
+/// A row's key in an index, and the row.
+pub(crate) type KeyedRow = (Vec<u8>, Named);
+
+/// A clustered table's indexes beside its primary key, each with the keys of the rows found in
+/// the table's tree so far.
+pub(crate) type Secondaries<'s, 'x> = &'s mut [(&'x IndexMeta, Vec<KeyedRow>)];
+
 /// Reads a page for the check: its bytes if they verify (checksum, id), else `None` (the
 /// reader reported it).
 pub(crate) type ReadPage<'r> = dyn FnMut(u64) -> Result<Option<Vec<u8>>> + 'r;
 
-struct Walk<'a, 'r> {
+struct Walk<'a, 'r, 'x> {
     x: &'a IndexMeta,
     /// A clustered table's schema: its leaves hold rows, each checked and held to its key.
     rows: Option<&'a Schema>,
+    /// The table's other indexes, given each row's key in them.
+    secondaries: Secondaries<'a, 'x>,
     read: &'a mut ReadPage<'r>,
     damage: &'a mut Vec<String>,
     runs: Vec<(u64, u64)>,
     seen: HashSet<u64>,
     /// Leaves in key order: (page, prev, next).
     leaves: Vec<(u64, u64, u64)>,
-    entries: Vec<(Vec<u8>, RowId)>,
+    entries: Vec<KeyedRow>,
     /// Sound rows found in a clustered table's leaves (they are its entries, and no table apart
     /// from them has rows to agree with, so only their count is kept).
     rows_found: u64,
     depth: Option<u32>,
 }
 
-impl Walk<'_, '_> {
+impl Walk<'_, '_, '_> {
     /// Entry `i` of leaf `page` of a clustered table's tree: its value a sound row of `schema`
     /// whose key is the entry's key `k`.
     fn leaf_row(&mut self, schema: &Schema, page: u64, i: usize, k: &[u8], v: &[u8]) {
-        let row = sound_row(schema, v, RowId::KEYED);
         let mut key = Vec::new();
-        match row.and_then(|r| key::encode_row(schema, &self.x.columns, &r, &mut key)) {
-            Ok(()) if key == k => self.rows_found += 1,
-            Ok(()) => self.damaged(page, format!("entry {i} holds a row of another key")),
+        let row = sound_row(schema, v, RowId::KEYED)
+            .and_then(|r| key::encode_row(schema, &self.x.columns, &r, &mut key).map(|()| r));
+        match row {
+            Ok(r) if key == k => {
+                self.rows_found += 1;
+                for (x, keys) in self.secondaries.iter_mut() {
+                    let mut sk = Vec::new();
+                    match row_key(x, schema, &r, &mut sk) {
+                        Ok(()) => keys.push((sk, Named::Key(k.to_vec()))),
+                        Err(e) => self.damage.push(format!(
+                            "index {}, page {page}: entry {i}: no key for index {}: {e}",
+                            self.x.name, x.name
+                        )),
+                    }
+                }
+            }
+            Ok(_) => self.damaged(page, format!("entry {i} holds a row of another key")),
             Err(e) => self.damaged(page, format!("entry {i}: {e}")),
         }
     }
@@ -211,8 +256,12 @@ impl Walk<'_, '_> {
                     }
                     (None, false) => {}
                 }
+                if self.x.keyed {
+                    self.entries.push((k.to_vec(), Named::Key(v.to_vec())));
+                    continue;
+                }
                 match entry_row(v, page) {
-                    Ok(id) => self.entries.push((k.to_vec(), id)),
+                    Ok(id) => self.entries.push((k.to_vec(), Named::Row(id))),
                     Err(e) => self.damage.push(e.to_string()),
                 }
             }
@@ -245,12 +294,15 @@ impl Walk<'_, '_> {
 /// Verifies index `x` against `expected`, the (key, row) of every row of its table, reading
 /// pages with `read`; adds what is wrong to `damage`, and the pages of its tree to `in_use`.
 /// A clustered table's tree (`rows`: its schema) holds the rows themselves: each is checked
-/// and held to its entry's key instead.
+/// and held to its entry's key instead, and gives `secondaries` (the table's other indexes)
+/// its key in each.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn verify(
     x: &IndexMeta,
     table: &str,
     rows: Option<&Schema>,
-    mut expected: Vec<(Vec<u8>, RowId)>,
+    secondaries: Secondaries<'_, '_>,
+    mut expected: Vec<KeyedRow>,
     read: &mut ReadPage<'_>,
     damage: &mut Vec<String>,
     in_use: &mut HashSet<u64>,
@@ -258,6 +310,7 @@ pub(crate) fn verify(
     let mut w = Walk {
         x,
         rows,
+        secondaries,
         read,
         damage,
         runs: x.runs(),
@@ -318,9 +371,12 @@ pub(crate) fn verify(
         };
         if shown < 10 {
             w.damage.push(if missing {
-                format!("index {name}: row {} of {table} has no entry under its key", expected[j].1)
+                format!("index {name}: {} of {table} has no entry under its key", expected[j].1)
             } else {
-                format!("index {name}: an entry for row {}, which is no live row of {table} with that key", entries[i].1)
+                format!(
+                    "index {name}: an entry for {}, which is no live row of {table} with that key",
+                    entries[i].1
+                )
             });
         }
         shown += 1;

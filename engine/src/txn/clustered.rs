@@ -4,19 +4,25 @@
 //! by key takes it out. The tree's pages are written like any index's, so the undo log, abort,
 //! recovery and snapshots cover them with nothing new.
 //!
-//! Every check that can refuse a change — the row's size, a key the tree holds already — comes
-//! before the change, so a refused statement leaves the transaction as it was.
+//! The table's other indexes (`IndexMeta::keyed`) name each row by its primary key: a write
+//! moves their entries after the tree's change, as a heap table's indexes are kept.
+//!
+//! Every check that can refuse a change — the row's size, a key the tree holds already, a key
+//! another row holds in a unique index — comes before the change, so a refused statement leaves
+//! the transaction as it was.
 
 use nvpage_buffer::View;
 
 use super::{Live, WriteTxn};
+use crate::catalog::IndexMeta;
 use crate::error::{Error, Result};
 use crate::heap;
 use crate::index::node;
 use crate::index::spill;
 use crate::index::tree::{Mode, Put as Outcome, TreeWriter, find_value, value_copy};
-use crate::index::{describe_key, key};
+use crate::index::{describe_key, key, row_key};
 use crate::row::RowRef;
+use crate::schema::Schema;
 use crate::table::RowId;
 
 /// What [`WriteTxn::clustered_write`] does with a row.
@@ -46,9 +52,56 @@ impl WriteTxn<'_> {
         value_copy(self.db, View::Writer, x, &g, leaf, at).map(Some)
     }
 
+    /// Whether clustered table `table_id` has indexes beside its primary key.
+    fn keyed_indexes(&self, table_id: u32) -> bool {
+        self.catalog.indexes.iter().any(|x| x.table_id == table_id && x.keyed)
+    }
+
+    /// The primary key (encoded) of the row that holds `row`'s key in the unique index `x` of a
+    /// clustered table (`row` of `schema`), as the writer sees it; `None` for a key with a NULL,
+    /// which no row holds.
+    pub(super) fn keyed_holder(
+        &self,
+        x: &IndexMeta,
+        schema: &Schema,
+        row: &RowRef<'_>,
+    ) -> Result<Option<Vec<u8>>> {
+        if x.columns.iter().any(|&c| row.is_null(usize::from(c))) {
+            return Ok(None);
+        }
+        let mut k = Vec::new();
+        row_key(x, schema, row, &mut k)?;
+        Ok(find_value(self.db, View::Writer, x, &k)?
+            .map(|(g, _, at)| g[at.off..at.off + at.len].to_vec()))
+    }
+
+    /// Fails with [`Error::UniqueViolation`] if `row` (of clustered table `table`) would give a
+    /// unique index beside the primary key a key another row holds; `except` is the primary key
+    /// of the row being replaced, which may keep its keys.
+    fn check_unique_keyed(
+        &self,
+        table: Live<'_>,
+        row: &RowRef<'_>,
+        except: Option<&[u8]>,
+    ) -> Result<()> {
+        let unique = self.catalog.indexes.iter().filter(|x| x.table_id == table.id && x.keyed);
+        for x in unique.filter(|x| x.unique) {
+            if let Some(holder) = self.keyed_holder(x, table.schema(), row)?
+                && Some(holder.as_slice()) != except
+            {
+                return Err(Error::UniqueViolation {
+                    index: x.name.clone(),
+                    key: describe_key(x, row),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Writes `row` (encoded) into clustered table `table` as `put` says; `true` if it replaced
-    /// a row. Its size (at most a heap table's largest row: [`Error::RowTooLarge`]) and its key
-    /// are checked before anything changes. A row too long for a leaf entry with its key is
+    /// a row. Its size (at most a heap table's largest row: [`Error::RowTooLarge`]), its key,
+    /// and its keys in the table's unique indexes are checked before anything changes; the
+    /// table's other indexes follow the row. A row too long for a leaf entry with its key is
     /// spilled to a chain of overflow pages, which its entry names (`index/spill.rs`).
     pub(super) fn clustered_write(
         &mut self,
@@ -84,6 +137,30 @@ impl WriteTxn<'_> {
                 Mode::New
             }
         };
+        // The row this one replaces (its key, a copy of it), for the other indexes' entries,
+        // and their unique keys checked before anything changes.
+        let mut old: Option<(Vec<u8>, Vec<u8>)> = None;
+        if self.keyed_indexes(table.id) {
+            let old_key = match put {
+                Put::Insert => None,
+                Put::Upsert => Some(k.as_slice()),
+                Put::Replace(o) => Some(o),
+            };
+            if let Some(o) = old_key {
+                old = self.clustered_row(ix, o)?.map(|row| (o.to_vec(), row));
+            } else if find_value(db, View::Writer, &self.catalog.indexes[ix], &k)?.is_some() {
+                let x = &self.catalog.indexes[ix];
+                let key = describe_key(x, &r);
+                return Err(Error::UniqueViolation { index: x.name.clone(), key });
+            }
+            if matches!(put, Put::Replace(_)) && old.is_none() {
+                return Err(Error::CorruptCatalog(format!(
+                    "table {}: the row to replace is not in its tree",
+                    table.name()
+                )));
+            }
+            self.check_unique_keyed(table, &r, old.as_ref().map(|(o, _)| o.as_slice()))?;
+        }
         let mut tree = TreeWriter { db, cat: &mut self.catalog, ix, pending: self.pending };
         if let Put::Replace(old) = put
             && !same_key
@@ -101,31 +178,47 @@ impl WriteTxn<'_> {
         } else {
             tree.put(&k, row, mode)?
         };
-        match outcome {
+        let replaced = match outcome {
             Outcome::Held => {
                 let x = &self.catalog.indexes[ix];
                 let key = describe_key(x, &r);
-                Err(Error::UniqueViolation { index: x.name.clone(), key })
+                return Err(Error::UniqueViolation { index: x.name.clone(), key });
             }
-            Outcome::Replaced => Ok(true),
+            Outcome::Replaced => true,
             // A moved row is the same row.
-            Outcome::Added if matches!(put, Put::Replace(_)) => Ok(true),
+            Outcome::Added if matches!(put, Put::Replace(_)) => true,
             Outcome::Added => {
                 self.adjust_rows(table, 1)?;
-                Ok(false)
+                false
             }
+        };
+        if self.keyed_indexes(table.id) {
+            let old = old.as_ref().map(|(_, o)| (o.as_slice(), RowId::KEYED));
+            self.index_change(table, old, Some((row, RowId::KEYED)))?;
         }
+        Ok(replaced)
     }
 
-    /// Deletes the row whose key is `k` from clustered table `table`; `false` if none has it.
+    /// Deletes the row whose key is `k` from clustered table `table` (and its entries from the
+    /// table's other indexes); `false` if none has it.
     pub(super) fn clustered_delete(&mut self, table: Live<'_>, k: &[u8]) -> Result<bool> {
         let ix = self.clustered_ix(table.id)?;
-        if find_value(self.db, View::Writer, &self.catalog.indexes[ix], k)?.is_none() {
-            return Ok(false);
-        }
+        // A copy of the row where the other indexes need its keys; else only whether it is there.
+        let old = if self.keyed_indexes(table.id) {
+            let Some(old) = self.clustered_row(ix, k)? else { return Ok(false) };
+            Some(old)
+        } else {
+            if find_value(self.db, View::Writer, &self.catalog.indexes[ix], k)?.is_none() {
+                return Ok(false);
+            }
+            None
+        };
         let db = self.db;
         TreeWriter { db, cat: &mut self.catalog, ix, pending: self.pending }.remove(k)?;
         self.adjust_rows(table, -1)?;
+        if let Some(old) = old {
+            self.index_change(table, Some((&old, RowId::KEYED)), None)?;
+        }
         Ok(true)
     }
 }

@@ -2,7 +2,9 @@
 //! as its rows are inserted, updated and deleted.
 //!
 //! A unique violation is found before a statement changes anything (the key is looked up in
-//! each unique index first), so it leaves the transaction as it was. An index's pages are
+//! each unique index first), so it leaves the transaction as it was. A clustered table's writes
+//! (`clustered.rs`) check their unique keys and then move their rows' entries through
+//! `WriteTxn::index_change` too. An index's pages are
 //! written like a table's: private copies until commit, before-images logged at write-back.
 
 use nvpage_buffer::View;
@@ -14,10 +16,10 @@ use crate::error::{Error, Result};
 use crate::heap::HeapPage;
 use crate::index::node;
 use crate::index::tree::{TreeWriter, find_exact};
-use crate::index::{Index, describe_key, key, row_key};
+use crate::index::{Index, describe_key, entry_value, key, row_key};
 use crate::row::RowRef;
 use crate::schema::Schema;
-use crate::table::{DropTarget, RowId, Table};
+use crate::table::{DropTarget, RowId, Storage, Table};
 use crate::txn::ReadOps;
 
 /// What [`WriteTxn::create_index_inner`] makes.
@@ -46,7 +48,11 @@ const IN_MEMORY_BUILD_ROWS: u64 = 1 << 16;
 impl WriteTxn<'_> {
     /// Creates index `name` over `columns` of `table` (in key order): any number of rows may
     /// share a key, ordered by row id. Rows the table holds are indexed by a sorted bottom-up
-    /// build. Index names are their own namespace (an index may share a table's name).
+    /// build. Index names are their own namespace (an index may share a table's name). On a
+    /// clustered table ([`Storage::Clustered`]) the index names rows by primary key (its rows
+    /// have no ids): keys that repeat are in primary key order, a read through it finds each row
+    /// in the table's tree, its ids are [`RowId::KEYED`], and its key with the primary key twice
+    /// must fit a leaf entry ([`Error::KeyTooLarge`]).
     pub fn create_index(&mut self, name: &str, table: &Table, columns: &[&str]) -> Result<Index> {
         self.statement(|t| {
             let table = t.live(table)?;
@@ -78,14 +84,9 @@ impl WriteTxn<'_> {
         kind: IndexKind,
     ) -> Result<Index> {
         let meta = self.meta(&table)?;
-        if meta.storage == crate::table::Storage::Clustered
-            && matches!(kind, IndexKind::Plain | IndexKind::Unique)
-        {
-            return Err(Error::Unsupported(format!(
-                "index {name}: indexes of a clustered table ({}) beside its primary key",
-                meta.name
-            )));
-        }
+        // An index of a clustered table beside its primary key names rows by that key.
+        let keyed = meta.storage == Storage::Clustered
+            && matches!(kind, IndexKind::Plain | IndexKind::Unique);
         let schema = meta.schema.clone();
         let mut positions = Vec::with_capacity(columns.len());
         for c in columns {
@@ -97,6 +98,18 @@ impl WriteTxn<'_> {
         }
         self.check_new_index(name, &schema, &positions)?;
         let cols: Vec<u16> = positions.iter().map(|&i| i as u16).collect();
+        if keyed {
+            // Its key ends with the primary key where a row id would be, and its value is the
+            // primary key again: the longest entry must fit a leaf of sized values.
+            let pk: Vec<u16> =
+                schema.primary_key().unwrap_or_default().iter().map(|&c| c as u16).collect();
+            let bytes = key::max_len(&schema, &cols, false) + 2 * key::max_len(&schema, &pk, false);
+            let max = node::max_sized_entry(self.db.page_size());
+            if bytes > max {
+                let columns = positions.iter().map(|&i| schema.columns()[i].name.clone()).collect();
+                return Err(Error::KeyTooLarge { index: name.into(), columns, bytes, max });
+            }
+        }
         let unique = kind != IndexKind::Plain;
         let id = self.catalog.next_table_id;
         let next_id =
@@ -110,6 +123,7 @@ impl WriteTxn<'_> {
             unique,
             primary: matches!(kind, IndexKind::Primary | IndexKind::Clustered),
             clustered: kind == IndexKind::Clustered,
+            keyed,
             root: 0,
             entries: 0,
             extents: Vec::new(),
@@ -117,27 +131,45 @@ impl WriteTxn<'_> {
             free_pages: Vec::new(),
             pending_free_pages: Vec::new(),
         };
-        // A large table whose rows come in key order (one loaded in key order, as tables
+        // A large heap table whose rows come in key order (one loaded in key order, as tables
         // mostly are by their primary key) is indexed as it is read: one pass sees that the
         // keys ascend strictly, a second builds, and the memory does not grow with the table.
-        // Otherwise every key is read into one buffer and sorted, before anything changes: two
-        // rows with one key in a unique index leave the transaction as it was.
-        let ascending =
-            self.meta(&table)?.rows > IN_MEMORY_BUILD_ROWS && self.keys_ascend(table, &meta)?;
+        // Otherwise (and for a clustered table's rows) every key and value is read into one
+        // buffer and sorted, before anything changes: two rows with one key in a unique index
+        // leave the transaction as it was.
+        let ascending = !keyed
+            && self.meta(&table)?.rows > IN_MEMORY_BUILD_ROWS
+            && self.keys_ascend(table, &meta)?;
         let (mut keys, mut entries, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        let mut vbuf = Vec::new();
         if !ascending {
             self.for_each_row(&table, |row| {
                 row_key(&meta, &schema, &row, &mut buf)?;
-                entries.push((keys.len(), buf.len(), row.id()));
+                entry_value(&meta, &schema, &row, &mut vbuf)?;
+                entries.push((keys.len(), buf.len(), vbuf.len()));
                 keys.extend_from_slice(&buf);
+                keys.extend_from_slice(&vbuf);
                 Ok(())
             })?;
         }
-        let key_of = |&(at, len, _): &(usize, usize, RowId)| &keys[at..at + len];
+        let key_of = |&(at, len, _): &(usize, usize, usize)| &keys[at..at + len];
+        let value_of = |&(at, len, vlen): &(usize, usize, usize)| &keys[at + len..at + len + vlen];
         entries.sort_unstable_by(|a, b| key_of(a).cmp(key_of(b)));
         if let Some(w) = entries.windows(2).find(|w| key_of(&w[0]) == key_of(&w[1])) {
-            let row = self.get(&table, w[1].2)?;
-            let key = describe_key(&meta, &row.row()?);
+            let value = value_of(&w[1]);
+            let key = if keyed {
+                let ix = self.clustered_ix(table.id)?;
+                let row = self.clustered_row(ix, value)?.ok_or_else(|| {
+                    Error::CorruptCatalog(format!("index {name}: a row read for it went missing"))
+                })?;
+                describe_key(&meta, &RowRef::new(&schema, &row, RowId::KEYED)?)
+            } else {
+                let id = key::row_id(value).ok_or_else(|| {
+                    Error::CorruptCatalog(format!("index {name}: a row id of a wrong length"))
+                })?;
+                let row = self.get(&table, id)?;
+                describe_key(&meta, &row.row()?)
+            };
             return Err(Error::UniqueViolation { index: name.into(), key });
         }
         let pages: Vec<PageId> =
@@ -152,7 +184,7 @@ impl WriteTxn<'_> {
         drop(g);
         tree.cat.indexes[ix].root = root;
         if !ascending {
-            tree.build(entries.iter().map(|e| (key_of(e), e.2)))?;
+            tree.build(entries.iter().map(|e| (key_of(e), value_of(e))))?;
         } else {
             let mut b = tree.build_start()?;
             let mut page_keys: Vec<(Vec<u8>, RowId)> = Vec::new();
@@ -337,7 +369,11 @@ impl WriteTxn<'_> {
         self.index_change(table, Some(old), Some(new))
     }
 
-    fn index_change(
+    /// Moves `table`'s index entries from row `old` to row `new` (either absent: an insert or a
+    /// delete), each encoded with its id ([`RowId::KEYED`] in a clustered table, whose indexes
+    /// beside its primary key hold the row's key instead, and whose primary key's tree holds
+    /// the rows and is left to the caller).
+    pub(super) fn index_change(
         &mut self,
         table: Live<'_>,
         old: Option<(&[u8], RowId)>,
@@ -347,21 +383,21 @@ impl WriteTxn<'_> {
         let old = old.map(|(b, id)| RowRef::new(schema, b, id)).transpose()?;
         let new = new.map(|(b, id)| RowRef::new(schema, b, id)).transpose()?;
         let (mut ok, mut nk) = (Vec::new(), Vec::new());
+        let (mut ov, mut nv) = (Vec::new(), Vec::new());
         for ix in 0..self.catalog.indexes.len() {
             let x = &self.catalog.indexes[ix];
-            if x.table_id != table.id {
+            if x.table_id != table.id || x.clustered {
                 continue;
             }
             if let Some(r) = &old {
                 row_key(x, schema, r, &mut ok)?;
+                entry_value(x, schema, r, &mut ov)?;
             }
             if let Some(r) = &new {
                 row_key(x, schema, r, &mut nk)?;
+                entry_value(x, schema, r, &mut nv)?;
             }
-            if let (Some(o), Some(n)) = (&old, &new)
-                && ok == nk
-                && o.id() == n.id()
-            {
+            if old.is_some() && new.is_some() && ok == nk && ov == nv {
                 continue;
             }
             let mut tree =
@@ -369,8 +405,8 @@ impl WriteTxn<'_> {
             if old.is_some() {
                 tree.remove(&ok)?;
             }
-            if let Some(r) = &new {
-                tree.insert(&nk, r.id())?;
+            if new.is_some() {
+                tree.insert_value(&nk, &nv)?;
             }
             self.catalog_dirty = true;
         }

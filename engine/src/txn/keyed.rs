@@ -11,7 +11,7 @@ use super::WriteTxn;
 use super::clustered::Put;
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
-use crate::index::tree::find_exact;
+use crate::index::tree::{find_exact, find_value, missing_row};
 use crate::index::{Index, key};
 use crate::row::{OwnedValue, RowRef, Value, encode_row};
 use crate::schema::Schema;
@@ -178,7 +178,9 @@ impl WriteTxn<'_> {
     /// their key in it, replaces that row's values with them. Other unique indexes of the table
     /// are checked as an insert or update checks them ([`Error::UniqueViolation`], nothing
     /// changed). A row whose key has a NULL is always inserted (NULLs never collide). An index
-    /// whose keys may repeat is [`Error::NotUnique`].
+    /// whose keys may repeat is [`Error::NotUnique`]. Given a clustered table's other unique
+    /// index, the row that holds the key there is replaced, and moves where the values' primary
+    /// key is another (refused, with nothing changed, where a third row holds it).
     ///
     /// ```
     /// # use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Upserted, kind};
@@ -206,8 +208,19 @@ impl WriteTxn<'_> {
             let mut buf = std::mem::take(&mut t.buf);
             let r = encode_row(table.schema(), values, &mut buf).and_then(|()| {
                 if table.storage() == Storage::Clustered {
-                    // The table's one index is its primary key: `unique` found the table by it.
-                    return Ok(if t.clustered_write(table, &buf, Put::Upsert)? {
+                    let (x, _) = t.unique(index)?;
+                    let replaced = if x.clustered {
+                        t.clustered_write(table, &buf, Put::Upsert)?
+                    } else {
+                        // Another unique index: the row that holds the key there is replaced
+                        // (moved, where the primary key differs), or the row is new.
+                        let r = RowRef::new(table.schema(), &buf, RowId::KEYED)?;
+                        match t.keyed_holder(x, table.schema(), &r)? {
+                            Some(pk) => t.clustered_write(table, &buf, Put::Replace(&pk))?,
+                            None => t.clustered_write(table, &buf, Put::Insert)?,
+                        }
+                    };
+                    return Ok(if replaced {
                         Upserted::Updated(RowId::KEYED)
                     } else {
                         Upserted::Inserted(RowId::KEYED)
@@ -259,6 +272,17 @@ impl WriteTxn<'_> {
                 Some(row) => (table, Found::Keyed(k, row)),
                 None => (table, Found::None),
             });
+        }
+        if x.keyed {
+            // Another index of a clustered table: its entry names the row by primary key.
+            let Some((g, leaf, at)) = find_value(self.db, View::Writer, x, &k)? else {
+                return Ok((table, Found::None));
+            };
+            let pk = g[at.off..at.off + at.len].to_vec();
+            drop(g);
+            let ix = self.clustered_ix(t.id)?;
+            let row = self.clustered_row(ix, &pk)?.ok_or_else(|| missing_row(x, leaf))?;
+            return Ok((table, Found::Keyed(pk, row)));
         }
         let found = find_exact(self.db, View::Writer, x, &k)?;
         Ok((table, found.map_or(Found::None, Found::Heap)))

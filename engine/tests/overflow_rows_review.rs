@@ -1,6 +1,8 @@
 //! Review of overflow rows (commit 030847c): a clustered table's rows too long for a leaf entry,
 //! spilled to chains of overflow pages. Each test states what should hold.
 
+mod damage;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
@@ -427,5 +429,159 @@ fn leaves_of_spilled_rows_split_empty_and_drop_soundly() {
         let db = open(dir.path(), layer, ps);
         compare(&db.begin_read().unwrap(), &model, &format!("{layer}: reopened"));
         sound(&db, &format!("{layer}: reopened"));
+    }
+}
+
+/// The data file's page count (the header's).
+fn page_count(db: &Database) -> u64 {
+    db.check().unwrap().page_count
+}
+
+/// A refused insert (its key held already) of a row too long for a leaf changes nothing, as a
+/// refused insert of a short row does: repeated, it does not make the database grow.
+#[test]
+fn a_refused_insert_of_a_long_row_takes_no_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), Layer::Pread, 4096);
+    let mut w = db.begin_write().unwrap();
+    let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+    let v = note(1, 3000, 0);
+    w.insert(&t, &vals(1, &v)).unwrap();
+    w.commit().unwrap();
+    let before = page_count(&db);
+    let mut w = db.begin_write().unwrap();
+    let t = w.table("t").unwrap();
+    for _ in 0..300 {
+        let e = w.insert(&t, &vals(1, &note(1, 3500, 1))).unwrap_err();
+        assert!(matches!(e, Error::UniqueViolation { .. }), "{e}");
+    }
+    w.commit().unwrap();
+    sound(&db, "after 300 refused inserts");
+    let after = page_count(&db);
+    assert!(after <= before + 8, "300 refused inserts grew the file from {before} to {after} pages");
+}
+
+/// Rewriting one spilled row many times in one transaction keeps its size bounded: the chains
+/// it writes and replaces in the same transaction (no snapshot ever saw them) do not pile up.
+#[test]
+fn rewriting_one_spilled_row_many_times_in_one_transaction_does_not_grow_the_file_without_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), Layer::Pread, 4096);
+    let mut w = db.begin_write().unwrap();
+    let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+    w.insert(&t, &vals(1, &note(1, 3000, 0))).unwrap();
+    w.commit().unwrap();
+    let before = page_count(&db);
+    let mut w = db.begin_write().unwrap();
+    let t = w.table("t").unwrap();
+    let pk = w.primary_key(&t).unwrap().unwrap();
+    for i in 0..300u32 {
+        w.upsert(&pk, &vals(1, &note(1, 3000 + (i as usize % 500), i as u8))).unwrap();
+    }
+    w.commit().unwrap();
+    sound(&db, "after 300 rewrites");
+    let after = page_count(&db);
+    assert!(after <= before + 16, "300 rewrites of one row grew the file from {before} to {after} pages");
+}
+
+/// Where a leaf keeps its entries (engine/src/index/node.rs): slots from byte 64, 6 bytes each
+/// (entry offset u16, key head); an entry is key length u16, key, value length u16 (top bit:
+/// spilled), value.
+const SLOTS: usize = 64;
+const SLOT: usize = 6;
+const SPILLED: usize = 0x8000;
+
+/// Where entry `i` of leaf `p` keeps its value length, and where its value lies.
+fn entry(p: &[u8], i: usize) -> (usize, std::ops::Range<usize>) {
+    use damage::u16_at;
+    let off = u16_at(p, SLOTS + SLOT * i);
+    let len_at = off + 2 + u16_at(p, off);
+    (len_at, len_at + 2..len_at + 2 + (u16_at(p, len_at) & !SPILLED))
+}
+
+/// A closed database whose clustered table `t` has rows 1 and 2 spilled (one overflow page
+/// each, rows of the same length) and row 3 inline, all in one leaf, damaged so that row 2's
+/// entry names row 1's chain. Returns the damaged file's database, opened.
+fn two_entries_one_chain(dir: &Path) -> (Arc<Database>, u64) {
+    use damage::{PS, page_mut, page_of, reseal, u16_at};
+    let db = open(dir, Layer::Pread, PS as u64);
+    let mut w = db.begin_write().unwrap();
+    let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+    for k in 1..=3i64 {
+        w.insert(&t, &vals(k, &note(k, if k == 3 { 50 } else { 2000 }, 0))).unwrap();
+    }
+    w.commit().unwrap();
+    sound(&db, "built");
+    drop(db);
+    let path = dir.join("db").join(nvpage::DATA_FILE);
+    let path = if path.exists() { path } else { dir.join("db") };
+    let mut file = std::fs::read(&path).unwrap();
+    let pages = file.len() / PS;
+    let leaf = (0..pages as u64)
+        .find(|&p| {
+            let pg = page_of(&file, p);
+            pg[16] == b'X' && pg[17] == 0 && pg[29] == 1 && u16_at(pg, 18) == 3
+        })
+        .expect("the table's one leaf");
+    let pg = page_mut(&mut file, leaf);
+    let (a_len, a) = entry(pg, 0);
+    let (b_len, b) = entry(pg, 1);
+    assert!(u16_at(pg, a_len) & SPILLED != 0 && u16_at(pg, b_len) & SPILLED != 0);
+    let a_ref = pg[a].to_vec();
+    let shared = u64::from_le_bytes(a_ref[4..12].try_into().unwrap());
+    pg[b].copy_from_slice(&a_ref);
+    reseal(&mut file, leaf);
+    std::fs::write(&path, &file).unwrap();
+    (open(dir, Layer::Pread, PS as u64), shared)
+}
+
+/// Two entries naming one chain is damage `check` reports; deleting both rows must not free
+/// the chain's page twice unnoticed: either a delete refuses, or `check` then names the page
+/// freed twice (its free list holds it twice). Unnoticed, two long rows written afterwards are
+/// given the same overflow page and one reads as the other.
+#[test]
+fn two_entries_naming_one_chain_are_never_a_silent_double_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, shared) = two_entries_one_chain(dir.path());
+    let report = db.check().unwrap();
+    assert!(damage::names(&report.damage, "t_pkey", shared), "check finds the shared chain: {:?}", report.damage);
+    let mut w = db.begin_write().unwrap();
+    let t = w.table("t").unwrap();
+    let pk = w.primary_key(&t).unwrap().unwrap();
+    let refused = [1i64, 2].iter().any(|&k| w.delete_by(&pk, &[Value::I64(k)]).is_err());
+    if refused {
+        return;
+    }
+    w.commit().unwrap();
+    let report = db.check().unwrap();
+    let flagged = damage::names(&report.damage, "t_pkey", shared);
+    let damage_after = report.damage.clone();
+    // Two new long rows, each on one overflow page.
+    let mut w = db.begin_write().unwrap();
+    let t = w.table("t").unwrap();
+    let (x, y) = (note(10, 2000, 5), note(11, 2000, 6));
+    w.insert(&t, &vals(10, &x)).unwrap();
+    w.insert(&t, &vals(11, &y)).unwrap();
+    w.commit().unwrap();
+    let rx = db.begin_read().unwrap();
+    let t = rx.table("t").unwrap();
+    let pk = rx.primary_key(&t).unwrap().unwrap();
+    let got = |k: i64| -> Option<(i64, String)> {
+        let g = rx.get_by(&pk, &[Value::I64(k)]).ok()??;
+        let r = g.row().ok()?;
+        Some((r.get_named::<kind::I64>("k").ok()?, whole(&r).ok()?))
+    };
+    let (gx, gy) = (got(10), got(11));
+    assert!(
+        flagged,
+        "check does not name page {shared}, freed twice by the deletes (it reports {damage_after:?}); \
+         then new rows 10 and 11 read as keys {:?} and {:?}",
+        gx.as_ref().map(|r| r.0),
+        gy.as_ref().map(|r| r.0)
+    );
+    for (k, want, g) in [(10, &x, gx), (11, &y, gy)] {
+        if let Some((gk, gv)) = g {
+            assert!(gk == k && gv == *want, "row {k} reads as row {gk}");
+        }
     }
 }

@@ -585,3 +585,71 @@ fn two_entries_naming_one_chain_are_never_a_silent_double_free() {
         }
     }
 }
+
+/// The damaged file's database: the table of [`two_entries_one_chain`] undamaged, then row 1's
+/// reference rewritten by `edit` (given the leaf's page and the reference's bytes).
+fn damaged_reference(dir: &Path, edit: impl Fn(u64, &mut [u8])) -> Arc<Database> {
+    use damage::{PS, page_mut, page_of, reseal, u16_at};
+    let db = open(dir, Layer::Pread, PS as u64);
+    let mut w = db.begin_write().unwrap();
+    let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+    for k in 1..=3i64 {
+        w.insert(&t, &vals(k, &note(k, if k == 3 { 50 } else { 1500 + 500 * k as usize }, 0))).unwrap();
+    }
+    w.commit().unwrap();
+    drop(db);
+    let path = dir.join("db").join(nvpage::DATA_FILE);
+    let mut file = std::fs::read(&path).unwrap();
+    let pages = file.len() / PS;
+    let leaf = (0..pages as u64)
+        .find(|&p| {
+            let pg = page_of(&file, p);
+            pg[16] == b'X' && pg[17] == 0 && pg[29] == 1 && u16_at(pg, 18) == 3
+        })
+        .expect("the table's one leaf");
+    let pg = page_mut(&mut file, leaf);
+    let (_, a) = entry(pg, 0);
+    edit(leaf, &mut pg[a]);
+    reseal(&mut file, leaf);
+    std::fs::write(&path, &file).unwrap();
+    open(dir, Layer::Pread, PS as u64)
+}
+
+/// Every read of row 1 of a damaged table and `check` return (an error or damage), never a
+/// panic; `check` reports the damage.
+fn reads_report(db: &Database, what: &str) {
+    let report = db.check().unwrap();
+    assert!(!report.damage.is_empty(), "{what}: check finds nothing");
+    let rx = db.begin_read().unwrap();
+    let t = rx.table("t").unwrap();
+    let pk = rx.primary_key(&t).unwrap().unwrap();
+    assert!(rx.get_by(&pk, &[Value::I64(1)]).and_then(|g| g.unwrap().row().map(drop)).is_err(), "{what}: get_by");
+    assert!(rx.for_each_row(&t, |_| Ok(())).is_err(), "{what}: for_each_row");
+    let r: nvpage::Result<Vec<()>> = rx.index_range(&pk, Bound::Unbounded, Bound::Unbounded).unwrap().map(|g| g.and_then(|g| g.row().map(drop))).collect();
+    assert!(r.is_err(), "{what}: index_range");
+    assert!(rx.par_fold_pages(&t, 2, || (), |a, _| Ok(a), |a, _| a).is_err(), "{what}: par_fold_pages");
+    drop(rx);
+    let mut w = db.begin_write().unwrap();
+    let t = w.table("t").unwrap();
+    let pk = w.primary_key(&t).unwrap().unwrap();
+    assert!(w.update_by(&pk, &[Value::I64(1)], &[("note", Value::Str("x"))]).is_err(), "{what}: update_by");
+    drop(w);
+}
+
+/// A spilled row's reference whose length is huge, or whose first page is past the file, at the
+/// end of the page numbers, or the leaf itself: typed errors and `check` damage, no panic.
+#[test]
+fn a_damaged_reference_is_an_error_never_a_panic() {
+    let cases: [(&str, fn(u64, &mut [u8])); 5] = [
+        ("length u32::MAX", |_, r| r[..4].copy_from_slice(&u32::MAX.to_le_bytes())),
+        ("length past a heap row", |_, r| r[..4].copy_from_slice(&70_000u32.to_le_bytes())),
+        ("first page past the file", |_, r| r[4..].copy_from_slice(&100_000u64.to_le_bytes())),
+        ("first page u64::MAX", |_, r| r[4..].copy_from_slice(&u64::MAX.to_le_bytes())),
+        ("first page the leaf", |leaf, r| r[4..].copy_from_slice(&leaf.to_le_bytes())),
+    ];
+    for (what, edit) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let db = damaged_reference(dir.path(), edit);
+        reads_report(&db, what);
+    }
+}

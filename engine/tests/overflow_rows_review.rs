@@ -700,3 +700,43 @@ fn a_snapshot_reads_a_dropped_tables_spilled_rows_while_new_tables_fill_the_file
         sound(&db, &format!("{layer}: made again"));
     }
 }
+
+/// A column filter of a page's located rows (`PageBatch::retain_by`, `retain_by_pair`) judges a
+/// spilled row by its own values, as `retain` and the gathers read them: on a leaf of spilled
+/// and inline rows, keeping the even keys keeps exactly the even keys.
+#[test]
+fn retain_by_judges_a_spilled_row_by_its_own_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), Layer::Pread, 4096);
+    let mut w = db.begin_write().unwrap();
+    let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+    for k in 0..40i64 {
+        let len = if k % 4 < 2 { 1500 } else { 20 };
+        w.insert(&t, &vals(k, &note(k, len, 0))).unwrap();
+    }
+    w.commit().unwrap();
+    let rx = db.begin_read().unwrap();
+    let t = rx.table("t").unwrap();
+    let k_col = t.col::<kind::I64>("k").unwrap();
+    let mut places = nvpage::RowPlaces::new();
+    let (mut by, mut by_pair, mut by_row) = (Vec::new(), Vec::new(), Vec::new());
+    for page in rx.scan(&t).unwrap() {
+        page.unwrap()
+            .with_rows(|rows| {
+                let c = rows.col(k_col)?;
+                let mut b = rows.locate(&mut places)?;
+                b.retain_by(c, |v| v.is_some_and(|k| k % 2 == 0));
+                b.gather(c, &mut by, None)?;
+                let mut b = rows.locate(&mut places)?;
+                b.retain_by_pair(c, c, |a, _| a.is_some_and(|k| k % 2 == 0));
+                b.gather(c, &mut by_pair, None)?;
+                let mut b = rows.locate(&mut places)?;
+                b.retain(|r| Ok(r.get(c)? % 2 == 0))?;
+                b.gather(c, &mut by_row, None)
+            })
+            .unwrap();
+    }
+    let want: Vec<i64> = (0..40).filter(|k| k % 2 == 0).collect();
+    assert_eq!(by_row, want, "retain (whole rows) keeps the even keys");
+    assert_eq!((&by, &by_pair), (&want, &want), "retain_by and retain_by_pair keep the even keys");
+}

@@ -740,3 +740,48 @@ fn retain_by_judges_a_spilled_row_by_its_own_values() {
     assert_eq!(by_row, want, "retain (whole rows) keeps the even keys");
     assert_eq!((&by, &by_pair), (&want, &want), "retain_by and retain_by_pair keep the even keys");
 }
+
+/// Rows around the longest a leaf entry takes inline (a quarter page with the key), on the
+/// smallest and largest pages, each one byte longer than the last, read back whole, then each
+/// rewritten one byte shorter and one longer (crossing the line both ways), and deleted.
+#[test]
+fn rows_on_either_side_of_the_spill_line_read_back_whole() {
+    for layer in Layer::compiled() {
+        for ps in [4096u64, 65536] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = open(dir.path(), layer, ps);
+            let mut model = Model::new();
+            let mut w = db.begin_write().unwrap();
+            let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+            let pk = w.primary_key(&t).unwrap().unwrap();
+            let line = ps as usize / 4;
+            for (i, len) in (line - 60..line + 10).enumerate() {
+                let v = note(i as i64, len, 0);
+                w.insert(&t, &vals(i as i64, &v)).unwrap();
+                model.insert(i as i64, v);
+            }
+            compare(&w, &model, &format!("{layer} {ps}: inserted"));
+            for (i, len) in (line - 60..line + 10).enumerate() {
+                let k = i as i64;
+                let len = if i % 2 == 0 { len - 1 } else { len + 1 };
+                let v = note(k, len, 1);
+                w.upsert(&pk, &vals(k, &v)).unwrap();
+                model.insert(k, v);
+            }
+            compare(&w, &model, &format!("{layer} {ps}: rewritten"));
+            w.commit().unwrap();
+            compare(&db.begin_read().unwrap(), &model, &format!("{layer} {ps}: committed"));
+            sound(&db, &format!("{layer} {ps}: committed"));
+            let mut w = db.begin_write().unwrap();
+            let t = w.table("t").unwrap();
+            let pk = w.primary_key(&t).unwrap().unwrap();
+            for k in model.keys().copied().filter(|k| k % 3 == 0).collect::<Vec<_>>() {
+                assert!(w.delete_by(&pk, &[Value::I64(k)]).unwrap());
+                model.remove(&k);
+            }
+            w.commit().unwrap();
+            compare(&db.begin_read().unwrap(), &model, &format!("{layer} {ps}: deleted"));
+            sound(&db, &format!("{layer} {ps}: deleted"));
+        }
+    }
+}

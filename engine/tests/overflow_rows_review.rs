@@ -785,3 +785,29 @@ fn rows_on_either_side_of_the_spill_line_read_back_whole() {
         }
     }
 }
+
+/// With the data file capped (`max_file_bytes`), an insert refused because its key is held is a
+/// `UniqueViolation` however many times it is tried, as for a short row: the refused long rows
+/// do not use up the file and turn into a failure that poisons the transaction.
+#[test]
+fn refused_inserts_of_long_rows_never_exhaust_a_capped_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ps = 4096u64;
+    let b = Database::builder().layer(Layer::Pread).page_size(ps).pool_bytes(48 * ps).max_file_bytes(64 * ps);
+    let db = Arc::new(b.open(dir.path().join("db")).unwrap());
+    let mut w = db.begin_write().unwrap();
+    let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+    w.insert(&t, &vals(1, &note(1, 3000, 0))).unwrap();
+    w.commit().unwrap();
+    let mut w = db.begin_write().unwrap();
+    let t = w.table("t").unwrap();
+    for i in 0..200 {
+        match w.insert(&t, &vals(1, &note(1, 3000, 1))) {
+            Err(Error::UniqueViolation { .. }) => {}
+            other => panic!("refused insert {i}: {other:?}"),
+        }
+    }
+    w.insert(&t, &vals(2, &note(2, 3000, 1))).unwrap();
+    w.commit().unwrap();
+    sound(&db, "after the refused inserts");
+}

@@ -829,3 +829,50 @@ fn refused_inserts_of_long_rows_never_exhaust_a_capped_file() {
     w.commit().unwrap();
     sound(&db, "after the refused inserts");
 }
+
+/// A snapshot read on another thread, over and over, while the writer commits rewrites and
+/// deletes of spilled rows (freeing their chains) and new long rows (taking freed pages once
+/// no older snapshot is live), reads what it saw every time.
+#[test]
+fn a_snapshot_on_another_thread_reads_its_spilled_rows_while_the_writer_commits() {
+    for layer in Layer::compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path(), layer, 4096);
+        let mut model = Model::new();
+        let mut w = db.begin_write().unwrap();
+        let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+        for k in 0..80i64 {
+            let v = note(k, if k % 2 == 0 { 1800 + k as usize } else { 40 }, 0);
+            w.insert(&t, &vals(k, &v)).unwrap();
+            model.insert(k, v);
+        }
+        w.commit().unwrap();
+        let snap = db.snapshot().unwrap();
+        let seen = model.clone();
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                for i in 0..30 {
+                    compare(&snap, &seen, &format!("{layer}: the snapshot, pass {i}"));
+                }
+            });
+            for round in 1..=20u8 {
+                // Every few rounds a fresh snapshot comes and goes, so freed pages get reused.
+                let fresh = (round % 3 == 0).then(|| db.snapshot().unwrap());
+                drop(fresh);
+                let mut w = db.begin_write().unwrap();
+                let t = w.table("t").unwrap();
+                let pk = w.primary_key(&t).unwrap().unwrap();
+                for k in (0..80i64).filter(|k| (k + i64::from(round)) % 3 == 0) {
+                    let v = note(k, if (k + i64::from(round)) % 2 == 0 { 2500 } else { 30 }, round);
+                    w.upsert(&pk, &vals(k, &v)).unwrap();
+                    model.insert(k, v);
+                }
+                w.commit().unwrap();
+            }
+            reader.join().unwrap();
+        });
+        compare(&db.begin_read().unwrap(), &model, &format!("{layer}: last"));
+        drop(snap);
+        sound(&db, &format!("{layer}: after"));
+    }
+}

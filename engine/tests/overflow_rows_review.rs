@@ -876,3 +876,42 @@ fn a_snapshot_on_another_thread_reads_its_spilled_rows_while_the_writer_commits(
         sound(&db, &format!("{layer}: after"));
     }
 }
+
+/// A transaction that runs out of file (`max_file_bytes`) while spilling rows fails with a
+/// typed error, and its abort leaves the committed table whole and `check` sound.
+#[test]
+fn running_out_of_file_while_spilling_aborts_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let ps = 4096u64;
+    let b = Database::builder().layer(Layer::Pread).page_size(ps).pool_bytes(48 * ps).max_file_bytes(64 * ps);
+    let db = Arc::new(b.open(dir.path().join("db")).unwrap());
+    let mut model = Model::new();
+    let mut w = db.begin_write().unwrap();
+    let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+    for k in 0..10i64 {
+        let v = note(k, 3000, 0);
+        w.insert(&t, &vals(k, &v)).unwrap();
+        model.insert(k, v);
+    }
+    w.commit().unwrap();
+    let mut w = db.begin_write().unwrap();
+    let t = w.table("t").unwrap();
+    let pk = w.primary_key(&t).unwrap().unwrap();
+    let mut failed = None;
+    for k in 0..200i64 {
+        let r = if k < 10 {
+            w.upsert(&pk, &vals(k, &note(k, 2000, 1))).map(drop)
+        } else {
+            w.insert(&t, &vals(k, &note(k, 3000, 1))).map(drop)
+        };
+        if let Err(e) = r {
+            failed = Some(e);
+            break;
+        }
+    }
+    let e = failed.expect("the file runs out");
+    assert!(matches!(e, Error::Storage(_)), "{e}");
+    w.abort().unwrap();
+    compare(&db.begin_read().unwrap(), &model, "after the abort");
+    sound(&db, "after the abort");
+}

@@ -1027,3 +1027,38 @@ fn a_crash_right_after_a_commit_that_only_rewrote_spilled_rows_keeps_them_sound(
         sound(&db, &format!("{layer}: more rows after the crash"));
     }
 }
+
+/// The same crash after a commit whose only changes grow inline rows (no row count changed),
+/// so that their leaves split and the tree takes pages.
+#[test]
+fn a_crash_right_after_a_commit_that_only_grew_inline_rows_keeps_them_sound() {
+    let layer = Layer::Pread;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), layer, 4096);
+    let mut model = Model::new();
+    let mut w = db.begin_write().unwrap();
+    let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+    for k in 0..20i64 {
+        let v = note(k, 100, 0);
+        w.insert(&t, &vals(k, &v)).unwrap();
+        model.insert(k, v);
+    }
+    w.commit().unwrap();
+    let mut w = db.begin_write().unwrap();
+    let t = w.table("t").unwrap();
+    let pk = w.primary_key(&t).unwrap().unwrap();
+    for k in 0..20i64 {
+        let v = note(k, 900, 1);
+        let set = [("note", Value::Str(&v))];
+        assert!(w.update_by(&pk, &[Value::I64(k)], &set).unwrap().is_some());
+        model.insert(k, v);
+    }
+    w.commit().unwrap();
+    sound(&db, "committed");
+    let crashed = tempfile::tempdir().unwrap();
+    copy_dir(&dir.path().join("db"), &crashed.path().join("db"));
+    drop(db);
+    let db = open(crashed.path(), layer, 4096);
+    compare(&db.begin_read().unwrap(), &model, "after the crash");
+    sound(&db, "after the crash");
+}

@@ -1,5 +1,14 @@
 //! Review of overflow rows (commit 030847c): a clustered table's rows too long for a leaf entry,
 //! spilled to chains of overflow pages. Each test states what should hold.
+//!
+//! Failing on 030847c (findings): `retain_by_judges_a_spilled_row_by_its_own_values`,
+//! `a_crash_right_after_a_commit_that_only_rewrote_spilled_rows_keeps_them_sound` (and its
+//! inline-row control `..._only_grew_inline_rows_...`, which fails on f5463ef too),
+//! `a_refused_insert_of_a_long_row_takes_no_pages`,
+//! `refused_inserts_of_long_rows_never_exhaust_a_capped_file`,
+//! `rewriting_one_spilled_row_many_times_in_one_transaction_does_not_grow_the_file_without_bound`,
+//! `two_entries_naming_one_chain_are_never_a_silent_double_free`. The others probe cases that
+//! were checked and hold.
 
 mod damage;
 

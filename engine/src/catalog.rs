@@ -229,6 +229,11 @@ impl IndexMeta {
     pub fn runs(&self) -> Vec<(u64, u64)> {
         runs(&self.extents, self.used_in_last)
     }
+
+    /// Whether page `p` is one it has taken from its extents (in its tree, or free).
+    pub fn holds(&self, p: u64) -> bool {
+        holds(&self.extents, self.used_in_last, p)
+    }
 }
 
 fn holds(extents: &[Extent], used_in_last: u32, p: u64) -> bool {

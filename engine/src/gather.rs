@@ -95,6 +95,18 @@ impl<'p> PageRows<'p> {
     }
 }
 
+/// The bytes of the row at `p` of `page` (inside the page, or the spilled row it names: checked
+/// by `locate`).
+#[inline(always)]
+fn place_bytes<'p>(page: &PageRows<'p>, p: Place) -> &'p [u8] {
+    let at = usize::from(p.off);
+    let from = match (p.spilled, page.spilled()) {
+        (0, _) | (_, None) => page.bytes(),
+        (k, Some(s)) => s.at(usize::from(k) - 1),
+    };
+    &from[at..at + usize::from(p.len)]
+}
+
 #[cold]
 fn short_row(len: usize, fixed_end: usize) -> Error {
     Error::CorruptRow(format!("{len} bytes, the schema needs at least {fixed_end}"))
@@ -115,12 +127,7 @@ impl<'p> PageBatch<'p, '_> {
     /// `locate`).
     #[inline(always)]
     fn bytes_of(&self, p: Place) -> &'p [u8] {
-        let at = usize::from(p.off);
-        let from = match (p.spilled, self.page.spilled()) {
-            (0, _) | (_, None) => self.page.bytes(),
-            (k, Some(s)) => s.at(usize::from(k) - 1),
-        };
-        &from[at..at + usize::from(p.len)]
+        place_bytes(&self.page, p)
     }
 
     #[inline(always)]
@@ -179,11 +186,8 @@ impl<'p> PageBatch<'p, '_> {
 
     /// Keeps the rows whose bytes pass `keep`, in order.
     fn retain_bytes(&mut self, mut keep: impl FnMut(&'p [u8]) -> bool) {
-        let page = self.page.bytes();
-        self.places.retain(|p| {
-            let start = usize::from(p.off);
-            keep(&page[start..start + usize::from(p.len)])
-        });
+        let page = self.page;
+        self.places.retain(|&p| keep(place_bytes(&page, p)));
     }
 
     /// Keeps the first `n` rows held.

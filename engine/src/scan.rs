@@ -149,7 +149,14 @@ pub(crate) struct Spilled(Vec<(usize, Vec<u8>)>);
 impl Spilled {
     /// The spilled rows of `bytes` (leaf `id` of tree `tree`), as `view` sees their chains:
     /// `None` for a page whose flags say it holds none (one byte read, for every other leaf).
-    fn of(db: &Database, view: View, tree: u32, id: u64, bytes: &[u8]) -> Result<Option<Self>> {
+    fn of(
+        db: &Database,
+        view: View,
+        schema: &Schema,
+        tree: u32,
+        id: u64,
+        bytes: &[u8],
+    ) -> Result<Option<Self>> {
         if !node::may_spill(bytes) {
             return Ok(None);
         }
@@ -158,7 +165,8 @@ impl Spilled {
         for i in 0..n.len() {
             if n.spilled(i)? {
                 let mut row = Vec::new();
-                spill::read_row(db, view, tree, Chain::decode(n.value(i)?, id)?, &mut row)?;
+                let chain = Chain::decode(n.value(i)?, id)?;
+                spill::read_row(db, view, tree, chain, schema, n.key(i)?, id, &mut row)?;
                 rows.push((i, row));
             }
         }
@@ -204,7 +212,7 @@ impl<'t> ScanPage<'t> {
             }
             Some(tree) => {
                 leaf(&page, tree, id)?;
-                Spilled::of(db, view, tree, id, &page)?
+                Spilled::of(db, view, table.schema(), tree, id, &page)?
             }
         };
         let (schema, table_id) = (table.schema().clone(), table.id);
@@ -483,7 +491,7 @@ where
                     db.pool.prefetch(PageId(id + 1), &heap::LEADING_LINES);
                 }
                 let spilled = match leaf_of {
-                    Some(tree) => Spilled::of(db, view, tree, id, &bytes)?,
+                    Some(tree) => Spilled::of(db, view, &schema, tree, id, &bytes)?,
                     None => None,
                 };
                 let page = PageRows {

@@ -236,7 +236,6 @@ impl Database {
             pending: committed + 1,
             start_page_count,
             catalog,
-            catalog_dirty: false,
             done: false,
             buf: Vec::new(),
             failed: None,
@@ -293,7 +292,6 @@ pub struct WriteTxn<'db> {
     start_page_count: u64,
     /// The writer's private copy, published at the commit step.
     catalog: Catalog,
-    catalog_dirty: bool,
     done: bool,
     buf: Vec<u8>,
     /// The failure that doomed the transaction (see the module's notes), if one did.
@@ -974,7 +972,6 @@ impl WriteTxn<'_> {
         let t = Table::from_meta(&meta);
         cat.tables.push(meta);
         self.db.fsm.lock().insert(id, Fsm::complete());
-        self.catalog_dirty = true;
         if let Some((index, cols)) = key {
             let live = self.live(&t)?;
             let names: Vec<&str> =
@@ -1013,7 +1010,6 @@ impl WriteTxn<'_> {
         let pending = self.pending;
         cat.pending_free.extend(meta.extents.iter().map(|&e| (pending, e)));
         self.db.fsm.lock().remove(&meta.id);
-        self.catalog_dirty = true;
         let (gone, kept) = std::mem::take(&mut self.catalog.indexes)
             .into_iter()
             .partition(|x| x.table_id == meta.id);
@@ -1146,7 +1142,6 @@ impl WriteTxn<'_> {
     fn adjust_rows(&mut self, table: Live<'_>, delta: i64) -> Result<()> {
         let t = self.meta_mut(table)?;
         t.rows = t.rows.saturating_add_signed(delta);
-        self.catalog_dirty = true;
         Ok(())
     }
 
@@ -1164,7 +1159,6 @@ impl WriteTxn<'_> {
             pool.grow(start + u64::from(len))?;
             Ok(start)
         })?;
-        self.catalog_dirty = true;
         let mut g = self.db.pool.new_page(PageId(page))?;
         heap::init(&mut g, table.id);
         Ok(page)
@@ -1298,19 +1292,20 @@ impl WriteTxn<'_> {
     /// Sets `at_commit_point` when the rewind was attempted: from then on a failure leaves the
     /// outcome to the next open.
     fn commit_inner(&mut self, at_commit_point: &mut bool) -> Result<()> {
-        if self.catalog_dirty {
-            // Counts alone are not written once the file says they may be stale (see
-            // `Catalog::counts_stale`); anything else in the catalog is. Under the writer's
-            // lock the published catalog is the one this transaction began from.
-            let base = &self.db.snapshots.current().catalog;
-            let counts = self.catalog.counts_differ(base);
-            if self.catalog.differs_beyond_counts(base) || (counts && !base.counts_stale) {
-                // Stale from this commit on if it changed a count (the next ones that change
-                // only counts will not write them); as the file had them otherwise.
-                self.catalog.counts_stale = base.counts_stale || counts;
-                self.write_catalog()?;
-            }
-            self.catalog_dirty = false;
+        // Counts alone are not written once the file says they may be stale (see
+        // `Catalog::counts_stale`); anything else in the catalog is. Under the writer's lock the
+        // published catalog is the one this transaction began from. Whether the writer changed
+        // the catalog is found by comparing it with that one, not by a flag every change must
+        // remember to set: a flag missed a tree's new root, extents and free pages where a
+        // commit changed no count (a split by an update, a spilled row rewritten), and a crash
+        // after such a commit lost them.
+        let base = &self.db.snapshots.current().catalog;
+        let counts = self.catalog.counts_differ(base);
+        if self.catalog.differs_beyond_counts(base) || (counts && !base.counts_stale) {
+            // Stale from this commit on if it changed a count (the next ones that change only
+            // counts will not write them); as the file had them otherwise.
+            self.catalog.counts_stale = base.counts_stale || counts;
+            self.write_catalog()?;
         }
         let pool = &self.db.pool;
         if pool.file().page_count() != self.start_page_count {
@@ -1363,7 +1358,6 @@ impl WriteTxn<'_> {
             let mut g = self.db.pool.new_page(PageId(p))?;
             catalog::write_chunk(&mut g, chunk, next);
         }
-        self.catalog_dirty = false;
         Ok(())
     }
 

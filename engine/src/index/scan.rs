@@ -81,8 +81,9 @@ enum Hit<'t> {
     Row(RowId),
     /// A clustered table's row, in the leaf held at `off..off + len`.
     InLeaf { leaf: Rc<PageRef<'t>>, off: usize, len: usize },
-    /// A clustered table's row spilled to this chain (`spill.rs`).
-    Spilled(Chain),
+    /// A clustered table's row spilled to `chain` (`spill.rs`), named by the entry of `leaf`
+    /// whose key is `key`.
+    Spilled { chain: Chain, key: Vec<u8>, leaf: u64 },
     /// A clustered table's row by its primary key, in the index's leaf `page` (held) at
     /// `off..off + len`: the row is found in the table's tree.
     ByKey { leaf: Rc<PageRef<'t>>, page: u64, off: usize, len: usize },
@@ -93,7 +94,7 @@ impl Hit<'_> {
     fn id(self) -> RowId {
         match self {
             Hit::Row(id) => id,
-            Hit::InLeaf { .. } | Hit::Spilled(_) | Hit::ByKey { .. } => RowId::KEYED,
+            Hit::InLeaf { .. } | Hit::Spilled { .. } | Hit::ByKey { .. } => RowId::KEYED,
         }
     }
 }
@@ -101,14 +102,21 @@ impl Hit<'_> {
 /// What entry `pos` of leaf `page` (read as `n`) gives: a row id, or, in a clustered table's
 /// tree, where its row lies in the leaf (or the chain it was spilled to), or, in another index
 /// of a clustered table, where its primary key lies.
-fn hit<'t>(meta: &IndexMeta, n: &Node<'_>, cur: &Cursor<'t>, at: ValueAt) -> Result<Hit<'t>> {
+fn hit<'t>(
+    meta: &IndexMeta,
+    n: &Node<'_>,
+    cur: &Cursor<'t>,
+    key: &[u8],
+    at: ValueAt,
+) -> Result<Hit<'t>> {
     let ValueAt { off, len, spilled } = at;
     let value = &n.bytes()[off..off + len];
     if spilled {
         if !meta.clustered {
             return Err(corrupt(cur.page, "a spilled row's reference in an index of no rows"));
         }
-        return Chain::decode(value, cur.page).map(Hit::Spilled);
+        let chain = Chain::decode(value, cur.page)?;
+        return Ok(Hit::Spilled { chain, key: key.to_vec(), leaf: cur.page });
     }
     if meta.clustered {
         return Ok(Hit::InLeaf { leaf: cur.leaf.clone(), off, len });
@@ -273,7 +281,7 @@ fn tree_row<'t>(
     let Some((g, leaf, at)) = find_value(ctx.db, ctx.view, tree, pk)? else { return Ok(None) };
     let schema = &table.schema;
     if at.spilled {
-        let row = value_copy(ctx.db, ctx.view, tree, &g, leaf, at)?;
+        let row = value_copy(ctx.db, ctx.view, tree, schema, pk, &g, leaf, at)?;
         return Ok(Some(RowGuard::owned(row, schema, RowId::KEYED)));
     }
     Ok(Some(RowGuard::at(g, schema, at.off, at.len, RowId::KEYED)))
@@ -481,7 +489,7 @@ impl<'t> IndexScan<'t> {
                 if self.meta.clustered {
                     prefetch_entries(self.ctx.db, &n, cur.pos, &mut cur.ahead, true);
                 }
-                let hit = hit(self.meta, &n, cur, place)?;
+                let hit = hit(self.meta, &n, cur, key, place)?;
                 exclude(&mut self.lo, key);
                 return Ok(Some(hit));
             }
@@ -515,7 +523,7 @@ impl<'t> IndexScan<'t> {
                 if self.meta.clustered {
                     prefetch_entries(self.ctx.db, &n, cur.pos, &mut cur.ahead, false);
                 }
-                let hit = hit(self.meta, &n, cur, place)?;
+                let hit = hit(self.meta, &n, cur, key, place)?;
                 exclude(&mut self.hi, key);
                 return Ok(Some(hit));
             }
@@ -585,9 +593,10 @@ impl<'t> IndexScan<'t> {
             Hit::InLeaf { leaf, off, len } => {
                 Ok(RowGuard::in_leaf(leaf, &self.table.schema, off, len))
             }
-            Hit::Spilled(chain) => {
-                let mut row = Vec::new();
-                spill::read_row(self.ctx.db, self.ctx.view, self.meta.id, chain, &mut row)?;
+            Hit::Spilled { chain, key, leaf } => {
+                let (mut row, schema) = (Vec::new(), &self.table.schema);
+                let (db, view, tree) = (self.ctx.db, self.ctx.view, self.meta.id);
+                spill::read_row(db, view, tree, chain, schema, &key, leaf, &mut row)?;
                 Ok(RowGuard::owned(row, &self.table.schema, RowId::KEYED))
             }
             Hit::ByKey { leaf, page, off, len } => {

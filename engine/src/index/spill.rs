@@ -23,9 +23,13 @@ use nvpage_buffer::View;
 use nvpage_storage::PageId;
 use nvpage_storage::page::PAGE_HEADER_LEN;
 
+use super::key;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::le::{put_u32, u32_at, u64_at};
+use crate::row::RowRef;
+use crate::schema::Schema;
+use crate::table::RowId;
 
 /// The type byte of an overflow page.
 pub const SPILL_PAGE: u8 = b'O';
@@ -141,17 +145,33 @@ pub fn walk(
     Ok(())
 }
 
-/// The row `chain` (of tree `tree`) holds, as `view` sees it, into `out` (cleared first).
+/// The row `chain` (of tree `tree`, named by the entry of leaf `leaf` whose key is `key`) holds,
+/// as `view` sees it, into `out` (cleared first): a row of `schema` whose primary key is `key`.
+/// A chain two entries share (damage) would otherwise give one entry the other's row.
+#[allow(clippy::too_many_arguments)]
 pub fn read_row(
     db: &Database,
     view: View,
     tree: u32,
     chain: Chain,
+    schema: &Schema,
+    key: &[u8],
+    leaf: u64,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     out.clear();
-    out.reserve(chain.len);
-    walk(db, view, tree, chain, |_, piece| out.extend_from_slice(piece))
+    // A damaged length is found as the chain is walked, before it is trusted with memory.
+    out.reserve(chain.len.min(db.page_size()));
+    walk(db, view, tree, chain, |_, piece| out.extend_from_slice(piece))?;
+    let row = RowRef::new(schema, out, RowId::KEYED)?;
+    let columns: Vec<u16> =
+        schema.primary_key().unwrap_or_default().iter().map(|&c| c as u16).collect();
+    let mut found = Vec::with_capacity(key.len());
+    key::encode_row(schema, &columns, &row, &mut found)?;
+    if found != key {
+        return Err(bad(leaf, "a spilled row's chain holds the row of another key"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

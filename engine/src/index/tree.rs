@@ -30,6 +30,7 @@ use super::spill::{self, Chain};
 use crate::catalog::{self, Catalog, IndexMeta};
 use crate::db::Database;
 use crate::error::{Error, Result};
+use crate::schema::Schema;
 use crate::table::RowId;
 
 /// A damaged index page.
@@ -167,12 +168,15 @@ pub(crate) fn find_value<'a>(
     Ok(Some((g, leaf, at)))
 }
 
-/// A copy of the value in `page` at `at` (of leaf `leaf` of tree `meta`), a spilled row read
-/// whole from its chain as `view` sees it.
+/// A copy of the value in `page` at `at` (of leaf `leaf` of tree `meta`, the entry whose key
+/// is `key`), a spilled row (of `schema`) read whole from its chain as `view` sees it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn value_copy(
     db: &Database,
     view: View,
     meta: &IndexMeta,
+    schema: &Schema,
+    key: &[u8],
     page: &[u8],
     leaf: u64,
     at: ValueAt,
@@ -182,7 +186,8 @@ pub(crate) fn value_copy(
         return Ok(value.to_vec());
     }
     let mut out = Vec::new();
-    spill::read_row(db, view, meta.id, Chain::decode(value, leaf)?, &mut out)?;
+    let chain = Chain::decode(value, leaf)?;
+    spill::read_row(db, view, meta.id, chain, schema, key, leaf, &mut out)?;
     Ok(out)
 }
 
@@ -336,10 +341,25 @@ impl<'a> TreeWriter<'a, '_> {
         Ok(())
     }
 
-    /// Lets `page` go: free once no snapshot older than this transaction's commit is live.
+    /// Lets `page` go: free once no snapshot older than this transaction's commit is live; at
+    /// once if this transaction took it for the tree (no snapshot can read it), so that a row
+    /// rewritten again and again in one transaction reuses one overflow page rather than taking
+    /// a page for every rewrite until the commit.
     fn release(&mut self, page: u64) {
-        let pending = self.pending;
-        self.meta_mut().pending_free_pages.push((pending, page));
+        let (id, pending) = (self.meta().id, self.pending);
+        // The tree as the last commit left it, which the writer began from (it holds the lock).
+        let committed = self.db.snapshots.current();
+        let ours = match committed.catalog.indexes.iter().find(|x| x.id == id) {
+            Some(x) => !x.holds(page),
+            // Created by this transaction.
+            None => true,
+        };
+        let m = self.meta_mut();
+        if ours {
+            m.free_pages.push(page);
+        } else {
+            m.pending_free_pages.push((pending, page));
+        }
     }
 
     /// Adds `key` → `value` (a row id's bytes, or a sized value where the tree's leaves hold

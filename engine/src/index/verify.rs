@@ -139,7 +139,7 @@ impl Walk<'_, '_, '_> {
                 return Ok(None);
             }
         };
-        let (mut at, mut row) = (chain.first, Vec::with_capacity(chain.len));
+        let (mut at, mut row) = (chain.first, Vec::new());
         while row.len() < chain.len {
             if !self.runs.iter().any(|&(s, n)| at >= s && at < s + n) {
                 self.damaged(page, format!("entry {i}'s chain leads outside the index's pages"));
@@ -331,8 +331,13 @@ pub(crate) fn verify(
             ));
         }
     }
-    let free: HashSet<u64> =
-        x.free_pages.iter().chain(x.pending_free_pages.iter().map(|(_, p)| p)).copied().collect();
+    let mut free: HashSet<u64> = HashSet::new();
+    for &p in x.free_pages.iter().chain(x.pending_free_pages.iter().map(|(_, p)| p)) {
+        // Freed twice (a chain two entries named, both removed): two allocations would take it.
+        if !free.insert(p) {
+            w.damage.push(format!("index {name}, page {p}: free twice"));
+        }
+    }
     for &(s, n) in &w.runs {
         for p in s..s + n {
             match (w.seen.contains(&p), free.contains(&p)) {

@@ -49,7 +49,10 @@ impl WriteTxn<'_> {
     pub(super) fn clustered_row(&self, ix: usize, k: &[u8]) -> Result<Option<Vec<u8>>> {
         let x = &self.catalog.indexes[ix];
         let Some((g, leaf, at)) = find_value(self.db, View::Writer, x, k)? else { return Ok(None) };
-        value_copy(self.db, View::Writer, x, &g, leaf, at).map(Some)
+        let table = self.catalog.table_by_id(x.table_id).ok_or_else(|| {
+            Error::CorruptCatalog(format!("the tree of table {} without it", x.table_id))
+        })?;
+        value_copy(self.db, View::Writer, x, &table.schema, k, &g, leaf, at).map(Some)
     }
 
     /// Whether clustered table `table_id` has indexes beside its primary key.
@@ -137,10 +140,21 @@ impl WriteTxn<'_> {
                 Mode::New
             }
         };
+        // An insert of a key the tree holds is refused before anything is written: where the
+        // row spills, its chain would be written first, and where the table has other indexes,
+        // their keys are checked next.
+        let keyed = self.keyed_indexes(table.id);
+        if matches!(put, Put::Insert)
+            && (spilled || keyed)
+            && find_value(db, View::Writer, x, &k)?.is_some()
+        {
+            let key = describe_key(x, &r);
+            return Err(Error::UniqueViolation { index: x.name.clone(), key });
+        }
         // The row this one replaces (its key, a copy of it), for the other indexes' entries,
         // and their unique keys checked before anything changes.
         let mut old: Option<(Vec<u8>, Vec<u8>)> = None;
-        if self.keyed_indexes(table.id) {
+        if keyed {
             let old_key = match put {
                 Put::Insert => None,
                 Put::Upsert => Some(k.as_slice()),
@@ -148,10 +162,6 @@ impl WriteTxn<'_> {
             };
             if let Some(o) = old_key {
                 old = self.clustered_row(ix, o)?.map(|row| (o.to_vec(), row));
-            } else if find_value(db, View::Writer, &self.catalog.indexes[ix], &k)?.is_some() {
-                let x = &self.catalog.indexes[ix];
-                let key = describe_key(x, &r);
-                return Err(Error::UniqueViolation { index: x.name.clone(), key });
             }
             if matches!(put, Put::Replace(_)) && old.is_none() {
                 return Err(Error::CorruptCatalog(format!(
@@ -171,7 +181,8 @@ impl WriteTxn<'_> {
             let chain = tree.spill(row)?;
             let outcome = tree.put_entry(&k, &chain.encode(), true, mode)?;
             if outcome == Outcome::Held {
-                // Nothing names the chain: its pages go as they came.
+                // Not met (an insert's key was looked for above), but were it: nothing names
+                // the chain, whose pages go as they came.
                 tree.release_chain(chain)?;
             }
             outcome
@@ -192,7 +203,7 @@ impl WriteTxn<'_> {
                 false
             }
         };
-        if self.keyed_indexes(table.id) {
+        if keyed {
             let old = old.as_ref().map(|(_, o)| (o.as_slice(), RowId::KEYED));
             self.index_change(table, old, Some((row, RowId::KEYED)))?;
         }

@@ -176,7 +176,6 @@ impl WriteTxn<'_> {
             if ascending { self.meta(&table)?.pages().collect() } else { Vec::new() };
         self.catalog.next_table_id = next_id;
         self.catalog.indexes.push(meta);
-        self.catalog_dirty = true;
         let ix = self.catalog.indexes.len() - 1;
         let db = self.db;
         let mut tree = TreeWriter { db, cat: &mut self.catalog, ix, pending: self.pending };
@@ -291,7 +290,6 @@ impl WriteTxn<'_> {
         }
         let pending = self.pending;
         self.catalog.pending_free.extend(x.extents.iter().map(|&e| (pending, e)));
-        self.catalog_dirty = true;
         Ok(())
     }
 
@@ -408,7 +406,6 @@ impl WriteTxn<'_> {
             if new.is_some() {
                 tree.insert_value(&nk, &nv)?;
             }
-            self.catalog_dirty = true;
         }
         Ok(())
     }

@@ -1,14 +1,12 @@
-//! Review of overflow rows (commit 030847c): a clustered table's rows too long for a leaf entry,
-//! spilled to chains of overflow pages. Each test states what should hold.
-//!
-//! Failing on 030847c (findings): `retain_by_judges_a_spilled_row_by_its_own_values`,
-//! `a_crash_right_after_a_commit_that_only_rewrote_spilled_rows_keeps_them_sound` (and its
-//! inline-row control `..._only_grew_inline_rows_...`, which fails on f5463ef too),
-//! `a_refused_insert_of_a_long_row_takes_no_pages`,
-//! `refused_inserts_of_long_rows_never_exhaust_a_capped_file`,
-//! `rewriting_one_spilled_row_many_times_in_one_transaction_does_not_grow_the_file_without_bound`,
-//! `two_entries_naming_one_chain_are_never_a_silent_double_free`. The others probe cases that
-//! were checked and hold.
+//! Goal: a clustered table's rows too long for a leaf entry, spilled to overflow pages, hold on
+//! every path a row takes: the longest row a heap table takes reads back whole on every page
+//! size and layer; rows that grow into and shrink out of overflow pages, move to new keys, split
+//! and empty leaves, and are dropped with their table stay right through abort, commit, reopen
+//! and a crash right after a commit that changed no row count; snapshots read the rows they saw
+//! while commits free and reuse their pages; a column filter judges a spilled row by its own
+//! values; a refused insert takes no page, and rewriting one row many times in a transaction
+//! reuses its page; a damaged reference, and a chain two entries share, are typed errors and
+//! `check` damage, never a panic or another row's values.
 
 mod damage;
 
@@ -18,8 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use nvpage::{
-    Column, ColumnType, Database, Error, Layer, ReadOps, Schema, Storage, Table, Value,
-    kind,
+    Column, ColumnType, Database, Error, Layer, ReadOps, Schema, Storage, Table, Value, kind,
 };
 
 fn schema() -> Schema {
@@ -106,7 +103,12 @@ fn compare(rx: &impl ReadOps, model: &Model, what: &str) {
     for page in rx.scan(&t).unwrap() {
         page.unwrap()
             .with_rows(|rows| {
-                rows.locate(&mut places)?.gather_bytes(rows.col(note_col)?, &mut data, &mut ends, None)
+                rows.locate(&mut places)?.gather_bytes(
+                    rows.col(note_col)?,
+                    &mut data,
+                    &mut ends,
+                    None,
+                )
             })
             .unwrap();
     }
@@ -116,7 +118,8 @@ fn compare(rx: &impl ReadOps, model: &Model, what: &str) {
         names.push(String::from_utf8(data[from..end as usize].to_vec()).unwrap());
         from = end as usize;
     }
-    let want_names: Vec<String> = model.values().map(|v| v[..v.len().min(SPLIT)].to_owned()).collect();
+    let want_names: Vec<String> =
+        model.values().map(|v| v[..v.len().min(SPLIT)].to_owned()).collect();
     assert!(names == want_names, "{what}: gather_bytes");
     let pk = rx.primary_key(&t).unwrap().unwrap();
     for (k, v) in model {
@@ -163,7 +166,9 @@ fn longest_note(w: &mut nvpage::WriteTxn<'_>, t: &Table, ps: usize) -> usize {
         let mid = (lo + hi).div_ceil(2);
         match w.insert(t, &vals(-1, &"z".repeat(mid))) {
             Ok(_) => {
-                assert!(w.delete_by(&w.primary_key(t).unwrap().unwrap(), &[Value::I64(-1)]).unwrap());
+                assert!(
+                    w.delete_by(&w.primary_key(t).unwrap().unwrap(), &[Value::I64(-1)]).unwrap()
+                );
                 lo = mid;
             }
             Err(Error::RowTooLarge { .. } | Error::ValueDoesNotFit { .. }) => hi = mid - 1,
@@ -197,7 +202,9 @@ fn a_row_as_long_as_a_heap_tables_longest_reads_back_whole_on_every_page_size_an
                     let mid = (lo + hi).div_ceil(2);
                     match w.insert(&h, &vals(mid as i64, &"z".repeat(mid))) {
                         Ok(_) => lo = mid,
-                        Err(Error::RowTooLarge { .. } | Error::ValueDoesNotFit { .. }) => hi = mid - 1,
+                        Err(Error::RowTooLarge { .. } | Error::ValueDoesNotFit { .. }) => {
+                            hi = mid - 1
+                        }
                         Err(e) => panic!("{e}"),
                     }
                 }
@@ -208,7 +215,21 @@ fn a_row_as_long_as_a_heap_tables_longest_reads_back_whole_on_every_page_size_an
             assert!(max > ps as usize * 3 / 4, "{layer} {ps}: the longest note {max}");
             let mut model = Model::new();
             let cap = ps as usize - 36;
-            let lens = [max, max - 1, 1, cap - 13, cap - 12, cap - 11, cap, 2 * cap - 13, 2 * cap, 3, ps as usize / 4, ps as usize / 4 - 30, ps as usize / 2];
+            let lens = [
+                max,
+                max - 1,
+                1,
+                cap - 13,
+                cap - 12,
+                cap - 11,
+                cap,
+                2 * cap - 13,
+                2 * cap,
+                3,
+                ps as usize / 4,
+                ps as usize / 4 - 30,
+                ps as usize / 2,
+            ];
             for (i, &len) in lens.iter().enumerate() {
                 if len > max {
                     continue;
@@ -278,7 +299,11 @@ fn a_snapshot_reads_the_spilled_rows_it_saw_after_commits_replace_and_free_their
             }
             let (from, to) = (i64::from(round) * 3 + 1, 1000 + i64::from(round));
             if let Some(v) = model.remove(&from) {
-                assert!(w.update_by(&pk, &[Value::I64(from)], &[("k", Value::I64(to))]).unwrap().is_some());
+                assert!(
+                    w.update_by(&pk, &[Value::I64(from)], &[("k", Value::I64(to))])
+                        .unwrap()
+                        .is_some()
+                );
                 model.insert(to, v);
             }
             let v = note(500 + i64::from(round), 3500, round);
@@ -314,7 +339,8 @@ fn a_snapshot_reads_the_spilled_rows_it_saw_after_commits_replace_and_free_their
 /// spilled, deleted and inserted again, all in one transaction, then rolled back: the table is
 /// what was committed and `check` finds nothing wrong; the same, committed, is what was written.
 #[test]
-fn a_row_growing_shrinking_and_moving_through_spills_in_one_transaction_aborts_and_commits_cleanly() {
+fn a_row_growing_shrinking_and_moving_through_spills_in_one_transaction_aborts_and_commits_cleanly()
+{
     for layer in Layer::compiled() {
         for ps in [4096u64, 16384] {
             let dir = tempfile::tempdir().unwrap();
@@ -335,7 +361,9 @@ fn a_row_growing_shrinking_and_moving_through_spills_in_one_transaction_aborts_a
                 let t = w.table("t").unwrap();
                 let pk = w.primary_key(&t).unwrap().unwrap();
                 for k in [5i64, 10, 11, 20] {
-                    for (step, len) in [big / 2, big - 100, big / 3, 10, big * 3 / 4].into_iter().enumerate() {
+                    for (step, len) in
+                        [big / 2, big - 100, big / 3, 10, big * 3 / 4].into_iter().enumerate()
+                    {
                         let v = note(k, len, step as u8);
                         let at = v.len().min(SPLIT);
                         let set = [("note", Value::Str(&v[..at])), ("more", Value::Str(&v[at..]))];
@@ -348,11 +376,19 @@ fn a_row_growing_shrinking_and_moving_through_spills_in_one_transaction_aborts_a
                     }
                     // Moved, spilled, to a key past the end and back, then deleted and inserted.
                     let to = 10_000 + k;
-                    assert!(w.update_by(&pk, &[Value::I64(k)], &[("k", Value::I64(to))]).unwrap().is_some());
+                    assert!(
+                        w.update_by(&pk, &[Value::I64(k)], &[("k", Value::I64(to))])
+                            .unwrap()
+                            .is_some()
+                    );
                     let v = next.remove(&k).unwrap();
                     let e = w.insert(&t, &vals(to, &note(to, big / 2, 7))).unwrap_err();
                     assert!(matches!(e, Error::UniqueViolation { .. }), "{e}");
-                    assert!(w.update_by(&pk, &[Value::I64(to)], &[("k", Value::I64(k))]).unwrap().is_some());
+                    assert!(
+                        w.update_by(&pk, &[Value::I64(to)], &[("k", Value::I64(k))])
+                            .unwrap()
+                            .is_some()
+                    );
                     assert!(w.delete_by(&pk, &[Value::I64(k)]).unwrap());
                     w.insert(&t, &vals(k, &v)).unwrap();
                     next.insert(k, v);
@@ -364,7 +400,11 @@ fn a_row_growing_shrinking_and_moving_through_spills_in_one_transaction_aborts_a
                 } else {
                     w.abort().unwrap();
                 }
-                compare(&db.begin_read().unwrap(), &model, &format!("{layer} {ps} commit {commit}"));
+                compare(
+                    &db.begin_read().unwrap(),
+                    &model,
+                    &format!("{layer} {ps} commit {commit}"),
+                );
                 sound(&db, &format!("{layer} {ps} commit {commit}"));
             }
             drop(db);
@@ -467,7 +507,10 @@ fn a_refused_insert_of_a_long_row_takes_no_pages() {
     w.commit().unwrap();
     sound(&db, "after 300 refused inserts");
     let after = page_count(&db);
-    assert!(after <= before + 8, "300 refused inserts grew the file from {before} to {after} pages");
+    assert!(
+        after <= before + 8,
+        "300 refused inserts grew the file from {before} to {after} pages"
+    );
 }
 
 /// Rewriting one spilled row many times in one transaction keeps the file's size bounded, as
@@ -571,7 +614,11 @@ fn two_entries_naming_one_chain_are_never_a_silent_double_free() {
     let dir = tempfile::tempdir().unwrap();
     let (db, shared) = two_entries_one_chain(dir.path());
     let report = db.check().unwrap();
-    assert!(damage::names(&report.damage, "t_pkey", shared), "check finds the shared chain: {:?}", report.damage);
+    assert!(
+        damage::names(&report.damage, "t_pkey", shared),
+        "check finds the shared chain: {:?}",
+        report.damage
+    );
     let mut w = db.begin_write().unwrap();
     let t = w.table("t").unwrap();
     let pk = w.primary_key(&t).unwrap().unwrap();
@@ -621,7 +668,8 @@ fn damaged_reference(dir: &Path, edit: impl Fn(u64, &mut [u8])) -> Arc<Database>
     let mut w = db.begin_write().unwrap();
     let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
     for k in 1..=3i64 {
-        w.insert(&t, &vals(k, &note(k, if k == 3 { 50 } else { 1500 + 500 * k as usize }, 0))).unwrap();
+        w.insert(&t, &vals(k, &note(k, if k == 3 { 50 } else { 1500 + 500 * k as usize }, 0)))
+            .unwrap();
     }
     w.commit().unwrap();
     drop(db);
@@ -650,16 +698,29 @@ fn reads_report(db: &Database, what: &str) {
     let rx = db.begin_read().unwrap();
     let t = rx.table("t").unwrap();
     let pk = rx.primary_key(&t).unwrap().unwrap();
-    assert!(rx.get_by(&pk, &[Value::I64(1)]).and_then(|g| g.unwrap().row().map(drop)).is_err(), "{what}: get_by");
+    assert!(
+        rx.get_by(&pk, &[Value::I64(1)]).and_then(|g| g.unwrap().row().map(drop)).is_err(),
+        "{what}: get_by"
+    );
     assert!(rx.for_each_row(&t, |_| Ok(())).is_err(), "{what}: for_each_row");
-    let r: nvpage::Result<Vec<()>> = rx.index_range(&pk, Bound::Unbounded, Bound::Unbounded).unwrap().map(|g| g.and_then(|g| g.row().map(drop))).collect();
+    let r: nvpage::Result<Vec<()>> = rx
+        .index_range(&pk, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|g| g.and_then(|g| g.row().map(drop)))
+        .collect();
     assert!(r.is_err(), "{what}: index_range");
-    assert!(rx.par_fold_pages(&t, 2, || (), |a, _| Ok(a), |a, _| a).is_err(), "{what}: par_fold_pages");
+    assert!(
+        rx.par_fold_pages(&t, 2, || (), |a, _| Ok(a), |a, _| a).is_err(),
+        "{what}: par_fold_pages"
+    );
     drop(rx);
     let mut w = db.begin_write().unwrap();
     let t = w.table("t").unwrap();
     let pk = w.primary_key(&t).unwrap().unwrap();
-    assert!(w.update_by(&pk, &[Value::I64(1)], &[("note", Value::Str("x"))]).is_err(), "{what}: update_by");
+    assert!(
+        w.update_by(&pk, &[Value::I64(1)], &[("note", Value::Str("x"))]).is_err(),
+        "{what}: update_by"
+    );
     drop(w);
 }
 
@@ -667,7 +728,8 @@ fn reads_report(db: &Database, what: &str) {
 /// end of the page numbers, or the leaf itself: typed errors and `check` damage, no panic.
 #[test]
 fn a_damaged_reference_is_an_error_never_a_panic() {
-    let cases: [(&str, fn(u64, &mut [u8])); 5] = [
+    type Edit = fn(u64, &mut [u8]);
+    let cases: [(&str, Edit); 5] = [
         ("length u32::MAX", |_, r| r[..4].copy_from_slice(&u32::MAX.to_le_bytes())),
         ("length past a heap row", |_, r| r[..4].copy_from_slice(&70_000u32.to_le_bytes())),
         ("first page past the file", |_, r| r[4..].copy_from_slice(&100_000u64.to_le_bytes())),
@@ -820,7 +882,11 @@ fn rows_on_either_side_of_the_spill_line_read_back_whole() {
 fn refused_inserts_of_long_rows_never_exhaust_a_capped_file() {
     let dir = tempfile::tempdir().unwrap();
     let ps = 4096u64;
-    let b = Database::builder().layer(Layer::Pread).page_size(ps).pool_bytes(48 * ps).max_file_bytes(64 * ps);
+    let b = Database::builder()
+        .layer(Layer::Pread)
+        .page_size(ps)
+        .pool_bytes(48 * ps)
+        .max_file_bytes(64 * ps);
     let db = Arc::new(b.open(dir.path().join("db")).unwrap());
     let mut w = db.begin_write().unwrap();
     let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
@@ -892,7 +958,11 @@ fn a_snapshot_on_another_thread_reads_its_spilled_rows_while_the_writer_commits(
 fn running_out_of_file_while_spilling_aborts_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let ps = 4096u64;
-    let b = Database::builder().layer(Layer::Pread).page_size(ps).pool_bytes(48 * ps).max_file_bytes(64 * ps);
+    let b = Database::builder()
+        .layer(Layer::Pread)
+        .page_size(ps)
+        .pool_bytes(48 * ps)
+        .max_file_bytes(64 * ps);
     let db = Arc::new(b.open(dir.path().join("db")).unwrap());
     let mut model = Model::new();
     let mut w = db.begin_write().unwrap();

@@ -995,6 +995,33 @@ fn running_out_of_file_while_spilling_aborts_cleanly() {
     sound(&db, "after the abort");
 }
 
+/// A clustered table of 20 spilled rows, committed, then a commit whose only changes rewrite
+/// each of them in place of itself (no row count changes): the database, and the rows it holds.
+fn rewritten_in_place(dir: &Path, layer: Layer) -> (Arc<Database>, Model) {
+    let db = open(dir, layer, 4096);
+    let mut model = Model::new();
+    let mut w = db.begin_write().unwrap();
+    let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
+    for k in 0..20i64 {
+        let v = note(k, 2000, 0);
+        w.insert(&t, &vals(k, &v)).unwrap();
+        model.insert(k, v);
+    }
+    w.commit().unwrap();
+    let mut w = db.begin_write().unwrap();
+    let t = w.table("t").unwrap();
+    let pk = w.primary_key(&t).unwrap().unwrap();
+    for k in 0..20i64 {
+        let v = note(k, 2500, 1);
+        let at = v.len().min(SPLIT);
+        let set = [("note", Value::Str(&v[..at])), ("more", Value::Str(&v[at..]))];
+        assert!(w.update_by(&pk, &[Value::I64(k)], &set).unwrap().is_some());
+        model.insert(k, v);
+    }
+    w.commit().unwrap();
+    (db, model)
+}
+
 /// A transaction whose only changes rewrite spilled rows in place of themselves (no row added
 /// or removed, so no row count changes) still takes pages for their new chains and frees the
 /// old ones: after a reopen the table reads the same and `check` is sound, and new rows written
@@ -1003,27 +1030,7 @@ fn running_out_of_file_while_spilling_aborts_cleanly() {
 fn a_transaction_that_only_rewrites_spilled_rows_survives_a_reopen() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
-        let db = open(dir.path(), layer, 4096);
-        let mut model = Model::new();
-        let mut w = db.begin_write().unwrap();
-        let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
-        for k in 0..20i64 {
-            let v = note(k, 2000, 0);
-            w.insert(&t, &vals(k, &v)).unwrap();
-            model.insert(k, v);
-        }
-        w.commit().unwrap();
-        let mut w = db.begin_write().unwrap();
-        let t = w.table("t").unwrap();
-        let pk = w.primary_key(&t).unwrap().unwrap();
-        for k in 0..20i64 {
-            let v = note(k, 2500, 1);
-            let at = v.len().min(SPLIT);
-            let set = [("note", Value::Str(&v[..at])), ("more", Value::Str(&v[at..]))];
-            assert!(w.update_by(&pk, &[Value::I64(k)], &set).unwrap().is_some());
-            model.insert(k, v);
-        }
-        w.commit().unwrap();
+        let (db, mut model) = rewritten_in_place(dir.path(), layer);
         compare(&db.begin_read().unwrap(), &model, &format!("{layer}: committed"));
         sound(&db, &format!("{layer}: committed"));
         drop(db);
@@ -1066,27 +1073,7 @@ fn copy_dir(from: &Path, to: &Path) {
 fn a_crash_right_after_a_commit_that_only_rewrote_spilled_rows_keeps_them_sound() {
     for layer in Layer::compiled() {
         let dir = tempfile::tempdir().unwrap();
-        let db = open(dir.path(), layer, 4096);
-        let mut model = Model::new();
-        let mut w = db.begin_write().unwrap();
-        let t = w.create_table_with("t", schema(), Storage::Clustered).unwrap();
-        for k in 0..20i64 {
-            let v = note(k, 2000, 0);
-            w.insert(&t, &vals(k, &v)).unwrap();
-            model.insert(k, v);
-        }
-        w.commit().unwrap();
-        let mut w = db.begin_write().unwrap();
-        let t = w.table("t").unwrap();
-        let pk = w.primary_key(&t).unwrap().unwrap();
-        for k in 0..20i64 {
-            let v = note(k, 2500, 1);
-            let at = v.len().min(SPLIT);
-            let set = [("note", Value::Str(&v[..at])), ("more", Value::Str(&v[at..]))];
-            assert!(w.update_by(&pk, &[Value::I64(k)], &set).unwrap().is_some());
-            model.insert(k, v);
-        }
-        w.commit().unwrap();
+        let (db, mut model) = rewritten_in_place(dir.path(), layer);
         sound(&db, &format!("{layer}: committed"));
         let crashed = tempfile::tempdir().unwrap();
         copy_dir(&dir.path().join("db"), &crashed.path().join("db"));

@@ -112,13 +112,20 @@ pub(crate) fn row_key(
     out.clear();
     key::encode_row(schema, &x.columns, row, out)?;
     if !x.unique || x.columns.iter().any(|&c| row.is_null(usize::from(c))) {
-        if x.keyed {
-            put_primary_key(schema, row, out)?;
-        } else {
-            key::put_row_id(out, row.id());
-        }
+        put_row_name(x, schema, row, out)?;
     }
     Ok(())
+}
+
+/// Appends what names `row` in index `x`: its primary key's bytes in a clustered table's index,
+/// else its row id's.
+fn put_row_name(x: &IndexMeta, schema: &Schema, row: &RowRef<'_>, out: &mut Vec<u8>) -> Result<()> {
+    if x.keyed {
+        put_primary_key(schema, row, out)
+    } else {
+        key::put_row_id(out, row.id());
+        Ok(())
+    }
 }
 
 /// Appends `row`'s primary key (of `schema`, a clustered table's), encoded as the table's tree
@@ -142,12 +149,7 @@ pub(crate) fn entry_value(
     out: &mut Vec<u8>,
 ) -> Result<()> {
     out.clear();
-    if x.keyed {
-        put_primary_key(schema, row, out)
-    } else {
-        out.extend_from_slice(&key::row_id_bytes(row.id()));
-        Ok(())
-    }
+    put_row_name(x, schema, row, out)
 }
 
 /// `row`'s key in index `x` as its values, for messages.

@@ -110,12 +110,11 @@ fn hit<'t>(
     at: ValueAt,
 ) -> Result<Hit<'t>> {
     let ValueAt { off, len, spilled } = at;
-    let value = &n.bytes()[off..off + len];
     if spilled {
         if !meta.clustered {
             return Err(corrupt(cur.page, "a spilled row's reference in an index of no rows"));
         }
-        let chain = Chain::decode(value, cur.page)?;
+        let chain = Chain::decode(&n.bytes()[off..off + len], cur.page)?;
         return Ok(Hit::Spilled { chain, key: key.to_vec(), leaf: cur.page });
     }
     if meta.clustered {
@@ -124,7 +123,7 @@ fn hit<'t>(
     if meta.keyed {
         return Ok(Hit::ByKey { leaf: cur.leaf.clone(), page: cur.page, off, len });
     }
-    entry_row(value, cur.page).map(Hit::Row)
+    entry_row(&n.bytes()[off..off + len], cur.page).map(Hit::Row)
 }
 
 /// Rows a scan that reads rows asks the pool to prefetch ahead of the one it yields: each is on

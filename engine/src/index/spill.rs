@@ -23,7 +23,7 @@ use nvpage_buffer::View;
 use nvpage_storage::PageId;
 use nvpage_storage::page::PAGE_HEADER_LEN;
 
-use super::key;
+use super::put_primary_key;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::le::{put_u32, u32_at, u64_at};
@@ -164,10 +164,8 @@ pub fn read_row(
     out.reserve(chain.len.min(db.page_size()));
     walk(db, view, tree, chain, |_, piece| out.extend_from_slice(piece))?;
     let row = RowRef::new(schema, out, RowId::KEYED)?;
-    let columns: Vec<u16> =
-        schema.primary_key().unwrap_or_default().iter().map(|&c| c as u16).collect();
     let mut found = Vec::with_capacity(key.len());
-    key::encode_row(schema, &columns, &row, &mut found)?;
+    put_primary_key(schema, &row, &mut found)?;
     if found != key {
         return Err(bad(leaf, "a spilled row's chain holds the row of another key"));
     }

@@ -74,8 +74,14 @@ impl WriteTxn<'_> {
         }
         let mut k = Vec::new();
         row_key(x, schema, row, &mut k)?;
-        Ok(find_value(self.db, View::Writer, x, &k)?
-            .map(|(g, _, at)| g[at.off..at.off + at.len].to_vec()))
+        Ok(self.keyed_entry(x, &k)?.map(|(pk, _)| pk))
+    }
+
+    /// The primary key (encoded) that the entry of key `k` names in index `x` of a clustered
+    /// table (beside its primary key), as the writer sees it, and the entry's leaf.
+    pub(super) fn keyed_entry(&self, x: &IndexMeta, k: &[u8]) -> Result<Option<(Vec<u8>, u64)>> {
+        Ok(find_value(self.db, View::Writer, x, k)?
+            .map(|(g, leaf, at)| (g[at.off..at.off + at.len].to_vec(), leaf)))
     }
 
     /// Fails with [`Error::UniqueViolation`] if `row` (of clustered table `table`) would give a

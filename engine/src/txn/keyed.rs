@@ -11,7 +11,7 @@ use super::WriteTxn;
 use super::clustered::Put;
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
-use crate::index::tree::{find_exact, find_value, missing_row};
+use crate::index::tree::{find_exact, missing_row};
 use crate::index::{Index, key};
 use crate::row::{OwnedValue, RowRef, Value, encode_row};
 use crate::schema::Schema;
@@ -275,11 +275,9 @@ impl WriteTxn<'_> {
         }
         if x.keyed {
             // Another index of a clustered table: its entry names the row by primary key.
-            let Some((g, leaf, at)) = find_value(self.db, View::Writer, x, &k)? else {
+            let Some((pk, leaf)) = self.keyed_entry(x, &k)? else {
                 return Ok((table, Found::None));
             };
-            let pk = g[at.off..at.off + at.len].to_vec();
-            drop(g);
             let ix = self.clustered_ix(t.id)?;
             let row = self.clustered_row(ix, &pk)?.ok_or_else(|| missing_row(x, leaf))?;
             return Ok((table, Found::Keyed(pk, row)));

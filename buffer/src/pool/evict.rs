@@ -13,6 +13,10 @@ use crate::error::{BufferError, Result};
 use crate::frame::{NO_PAGE, Owner};
 use crate::held::{self, LatchKind};
 
+/// Frames kept for the writer's next copies on write ([`BufferPool::recycle`]): as many as a
+/// large commit stores.
+pub(super) const RECYCLED: usize = 4096;
+
 /// A small set of frames one sequential scan cycles through, so that scanning a table larger than
 /// the pool does not push everything else out (PostgreSQL's ring buffer strategy). A frame in the
 /// ring that someone dirtied leaves the ring. SE2 scans read in place and need no frames.
@@ -80,15 +84,35 @@ impl BufferPool {
         }
     }
 
-    /// The frame a store in place last unpublished (`BufferPool::recycled`), claimed and
-    /// emptied, on the writer's thread, if it still holds the page it was unpublished from (no
+    /// Keeps frame `f`, which a store in place of page `id` just let go, for the writer's next
+    /// frame ([`Self::take_recycled`]); the newest [`RECYCLED`] are kept, and a frame past them
+    /// is left to the sweep.
+    pub(super) fn recycle(&self, f: usize, id: PageId) {
+        let mut kept = self.recycled.lock();
+        if kept.len() == RECYCLED {
+            kept.remove(0);
+        }
+        kept.push((f, id.0));
+    }
+
+    /// The frame a store in place most recently let go (`BufferPool::recycled`), claimed and
+    /// emptied, on the writer's thread, if it still holds the page it was let go from (no
     /// sweep, ring or reader took it since: unpublished, no lookup reaches it), nobody holds it
-    /// and it is clean: as the sweep takes a frame, without the sweep.
+    /// and it is clean: as the sweep takes a frame, without the sweep. Frames that fail this are
+    /// dropped from the list.
     fn take_recycled(&self) -> Option<usize> {
         if !self.is_writer_thread() {
             return None;
         }
-        let (f, page) = self.recycled.lock().take()?;
+        loop {
+            let (f, page) = self.recycled.lock().pop()?;
+            if let Some(f) = self.claim_recycled(f, page) {
+                return Some(f);
+            }
+        }
+    }
+
+    fn claim_recycled(&self, f: usize, page: u64) -> Option<usize> {
         let m = self.metas.get(f)?;
         if m.page() != page || m.pins.pins() != 0 || m.dirty.load(Ordering::Acquire) {
             return None;

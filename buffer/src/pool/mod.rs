@@ -144,12 +144,14 @@ pub struct BufferPool {
     writer_frames: Mutex<Vec<u32>>,
     /// Where the writer waits for readers to unpin a frame.
     unpins: Unpins,
-    /// The last shared frame a store in place unpublished, and its page: the writer's first
-    /// choice for its next frame, since its bytes were just in use and are likely still in the
-    /// CPU's cache (a single-row commit copies a page into a fresh frame; one the clock hands
-    /// out is cold). A hint only, set and taken on the writer's thread: the frame is claimed like
-    /// any other, and skipped if someone holds it or it holds another page by then.
-    recycled: Mutex<Option<(usize, u64)>>,
+    /// Frames a store in place let go, newest last, and their pages: the writer's first choice
+    /// for its next frames, since their bytes were just in use and are likely still in the
+    /// CPU's cache and resident (a commit copies its pages into fresh frames; the ones the clock
+    /// hands out are cold, and in a large pool never touched: the kernel zeroes them first).
+    /// These are a shared frame unpublished by a store of its page, and with SE2 the stored
+    /// writer frame itself. A hint only, set and taken on the writer's thread: each frame is
+    /// claimed like any other, and skipped if someone holds it or it holds another page by then.
+    recycled: Mutex<Vec<(usize, u64)>>,
 }
 
 /// A writer waiting for a frame to be unpinned, and the unpins that wake it.
@@ -236,7 +238,7 @@ impl BufferPool {
             txn: Mutex::new(Txn::default()),
             writer_frames: Mutex::new(Vec::new()),
             unpins: Unpins::default(),
-            recycled: Mutex::new(None),
+            recycled: Mutex::new(Vec::new()),
             kind: layer.layer(),
             layer,
         })

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use nvpage_storage::PageId;
+use nvpage_storage::{Layer, PageId};
 
 use super::guard::PageMut;
 use super::{BufferPool, NOBODY, PageState, View};
@@ -24,8 +24,13 @@ enum Fill {
 /// What becomes of a frame once its page is stored in place.
 #[derive(Clone, Copy)]
 pub(super) enum AfterStore {
-    /// It stays as the page's shared frame (its bytes are now the file's): the commit's flush.
+    /// It stays as the page's shared frame (its bytes are now the file's): the commit's flush
+    /// with pread and SE1, whose readers read frames.
     Shared,
+    /// It leaves the page and is kept for the writer's next copy on write
+    /// (`BufferPool::recycled`): the commit's flush with SE2, whose readers read the mapping, so
+    /// that a shared frame there would only hold memory the writer's copies then sweep past.
+    Recycled,
     /// It leaves the page (eviction takes it for another).
     Leaves,
 }
@@ -261,9 +266,9 @@ impl BufferPool {
                 let r = if !self.metas[f].dirty.load(Ordering::Acquire) {
                     Ok(())
                 } else if seen == Some((f, self.metas[f].writes.load(Ordering::Relaxed))) {
-                    self.store_in_place(f, id, st, wb, AfterStore::Shared)
+                    self.store_in_place(f, id, st, wb, self.after_flush())
                 } else {
-                    self.write_back_alone(f, id, st, AfterStore::Shared)
+                    self.write_back_alone(f, id, st, self.after_flush())
                 };
                 drop(guard);
                 r
@@ -273,6 +278,12 @@ impl BufferPool {
         };
         self.unlock_page_exclusive(st, id);
         r
+    }
+
+    /// What becomes of a writer frame the commit's flush stores: with SE2 readers read the
+    /// mapping, so the frame goes back to the writer; otherwise it serves the page's readers.
+    fn after_flush(&self) -> AfterStore {
+        if self.kind == Layer::Se2 { AfterStore::Recycled } else { AfterStore::Shared }
     }
 
     /// Writes frame `f` of page `id` back on its own: sealed, its before-image logged by the hook
@@ -365,7 +376,7 @@ impl BufferPool {
         // which their snapshots need; later ones find no frame and decide again.
         let unpublished = st.shared.swap(0, Ordering::AcqRel);
         if unpublished != 0 {
-            *self.recycled.lock() = Some((unpublished as usize - 1, id.0));
+            self.recycle(unpublished as usize - 1, id);
         }
         // SAFETY: the caller keeps the frame's bytes to itself (claim or exclusive latch).
         let bytes =
@@ -380,11 +391,20 @@ impl BufferPool {
         self.counters.add(Counter::BytesOut, stored as u64);
         let published = f as u32 + 1;
         let _ = st.writer.compare_exchange(published, 0, Ordering::AcqRel, Ordering::Acquire);
-        if let AfterStore::Shared = after {
-            m.fill_stamp.store(pending, Ordering::Release);
-            m.set_owner(Owner::Shared);
-            m.ready.store(true, Ordering::Release);
-            st.shared.store(published, Ordering::Release);
+        match after {
+            AfterStore::Shared => {
+                m.fill_stamp.store(pending, Ordering::Release);
+                m.set_owner(Owner::Shared);
+                m.ready.store(true, Ordering::Release);
+                st.shared.store(published, Ordering::Release);
+            }
+            AfterStore::Recycled => {
+                // No longer the writer's: a thread that found the frame before the exchange
+                // above sees that once it has the latch, and looks the page up again.
+                m.set_owner(Owner::Shared);
+                self.recycle(f, id);
+            }
+            AfterStore::Leaves => {}
         }
         Ok(())
     }

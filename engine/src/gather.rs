@@ -136,13 +136,15 @@ impl<'p> PageBatch<'p, '_> {
         PageRow::new(RowRef::from_checked(self.page.schema(), self.bytes_of(p), id))
     }
 
-    /// The rows held, in order.
-    pub fn rows(&self) -> impl Iterator<Item = PageRow<'p>> + '_ {
+    /// The rows held, in order, or from either end (`.rev()`: a leaf's from its greatest key
+    /// down).
+    pub fn rows(&self) -> impl DoubleEndedIterator<Item = PageRow<'p>> + '_ {
         self.places.iter().map(|&p| self.row_of(p))
     }
 
-    /// The ids of the rows held, in order (for an update or a delete of them).
-    pub fn ids(&self) -> impl Iterator<Item = RowId> + '_ {
+    /// The ids of the rows held, in order, or from either end (for an update or a delete of
+    /// them).
+    pub fn ids(&self) -> impl DoubleEndedIterator<Item = RowId> + '_ {
         self.places.iter().map(|p| self.page.row_id(p.slot))
     }
 

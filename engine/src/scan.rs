@@ -8,7 +8,7 @@
 //! read ahead a window of pages at a time on a disk (`BufferPool::will_need`; nothing on memory).
 
 use std::marker::PhantomData;
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use nvpage_buffer::{PageRef, ScanRing, View};
@@ -79,8 +79,36 @@ fn row_pages(ctx: &Ctx<'_>, table: &Table) -> Result<RowPages> {
     Ok(RowPages { runs, leaf_of: Some(tree.id) })
 }
 
-/// A table's pages, in order, as an iterator of [`ScanPage`]s, as its transaction sees them:
-/// a heap table's pages, or a clustered table's leaves in key order.
+/// A table's pages as an iterator of [`ScanPage`]s, as its transaction sees them: a heap table's
+/// pages, or a clustered table's leaves in key order. It walks from either end: [`Iterator::next`]
+/// from the first page up, [`DoubleEndedIterator::next_back`] from the last page down (so
+/// `.rev()` reads a clustered table's leaves in descending key order), and the two ends meet,
+/// every page yielded once. A partition's scan reversed yields the same pages as forward,
+/// reversed.
+///
+/// ```
+/// # use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Storage, Value, kind};
+/// # let dir = tempfile::tempdir()?;
+/// # let db = Database::builder().page_size(4096).open(dir.path().join("db"))?;
+/// let schema = Schema::new(vec![Column::new("k", ColumnType::I64)])?.with_primary_key(&["k"])?;
+/// let mut w = db.begin_write()?;
+/// let t = w.create_table_with("t", schema, Storage::Clustered)?;
+/// for k in 1..=2000 {
+///     w.insert(&t, &[Value::I64(k)])?;
+/// }
+/// w.commit()?;
+/// let r = db.begin_read()?;
+/// let k = t.col::<kind::I64>("k")?;
+/// let mut keys = Vec::new();
+/// // The last leaf first, and each leaf's rows from its greatest key down.
+/// for page in r.scan(&t)?.rev() {
+///     for row in page?.rows().rev() {
+///         keys.push(row?.get(k)?);
+///     }
+/// }
+/// assert_eq!(keys, (1..=2000).rev().collect::<Vec<i64>>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Scan<'t> {
     db: &'t Database,
@@ -88,10 +116,21 @@ pub struct Scan<'t> {
     table: Table,
     /// The tree whose leaves are scanned (a clustered table's).
     leaf_of: Option<u32>,
+    /// Runs of consecutive page ids, in scan order, none empty (`Partition::runs_of`).
     pages: Vec<(u64, u64)>,
+    /// The front: the page [`Iterator::next`] yields next, in run `run`.
     run: usize,
     next: u64,
-    ahead_to: u64,
+    /// The back: one past the page [`DoubleEndedIterator::next_back`] yields next, in run
+    /// `back_run`.
+    back_run: usize,
+    back_end: u64,
+    /// Pages neither end has yielded: the ends have met when it is 0.
+    left: u64,
+    /// The pages last hinted for the front (`page..page + n`) and for the back
+    /// (`page + 1 - n..page + 1`): a page outside its end's window starts a new one.
+    ahead: Range<u64>,
+    behind: Range<u64>,
     ring: Option<ScanRing>,
 }
 
@@ -100,10 +139,32 @@ impl<'t> Scan<'t> {
     pub(crate) fn new(ctx: Ctx<'t>, table: &Table, part: Partition) -> Result<Self> {
         let RowPages { runs, leaf_of } = row_pages(&ctx, table)?;
         let pages = part.runs_of(&runs);
+        debug_assert!(pages.iter().all(|r| r.1 > 0), "a partition's runs are never empty");
         let next = pages.first().map_or(0, |r| r.0);
+        let back_run = pages.len().saturating_sub(1);
+        let back_end = pages.last().map_or(0, |r| r.0 + r.1);
+        let left = pages.iter().map(|r| r.1).sum();
         let ring = scan_ring(ctx.db, &pages);
         let (db, view, table) = (ctx.db, ctx.view, table.clone());
-        Ok(Self { db, view, table, leaf_of, pages, run: 0, next, ahead_to: 0, ring })
+        Ok(Self {
+            db,
+            view,
+            table,
+            leaf_of,
+            pages,
+            run: 0,
+            next,
+            back_run,
+            back_end,
+            left,
+            ahead: 0..0,
+            behind: 0..0,
+            ring,
+        })
+    }
+
+    fn read(&mut self, page: u64) -> Result<ScanPage<'t>> {
+        ScanPage::read(self.db, self.view, &self.table, self.leaf_of, page, &mut self.ring)
     }
 }
 
@@ -111,20 +172,60 @@ impl<'t> Iterator for Scan<'t> {
     type Item = Result<ScanPage<'t>>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
         let &(start, len) = self.pages.get(self.run)?;
         let page = self.next;
+        self.left -= 1;
         if page + 1 >= start + len {
             self.run += 1;
             self.next = self.pages.get(self.run).map_or(0, |r| r.0);
         } else {
             self.next += 1;
         }
-        if page >= self.ahead_to || page < start {
+        // The window above the page, up to its run's end (a new run may lie below the last
+        // window: a clustered table's leaves need not ascend).
+        if !self.ahead.contains(&page) {
             let n = READ_AHEAD_PAGES.min(start + len - page);
             self.db.pool.will_need(PageId(page), n);
-            self.ahead_to = page + n;
+            self.ahead = page..page + n;
         }
-        Some(ScanPage::read(self.db, self.view, &self.table, self.leaf_of, page, &mut self.ring))
+        Some(self.read(page))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize::try_from(self.left).ok();
+        (left.unwrap_or(usize::MAX), left)
+    }
+}
+
+impl DoubleEndedIterator for Scan<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let &(start, _) = self.pages.get(self.back_run)?;
+        let page = self.back_end - 1;
+        self.left -= 1;
+        if page == start {
+            // The run is done; below the first run there is nothing left (`left` is 0).
+            if let Some(r) = self.back_run.checked_sub(1) {
+                self.back_run = r;
+                self.back_end = self.pages[r].0 + self.pages[r].1;
+            }
+        } else {
+            self.back_end = page;
+        }
+        // The window below the page, down to its run's start: the kernel reads it ahead as one
+        // range, whichever way the scan then walks it.
+        if !self.behind.contains(&page) {
+            let n = READ_AHEAD_PAGES.min(page + 1 - start);
+            let first = page + 1 - n;
+            self.db.pool.will_need(PageId(first), n);
+            self.behind = first..page + 1;
+        }
+        Some(self.read(page))
     }
 }
 
@@ -245,9 +346,10 @@ impl<'t> ScanPage<'t> {
         })
     }
 
-    /// The live rows of the page, in slot order (a clustered table's leaf: in key order); each
-    /// knows its id ([`RowRef::id`]; [`RowId::KEYED`] in a clustered table).
-    pub fn rows(&self) -> impl Iterator<Item = Result<RowRef<'_>>> + '_ {
+    /// The live rows of the page, in slot order (a clustered table's leaf: in key order), or
+    /// from either end: `.rev()` gives them from the last slot down (a leaf's from its greatest
+    /// key down). Each knows its id ([`RowRef::id`]; [`RowId::KEYED`] in a clustered table).
+    pub fn rows(&self) -> impl DoubleEndedIterator<Item = Result<RowRef<'_>>> + '_ {
         let (page, schema, spilled) = (self.id, &self.schema, self.spilled.as_ref());
         /// The page, as it was checked when read.
         enum Rows<'p> {
@@ -375,8 +477,27 @@ impl<'p> PageRows<'p> {
         })
     }
 
-    /// Folds the page's live rows as their ids and bytes from the last slot (a leaf's: the last
-    /// entry; ids [`RowId::KEYED`]), checking the page as it goes.
+    /// Folds the page's live rows with `f` in reverse order, checking the page in the same pass
+    /// as [`Self::fold`] does: a heap page's from the last slot down, a clustered table's leaf's
+    /// from its greatest key down (with a [reversed scan](Scan), a table's rows in descending
+    /// key order). It walks as [`Self::fold`] does today, and is as fast; unlike it, it promises
+    /// the order. A leaf's rows in key order are [`Self::locate`]'s.
+    #[inline(always)]
+    pub fn fold_rev<A>(
+        &self,
+        init: A,
+        mut f: impl FnMut(A, PageRow<'p>) -> Result<A>,
+    ) -> Result<A> {
+        let schema = self.schema;
+        // `fold_raw` walks from the last slot (or entry) down, as this promises.
+        self.fold_raw(init, |acc, rid, bytes| {
+            f(acc, PageRow::new(RowRef::new(schema, bytes, rid)?))
+        })
+    }
+
+    /// Folds the page's live rows as their ids and bytes from the last slot down (a leaf's: from
+    /// the last entry down; ids [`RowId::KEYED`]), checking the page as it goes. [`Self::fold_rev`]
+    /// promises this order to users.
     #[inline(always)]
     pub(crate) fn fold_raw<A>(
         &self,

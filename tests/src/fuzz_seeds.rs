@@ -214,7 +214,8 @@ fn sized_leaf_seeds() -> Vec<Vec<u8>> {
     for i in 0..40u8 {
         let value = vec![i; usize::from(i) * 3];
         let mut next = leaf.clone();
-        match fuzzing::index_insert(&mut next, index_id, id, &[1, i, i], &value, &mut right) {
+        match fuzzing::index_insert(&mut next, index_id, id, &[1, i, i], &value, false, &mut right)
+        {
             Ok(None) => leaf = next,
             Ok(Some(_)) => break,
             Err(e) => panic!("an insert into a leaf of sized values: {e}"),
@@ -405,7 +406,7 @@ fn fill(page: &[u8], index_id: u32, id: u64, first: &[u8]) -> (Vec<u8>, Vec<u8>)
         key.push(0x7F);
         key.extend_from_slice(&i.to_be_bytes());
         let mut next = full.clone();
-        match fuzzing::index_insert(&mut next, index_id, id, &key, &value, &mut right) {
+        match fuzzing::index_insert(&mut next, index_id, id, &key, &value, false, &mut right) {
             Ok(None) => full = next,
             Ok(Some(_)) => return (full, key),
             Err(e) => panic!("an insert into a real node: {e}"),

@@ -283,15 +283,18 @@ pub mod fuzzing {
     /// does), as the tree makes it: `key` → `value`
     /// where a search puts it, compacting the node if needed; a full node is split into
     /// `right` (a page of the same size, formatted here) and the entry added to the half its
-    /// position falls in. Returns how many entries `page` kept if it split. An error if the
-    /// node does not check, holds the key already, `value` is not its level's length, or the
-    /// entry does not fit even half a node.
+    /// position falls in. With `spilled`, the entry is marked a spilled row's reference, as a
+    /// clustered table's tree marks one (`node::insert_entry`). Returns how many entries `page`
+    /// kept if it split. An error if the node does not check, holds the key already, `value` is
+    /// not its level's length, `spilled` is asked of a node that is not a leaf of sized values,
+    /// or the entry does not fit even half a node.
     pub fn index_insert(
         page: &mut [u8],
         index_id: u32,
         id: u64,
         key: &[u8],
         value: &[u8],
+        spilled: bool,
         right: &mut [u8],
     ) -> Result<Option<usize>> {
         let bad = |why: &str| Error::CorruptPage { page: id, reason: why.into() };
@@ -302,16 +305,21 @@ pub mod fuzzing {
         if !values.fits(level, value.len()) || right.len() != page.len() {
             return Err(Error::InvalidOption("a value or page of the wrong length".into()));
         }
+        if spilled && (values, level) != (node::LeafValues::Sized, 0) {
+            return Err(Error::InvalidOption(
+                "a spilled entry outside a leaf of sized values".into(),
+            ));
+        }
         let pos = n.search(key)?.err().ok_or_else(|| bad("the key is there already"))?;
-        if node::insert_at(page, pos, key, value) {
+        if node::insert_entry(page, pos, key, value, spilled) {
             return Ok(None);
         }
         node::init(right, index_id, level, values);
         let mid = node::split(page, right).ok_or_else(|| bad("a full node of one entry"))?;
         let fitted = if pos <= mid {
-            node::insert_at(page, pos, key, value)
+            node::insert_entry(page, pos, key, value, spilled)
         } else {
-            node::insert_at(right, pos - mid, key, value)
+            node::insert_entry(right, pos - mid, key, value, spilled)
         };
         if fitted { Ok(Some(mid)) } else { Err(bad("no room in half a split node")) }
     }

@@ -195,6 +195,7 @@ fn index_seeds() -> Vec<Vec<u8>> {
         out.push(index_input(0, index_id + 1, *id, first_key, page));
     }
     out.extend(sized_leaf_seeds());
+    out.extend(keyed_seeds());
     out
 }
 
@@ -214,7 +215,8 @@ fn sized_leaf_seeds() -> Vec<Vec<u8>> {
     for i in 0..40u8 {
         let value = vec![i; usize::from(i) * 3];
         let mut next = leaf.clone();
-        match fuzzing::index_insert(&mut next, index_id, id, &[1, i, i], &value, &mut right) {
+        match fuzzing::index_insert(&mut next, index_id, id, &[1, i, i], &value, false, &mut right)
+        {
             Ok(None) => leaf = next,
             Ok(Some(_)) => break,
             Err(e) => panic!("an insert into a leaf of sized values: {e}"),
@@ -242,10 +244,11 @@ pub type Page = (u64, Vec<u8>);
 /// A change to a page's bytes.
 type Damage = Box<dyn Fn(&mut [u8])>;
 
-/// The nodes of the trees of two clustered tables (4 KiB pages), one database for each schema
+/// The nodes of the trees of three clustered tables (4 KiB pages), one database for each schema
 /// of [`crate::fuzz_bodies::clustered_schemas`], with their page ids: rows of varying length
 /// loaded in key order, then rows inserted between them and some deleted, so that each tree
-/// has inner nodes and leaves filled both by a load and by splits. Each as (schema, nodes).
+/// has inner nodes and leaves filled both by a load and by splits; schema 2's, of
+/// [`real_keyed_nodes`], with spilled rows. Each as (schema, nodes).
 pub fn real_clustered_leaves() -> Vec<(u8, Vec<Page>)> {
     const PS: usize = 4096;
     let mut out = Vec::new();
@@ -281,6 +284,7 @@ pub fn real_clustered_leaves() -> Vec<(u8, Vec<Page>)> {
             .collect();
         out.push((schema, nodes));
     }
+    out.push((2, real_keyed_nodes().0));
     out
 }
 
@@ -325,6 +329,7 @@ fn clustered_input(flags: u8, tree: u32, id: u64, page: &[u8]) -> Vec<u8> {
 fn clustered_seeds() -> Vec<Vec<u8>> {
     const OWN_TREE: u8 = 4;
     const SCHEMA_1: u8 = 8;
+    const SCHEMA_2: u8 = 16;
     // Leaf slots: from byte 64, 6 bytes each (entry offset u16, key head); an entry is key
     // length u16, key, value length u16, value.
     const SLOTS: usize = 64;
@@ -337,17 +342,21 @@ fn clustered_seeds() -> Vec<Vec<u8>> {
     };
     let mut out = Vec::new();
     for (schema, nodes) in real_clustered_leaves() {
-        let flags = if schema == 1 { SCHEMA_1 } else { 0 };
+        let flags = [0, SCHEMA_1, SCHEMA_2][usize::from(schema)];
         let leaves: Vec<&Page> = nodes.iter().filter(|(_, p)| p[17] == 0).collect();
         let inner = nodes.iter().find(|(_, p)| p[17] > 0).expect("a tree with inner nodes");
-        let mid = leaves[leaves.len() / 2];
+        // Schema 2's middle leaf is one of those holding spilled rows.
+        let spilling: Vec<&Page> =
+            leaves.iter().copied().filter(|(_, p)| !spilled_entries(p).is_empty()).collect();
+        let mid = if schema == 2 { spilling[spilling.len() / 2] } else { leaves[leaves.len() / 2] };
         for (id, page) in [leaves[0], mid, leaves[leaves.len() - 1], inner] {
             out.push(clustered_input(flags | OWN_TREE, 0, *id, page));
         }
         let (id, page) = mid;
         let tree = u32::from_le_bytes(page[24..28].try_into().unwrap());
         out.push(clustered_input(flags, tree + 1, *id, page));
-        out.push(clustered_input((flags ^ SCHEMA_1) | OWN_TREE, 0, *id, page));
+        let other = if schema == 0 { SCHEMA_1 } else { 0 };
+        out.push(clustered_input(other | OWN_TREE, 0, *id, page));
         // The first entry after entry 0 whose row is longer than any row's fixed area.
         let d = (1..u16_at(page, 18)).find(|&i| u16_at(page, len_at(page, i)) > 40).unwrap();
         let at = len_at(page, d);
@@ -385,6 +394,20 @@ fn clustered_seeds() -> Vec<Vec<u8>> {
             }));
             damaged.push(Box::new(move |p| p[string] = 0xFF));
         }
+        if schema == 2 {
+            // A spilled entry's reference (row length u32, first page u64) cut short, naming no
+            // chain, of an empty row; the entry unmarked (its 12 bytes read as a row); the
+            // leaf's flag that announces spilled entries cleared.
+            let at = len_at(page, spilled_entries(page)[0]);
+            let reference = at + 2;
+            damaged.push(Box::new(move |p| {
+                p[at..at + 2].copy_from_slice(&(0x8000u16 | 11).to_le_bytes())
+            }));
+            damaged.push(Box::new(move |p| p[reference + 4..reference + 12].fill(0)));
+            damaged.push(Box::new(move |p| p[reference..reference + 4].fill(0)));
+            damaged.push(Box::new(move |p| p[at + 1] &= 0x7F));
+            damaged.push(Box::new(|p| p[30] &= !1));
+        }
         for damage in damaged {
             let mut p = page.clone();
             damage(&mut p);
@@ -394,10 +417,169 @@ fn clustered_seeds() -> Vec<Vec<u8>> {
     out
 }
 
+/// The entries of `page` (a leaf of sized values) marked spilled: the top bit of a value's
+/// length (`u16` after the key), and by position.
+fn spilled_entries(page: &[u8]) -> Vec<usize> {
+    let u16_at = |at: usize| usize::from(u16::from_le_bytes([page[at], page[at + 1]]));
+    (0..u16_at(18))
+        .filter(|&i| {
+            let off = u16_at(64 + 6 * i);
+            u16_at(off + 2 + u16_at(off)) & 0x8000 != 0
+        })
+        .collect()
+}
+
+/// The nodes of a clustered table with indexes beside its primary key (4 KiB pages), with their
+/// page ids, as (the primary key's nodes, the other indexes' nodes): schema 2 of
+/// [`crate::fuzz_bodies::clustered_schemas`], a unique index on the nullable code kept row by
+/// row as rows are inserted out of key order, and a non-unique one on group and name (names
+/// sharing a 100-byte prefix, so separators are long) built bottom up over the rows; then some
+/// rows deleted and some notes changed. One row in four spills to overflow pages, and some
+/// grow into or shrink out of them. Every node of the three trees holds sized values: rows
+/// (or spilled rows' references) in the primary key's leaves, primary keys in the others'.
+pub fn real_keyed_nodes() -> (Vec<Page>, Vec<Page>) {
+    const PS: usize = 4096;
+    let dir = scratch_tempdir();
+    let db = nvpage::Database::builder()
+        .layer(Layer::Pread)
+        .page_size(PS as u64)
+        .pool_bytes(1 << 20)
+        .open(dir.path())
+        .expect("create");
+    let s = crate::fuzz_bodies::clustered_schemas()[2].clone();
+    let mut tx = db.begin_write().expect("begin");
+    let t = tx.create_table_with("t", s, nvpage::Storage::Clustered).expect("create table");
+    tx.create_unique_index("t_code", &t, &["code"]).expect("create an index");
+    // Row k's note: 1,000 to 3,799 letters (the row spills) or fewer than 200.
+    let note = |k: i64, long: bool| {
+        let len = if long { 1000 + (k * 37) % 2800 } else { (k * 13) % 200 };
+        (0..len).map(|j| char::from(b'a' + ((k + j) % 26) as u8)).collect::<String>()
+    };
+    for i in 0..700i64 {
+        let k = (i * 389) % 700;
+        let name = format!("{}{:04}", "n".repeat(100), (k * 7919) % 701);
+        let note = note(k, k % 4 == 1);
+        let values = [
+            Value::I32((k % 5) as i32),
+            if k % 4 == 0 { Value::Null } else { Value::I64(k * 3) },
+            Value::I64(k),
+            Value::Str(&name),
+            if k % 9 == 0 { Value::Null } else { Value::Str(&note) },
+        ];
+        tx.insert(&t, &values).expect("insert");
+    }
+    tx.create_index("t_grp_name", &t, &["grp", "name"]).expect("create an index");
+    let pk = nvpage::ReadOps::primary_key(&tx, &t).expect("a key").expect("the key");
+    for k in (0..700i64).step_by(11) {
+        tx.delete_by(&pk, &[Value::I64(k)]).expect("delete");
+    }
+    // Notes changed across the spill threshold, both ways.
+    for k in (3..700i64).step_by(10) {
+        let long = note(k, k % 4 != 1);
+        tx.update_by(&pk, &[Value::I64(k)], &[("note", Value::Str(&long))]).expect("update");
+    }
+    tx.commit().expect("commit");
+    drop(db);
+    let file = std::fs::read(dir.path().join(nvpage::DATA_FILE)).expect("read the data file");
+    let page_count = u64::from_le_bytes(file[32..40].try_into().unwrap()) as usize;
+    let nodes: Vec<Page> = (0..page_count)
+        .map(|p| (p as u64, file[p * PS..(p + 1) * PS].to_vec()))
+        .filter(|(_, page)| page[16] == b'X' && page[29] == 1)
+        .collect();
+    // The primary key's tree is the one whose leaves hold spilled rows.
+    let tree = |p: &[u8]| u32::from_le_bytes(p[24..28].try_into().unwrap());
+    let primary = nodes
+        .iter()
+        .find(|(_, p)| p[17] == 0 && !spilled_entries(p).is_empty())
+        .map(|(_, p)| tree(p))
+        .expect("a leaf with spilled rows");
+    nodes.into_iter().partition(|(_, p)| tree(p) == primary)
+}
+
+/// Seeds for `index_page` from [`real_keyed_nodes`]: a leaf and an inner node of each of the
+/// three trees (the primary key's leaf one that holds spilled rows), searched for and added to
+/// as [`index_seeds`] does, with the entry added marked spilled, after a removal, and with the
+/// leaf filled until the next insert splits it (spilled entries moving right); and damaged
+/// copies: a spilled mark on an entry of another index's leaf, a spilled entry's length past
+/// the page, and (the primary key's leaf) the flag announcing its spilled entries cleared.
+fn keyed_seeds() -> Vec<Vec<u8>> {
+    const OWN_INDEX: u8 = 4;
+    const EDIT: u8 = 8;
+    const REMOVE: u8 = 16;
+    const SPILLED: u8 = 32;
+    let u16_at = |p: &[u8], at: usize| usize::from(u16::from_le_bytes([p[at], p[at + 1]]));
+    // Where entry `i` keeps its value's length.
+    let len_at = |p: &[u8], i: usize| {
+        let off = u16_at(p, 64 + 6 * i);
+        off + 2 + u16_at(p, off)
+    };
+    let (primary, others) = real_keyed_nodes();
+    let owner = |p: &[u8]| u32::from_le_bytes(p[24..28].try_into().unwrap());
+    let mut trees: Vec<u32> = others.iter().map(|(_, p)| owner(p)).collect();
+    trees.sort_unstable();
+    trees.dedup();
+    let leaf = |nodes: &[Page], x: u32, spilling: bool| -> Option<Page> {
+        nodes
+            .iter()
+            .filter(|(_, p)| owner(p) == x && p[17] == 0 && u16_at(p, 18) > 0)
+            .find(|(_, p)| !spilling || !spilled_entries(p).is_empty())
+            .cloned()
+    };
+    let inner =
+        |nodes: &[Page], x: u32| nodes.iter().find(|(_, p)| owner(p) == x && p[17] > 0).cloned();
+    let mut picked: Vec<(Page, bool)> = Vec::new();
+    let pk_tree = owner(&primary[0].1);
+    picked.extend(leaf(&primary, pk_tree, true).map(|p| (p, true)));
+    picked.extend(inner(&primary, pk_tree).map(|p| (p, false)));
+    for &x in &trees {
+        picked.extend(leaf(&others, x, false).map(|p| (p, false)));
+        picked.extend(inner(&others, x).map(|p| (p, false)));
+    }
+    let mut out = Vec::new();
+    for ((id, page), spills) in picked {
+        let index_id = owner(&page);
+        let first = u16_at(&page, 64);
+        let first_key = &page[first + 2..first + 2 + u16_at(&page, first)];
+        let mut new_key = first_key.to_vec();
+        new_key.push(0x7F);
+        out.push(index_input(0, index_id, id, first_key, &page));
+        out.push(index_input(EDIT, index_id, id, &new_key, &page));
+        out.push(index_input(EDIT | SPILLED, index_id, id, &new_key, &page));
+        out.push(index_input(EDIT | REMOVE | OWN_INDEX, 0, id, &new_key, &page));
+        let (full, key) = fill(&page, index_id, id, first_key);
+        out.push(index_input(EDIT, index_id, id, &key, &full));
+        out.push(index_input(EDIT | SPILLED, index_id, id, &key, &full));
+        if page[17] > 0 {
+            continue;
+        }
+        // Entry 1's value length marked spilled, then also past the page.
+        let at = len_at(&page, 1);
+        let mut p = page.clone();
+        p[at + 1] |= 0x80;
+        out.push(index_input(EDIT, index_id, id, &new_key, &p));
+        p[at..at + 2].copy_from_slice(&0xFFF0u16.to_le_bytes());
+        out.push(index_input(EDIT, index_id, id, &new_key, &p));
+        if spills {
+            let mut p = page.clone();
+            p[30] &= !1;
+            out.push(index_input(EDIT, index_id, id, &new_key, &p));
+            out.push(index_input(EDIT | SPILLED, index_id, id, &new_key, &p));
+        }
+    }
+    out
+}
+
 /// `page` (a node of index `index_id`) after inserts of keys above `first` until the next one
 /// would split it, and that key.
+/// The value inserted is the one the target's edit inserts with that key (a sized leaf's as long
+/// as the key says).
 fn fill(page: &[u8], index_id: u32, id: u64, first: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    let value = vec![1u8; if page[17] == 0 { 10 } else { 8 }];
+    let len = match (page[29], page[17]) {
+        (1, 0) => (first.len() + 3) % 64,
+        (_, 0) => 10,
+        _ => 8,
+    };
+    let value = vec![1u8; len];
     let mut full = page.to_vec();
     let mut right = vec![0u8; page.len()];
     for i in 0..=u16::MAX {
@@ -405,7 +587,7 @@ fn fill(page: &[u8], index_id: u32, id: u64, first: &[u8]) -> (Vec<u8>, Vec<u8>)
         key.push(0x7F);
         key.extend_from_slice(&i.to_be_bytes());
         let mut next = full.clone();
-        match fuzzing::index_insert(&mut next, index_id, id, &key, &value, &mut right) {
+        match fuzzing::index_insert(&mut next, index_id, id, &key, &value, false, &mut right) {
             Ok(None) => full = next,
             Ok(Some(_)) => return (full, key),
             Err(e) => panic!("an insert into a real node: {e}"),

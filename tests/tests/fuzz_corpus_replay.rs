@@ -139,6 +139,31 @@ fn seeds_reach_the_paths_behind_the_checksums() {
             .sum();
         assert!(rows > 100, "schema {schema}: {rows} rows in the seed leaves");
     }
+    // The keyed seeds: the leaves of a clustered table with other indexes hold spilled rows'
+    // references, and those indexes' leaves and inner nodes (sized values: primary keys) decode.
+    let (primary, others) = fuzz_seeds::real_keyed_nodes();
+    let tree_of = |page: &[u8]| u32::from_le_bytes(page[24..28].try_into().unwrap());
+    let s = &fuzz_bodies::clustered_schemas()[2];
+    let spilled: usize = primary
+        .iter()
+        .filter(|(_, page)| page[17] == 0)
+        .map(|(id, page)| {
+            let rows = nvpage::fuzzing::clustered_leaf_fold(page, s, tree_of(page), *id);
+            rows.expect("a leaf").iter().filter(|(_, spilled)| *spilled).count()
+        })
+        .sum();
+    assert!(spilled > 100, "{spilled} spilled rows in the seed leaves");
+    let mut nodes: Vec<(u32, u8)> = others
+        .iter()
+        .map(|(id, page)| {
+            let (level, ..) =
+                nvpage::fuzzing::index_node(page, tree_of(page), *id).expect("a node");
+            (tree_of(page), level.min(1))
+        })
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 4, "a leaf and an inner node of two indexes: {nodes:?}");
     for t in TARGETS {
         let seeds = fuzz_seeds::seeds(t);
         assert!(!seeds.is_empty(), "{t}: no seeds");

@@ -17,10 +17,12 @@ const COUNT: usize = 18;
 const INDEX_ID: usize = 24;
 
 /// The schemas of the clustered tables whose leaves are read: the engine's damage test's (a
-/// key, a name of varying length, a number, a nullable decimal) and a wide one of other types
-/// (a bool, a `Char`, nullable strings and bytes, a timestamp, a float).
-pub fn schemas() -> &'static [Schema; 2] {
-    static S: OnceLock<[Schema; 2]> = OnceLock::new();
+/// key, a name of varying length, a number, a nullable decimal), a wide one of other types
+/// (a bool, a `Char`, nullable strings and bytes, a timestamp, a float), and the engine's model
+/// test's of a table with indexes beside its key (a group, a nullable code, the key in the
+/// middle, a name, and a nullable note long enough to spill the row to overflow pages).
+pub fn schemas() -> &'static [Schema; 3] {
+    static S: OnceLock<[Schema; 3]> = OnceLock::new();
     S.get_or_init(|| {
         let c = Column::new;
         let n = Column::nullable;
@@ -42,6 +44,14 @@ pub fn schemas() -> &'static [Schema; 2] {
                 n("f", ColumnType::F64),
             ])
             .and_then(|s| s.with_primary_key(&["id"])),
+            Schema::new(vec![
+                c("grp", ColumnType::I32),
+                n("code", ColumnType::I64),
+                c("k", ColumnType::I64),
+                c("name", ColumnType::VarChar { max_len: 200 }),
+                n("note", ColumnType::VarChar { max_len: 4060 }),
+            ])
+            .and_then(|s| s.with_primary_key(&["k"])),
         ]
         .map(|s| s.expect("a valid schema"))
     })
@@ -77,8 +87,8 @@ fn row(schema: &Schema, bytes: &[u8]) {
 }
 
 /// Target `clustered_leaf`. Input: flags u8 (bits 0-1: page size 4, 8, 16 or 64 KiB; bit 2:
-/// use the page's own tree id; bit 3: the schema, [`schemas`] 0 or 1), tree id u32, page id
-/// u64, then the page (zero-padded or cut to the page size).
+/// use the page's own tree id; bit 3: the schema, [`schemas`] 0 or 1; bit 4: schema 2 instead),
+/// tree id u32, page id u64, then the page (zero-padded or cut to the page size).
 ///
 /// Properties: no panic; the fold and a row-at-a-time read of the page agree: both yield rows,
 /// the same ones (the fold's reversed), or both fail with an error of damage (`CorruptPage`
@@ -98,7 +108,7 @@ pub fn clustered_leaf(data: &[u8]) {
     if flags & 4 == 4 {
         tree = le(&page, INDEX_ID, 4) as u32;
     }
-    let schema = &schemas()[usize::from(flags >> 3 & 1)];
+    let schema = &schemas()[if flags & 16 == 16 { 2 } else { usize::from(flags >> 3 & 1) }];
     let folded = fuzzing::clustered_leaf_fold(&page, schema, tree, id);
     let read = fuzzing::clustered_leaf_rows(&page, schema, tree, id);
     match (folded, read) {

@@ -318,10 +318,14 @@ impl BufferPool {
 
     /// The pages of the writer's frames that pass `keep`, in page order, each once. Frames in
     /// `writer_frames` no longer the writer's are pruned from it on the way (a frame becomes the
-    /// writer's again only through `note_writer_frame`, which lists it again).
+    /// writer's again only through `note_writer_frame`, which lists it again), and so are a
+    /// frame's repeats: a frame the writer takes back at once ([`Self::recycle`]) is the
+    /// writer's again before the next prune, and was listed once per transaction.
     fn writer_pages(&self, keep: impl Fn(&FrameMeta) -> bool) -> Vec<PageId> {
         let mut frames = self.writer_frames.lock();
         frames.retain(|&f| self.metas[f as usize].owner() == Owner::Writer);
+        frames.sort_unstable();
+        frames.dedup();
         let mut v: Vec<PageId> = frames
             .iter()
             .map(|&f| &self.metas[f as usize])

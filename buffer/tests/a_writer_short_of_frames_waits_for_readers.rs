@@ -5,7 +5,9 @@
 //! holds a new page in the last frame while it asks for a second one, as an index split does:
 //! it waits, the reader lets go once the writer is seen waiting (the pool's write-back-wait
 //! counter), and the writer gets its frame and stores both pages. SE2's readers read committed
-//! pages in place, so there they pin no frame and the writer has its frames at once. No sleeps.
+//! pages in place, so there they pin no frame and the writer has its frames at once; but where
+//! they hold in place the pages of the writer's dirty frames, the writer waits for them too, even
+//! while it holds one of its own dirty pages in place. No sleeps.
 
 mod common;
 
@@ -15,7 +17,7 @@ use std::sync::{Arc, mpsc};
 use nvpage_buffer::{BufferError, BufferPool, NoUndo, View};
 use nvpage_storage::{Layer, PageId};
 
-use common::{fill_words, open_pool, scratch_dir, uniform_word};
+use common::{fill_words, open_pool, scratch_dir, uniform_word, watchdog};
 
 /// The reader's pages, 1..frames.
 fn reader_page(i: usize) -> PageId {
@@ -149,4 +151,81 @@ fn se2_readers_of_committed_pages_pin_no_frame() {
     pool.end_txn();
     assert_eq!(pool.counters().write_back_waits, waits_before, "the writer never waited");
     drop(guards);
+}
+
+/// SE2: a reader holds in place the pages of three of the writer's four dirty frames, and the
+/// writer holds the fourth's page in place itself (read before it changed the page). Short of a
+/// frame, the writer waits for the reader — it never writes back its own held page, which would
+/// wait for itself — and then has its frame.
+#[test]
+fn an_se2_writer_holding_one_of_its_pages_waits_for_readers_of_the_others() {
+    if !Layer::compiled().contains(&Layer::Se2) {
+        return;
+    }
+    let _done = watchdog("an SE2 writer holding one of its pages", 60);
+    let (_dir, pool) = setup(Layer::Se2, 5);
+    let (held, wait_held) = mpsc::channel::<()>();
+    let writer_done = AtomicBool::new(false);
+    let got = std::thread::scope(|s| {
+        let (pool, writer_done) = (&pool, &writer_done);
+        s.spawn(move || {
+            let guards: Vec<_> =
+                (1..4).map(|i| pool.read(reader_page(i), View::Snapshot(1)).unwrap()).collect();
+            assert!(guards.iter().all(|g| g.is_redirected()));
+            let waits = pool.counters().write_back_waits;
+            held.send(()).unwrap();
+            while pool.counters().write_back_waits == waits && !writer_done.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            drop(guards);
+        });
+        wait_held.recv().unwrap();
+        pool.begin_txn(2);
+        for i in 1..4 {
+            let mut g = pool.write(reader_page(i)).unwrap();
+            let v = uniform_word(&g, "page");
+            fill_words(&mut g, v + 100);
+        }
+        let own = pool.read(reader_page(0), View::Writer).unwrap();
+        assert!(own.is_redirected());
+        fill_words(&mut pool.write(reader_page(0)).unwrap(), 111);
+        // Four dirty frames of five, and the fifth taken by a new page held meanwhile.
+        let fifth = pool.new_page(PageId(7)).unwrap();
+        let r = pool.new_page(PageId(8)).map(|mut g| fill_words(&mut g, 8));
+        writer_done.store(true, Ordering::SeqCst);
+        drop((own, fifth));
+        r
+    });
+    assert!(got.is_ok(), "the writer failed instead of waiting for the reader: {got:?}");
+    assert!(pool.counters().write_back_waits > 0, "the writer waited");
+    pool.flush_all().unwrap();
+    pool.end_txn();
+}
+
+/// SE2: a writer that holds in place every page whose changes fill the pool has no frame anyone
+/// else can give back: a typed error, not a wait for itself.
+#[test]
+fn an_se2_writer_holding_every_page_it_changed_gets_a_typed_error() {
+    if !Layer::compiled().contains(&Layer::Se2) {
+        return;
+    }
+    let _done = watchdog("an SE2 writer holding every page it changed", 60);
+    let (_dir, pool) = setup(Layer::Se2, 4);
+    pool.begin_txn(2);
+    // Page 4 is new; pages 1..3 committed, read in place first.
+    fill_words(&mut pool.new_page(PageId(4)).unwrap(), 4);
+    pool.flush_page(PageId(4)).unwrap();
+    let guards: Vec<_> = (0..4).map(|i| pool.read(reader_page(i), View::Writer).unwrap()).collect();
+    assert!(guards.iter().all(|g| g.is_redirected()));
+    for i in 0..4 {
+        fill_words(&mut pool.write(reader_page(i)).unwrap(), 200 + i as u64);
+    }
+    match pool.new_page(PageId(9)) {
+        Err(BufferError::PoolExhausted { page, frames }) => {
+            assert_eq!((page, frames), (PageId(9), 4))
+        }
+        r => panic!("a fifth frame with four held: {:?}", r.map(drop)),
+    }
+    drop(guards);
+    pool.abort_txn().unwrap();
 }

@@ -14,7 +14,7 @@ use crate::frame::{NO_PAGE, Owner};
 use crate::held::{self, LatchKind};
 
 /// Frames kept for the writer's next copies on write ([`BufferPool::recycle`]): as many as a
-/// large commit stores.
+/// large commit stores, and never more than the pool has.
 pub(super) const RECYCLED: usize = 4096;
 
 /// A small set of frames one sequential scan cycles through, so that scanning a table larger than
@@ -85,27 +85,27 @@ impl BufferPool {
     }
 
     /// Keeps frame `f`, which a store in place of page `id` just let go, for the writer's next
-    /// frame ([`Self::take_recycled`]); the newest [`RECYCLED`] are kept, and a frame past them
-    /// is left to the sweep.
+    /// frame ([`Self::take_recycled`]); the newest [`RECYCLED`] (or as many as the pool has
+    /// frames, if fewer) are kept, and a frame past them is left to the sweep.
     pub(super) fn recycle(&self, f: usize, id: PageId) {
         let mut kept = self.recycled.lock();
-        if kept.len() == RECYCLED {
-            kept.remove(0);
+        if kept.len() >= RECYCLED.min(self.metas.len()) {
+            kept.pop_front();
         }
-        kept.push((f, id.0));
+        kept.push_back((f, id.0));
     }
 
     /// The frame a store in place most recently let go (`BufferPool::recycled`), claimed and
-    /// emptied, on the writer's thread, if it still holds the page it was let go from (no
-    /// sweep, ring or reader took it since: unpublished, no lookup reaches it), nobody holds it
-    /// and it is clean: as the sweep takes a frame, without the sweep. Frames that fail this are
-    /// dropped from the list.
+    /// emptied, on the writer's thread, if it still holds the page it was let go from, nobody
+    /// holds it and it is clean: as the sweep takes a frame, without the sweep. Such a frame is
+    /// most likely still unpublished; one reloaded for the same page since is evicted as the
+    /// sweep would evict it. Frames that fail this are dropped from the list.
     fn take_recycled(&self) -> Option<usize> {
         if !self.is_writer_thread() {
             return None;
         }
         loop {
-            let (f, page) = self.recycled.lock().pop()?;
+            let (f, page) = self.recycled.lock().pop_back()?;
             if let Some(f) = self.claim_recycled(f, page) {
                 return Some(f);
             }
@@ -138,30 +138,38 @@ impl BufferPool {
     /// The writer found no frame: every frame is pinned (by readers' guards, or its own), or in
     /// SE2 readers hold the pages of its dirty frames in place (eviction skips those). Writes
     /// back one of its dirty frames, waiting for the readers of its page, or else waits until
-    /// another thread unpins a frame (R10).
+    /// another thread unpins a frame (R10). A dirty frame whose page this thread itself holds
+    /// (an SE2 guard in place, taken before the page was changed) is passed over: its write-back
+    /// would wait for this thread.
     ///
     /// The wait ends: the writer's thread is in a transaction, so every other thread pinning a
     /// frame is a reader, or a parallel-scan worker, and neither waits for the writer; and while
-    /// this thread's guards pin fewer frames than the pool has, some frame is pinned by others
-    /// only. `Ok(false)` where they pin as many — each guard counted, so two on one frame count
-    /// twice: erring towards the error, never towards a wait nobody else can end — and the
-    /// caller reports [`BufferError::PoolExhausted`].
+    /// this thread's guards pin fewer frames than the pool has, less the dirty frames of pages
+    /// it holds, some frame is pinned by others only. `Ok(false)` where they reach as many —
+    /// each guard counted, so two on one frame count twice: erring towards the error, never
+    /// towards a wait nobody else can end — and the caller reports
+    /// [`BufferError::PoolExhausted`].
     fn wait_for_a_frame(&self) -> Result<bool> {
-        let dirty = self.metas.iter().position(|m| {
-            m.owner() == Owner::Writer
-                && m.dirty.load(Ordering::Acquire)
-                && m.pins.pins() == 0
-                && !m.pins.is_claimed()
-        });
-        if let Some(f) = dirty {
-            let page = self.metas[f].page();
-            if page != NO_PAGE {
-                // Waits for the page's readers: a write-back that cannot skip them.
-                self.flush_page(PageId(page))?;
-                return Ok(true);
+        let mut held_here = 0;
+        for m in self.metas.iter() {
+            let page = m.page();
+            if m.owner() != Owner::Writer
+                || !m.dirty.load(Ordering::Acquire)
+                || m.pins.pins() != 0
+                || m.pins.is_claimed()
+                || page == NO_PAGE
+            {
+                continue;
             }
+            if !held::may_take(self.key(LatchKind::Page, page), true) {
+                held_here += 1;
+                continue;
+            }
+            // Waits for the page's readers: a write-back that cannot skip them.
+            self.flush_page(PageId(page))?;
+            return Ok(true);
         }
-        if super::guard::pins_held_here() >= self.metas.len() {
+        if super::guard::pins_held_here() + held_here >= self.metas.len() {
             return Ok(false);
         }
         self.counters.add(Counter::WriteBackWait, 1);

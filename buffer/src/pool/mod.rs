@@ -149,9 +149,10 @@ pub struct BufferPool {
     /// CPU's cache and resident (a commit copies its pages into fresh frames; the ones the clock
     /// hands out are cold, and in a large pool never touched: the kernel zeroes them first).
     /// These are a shared frame unpublished by a store of its page, and with SE2 the stored
-    /// writer frame itself. A hint only, set and taken on the writer's thread: each frame is
-    /// claimed like any other, and skipped if someone holds it or it holds another page by then.
-    recycled: Mutex<Vec<(usize, u64)>>,
+    /// writer frame itself. A hint only: any thread's store adds to it (outside a transaction
+    /// too), only the writer's thread takes from it, and each frame is claimed like any other,
+    /// skipped if someone holds it or it holds another page by then.
+    recycled: Mutex<std::collections::VecDeque<(usize, u64)>>,
 }
 
 /// A writer waiting for a frame to be unpinned, and the unpins that wake it.
@@ -238,7 +239,7 @@ impl BufferPool {
             txn: Mutex::new(Txn::default()),
             writer_frames: Mutex::new(Vec::new()),
             unpins: Unpins::default(),
-            recycled: Mutex::new(Vec::new()),
+            recycled: Mutex::new(std::collections::VecDeque::new()),
             kind: layer.layer(),
             layer,
         })

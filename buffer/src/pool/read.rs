@@ -98,7 +98,8 @@ impl BufferPool {
                 }
                 let guard = PageRef::frame(self, f);
                 if self.metas[f].owner() != Owner::Writer {
-                    // Written back meanwhile: now a shared frame, checked as one below.
+                    // Written back meanwhile: a shared frame now (SE2: no frame of the page),
+                    // looked up again below.
                     continue;
                 }
                 self.counters.add(Counter::Hit, 1);

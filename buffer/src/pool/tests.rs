@@ -506,3 +506,24 @@ fn a_writer_frame_is_verified_only_until_it_is_filled_again() {
     p.discard_writer(PageId(1)).unwrap();
     assert!(!p.write(PageId(1)).unwrap().verified());
 }
+
+/// Outside a write transaction nothing takes frames back (only the writer's thread does), yet
+/// with SE2 every flush lets its frame go: the list of frames let go keeps no more entries than
+/// the pool has frames.
+#[test]
+fn the_frames_let_go_are_never_more_than_the_pool_has() {
+    if !Layer::compiled().contains(&Layer::Se2) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hook = Arc::new(CountingHook::default());
+    let p = BufferPool::new(layer_of(Layer::Se2, dir.path(), true), MIN_FRAMES, hook).unwrap();
+    p.grow(4).unwrap();
+    for round in 0..2 * MIN_FRAMES as u64 {
+        fill_words(&mut p.write(PageId(1)).unwrap(), round);
+        p.flush_page(PageId(1)).unwrap();
+        assert_eq!(uniform_word(&page_in_file_of(&p, PageId(1)), "the file"), round);
+    }
+    let kept = p.recycled.lock().len();
+    assert_eq!(kept, p.frames(), "frames let go, kept for a pool of {}", p.frames());
+}

@@ -72,7 +72,8 @@ impl BufferPool {
                 }
                 let mut g = PageMut::new(self, f);
                 if self.metas[f].owner() != Owner::Writer {
-                    // Written back and handed to readers while this thread waited for it.
+                    // Written back while this thread waited for it: a shared frame now, or (SE2)
+                    // let go; the page is looked up again.
                     continue;
                 }
                 match fill {
@@ -207,8 +208,8 @@ impl BufferPool {
         }
         let mut g = PageMut::new(self, f);
         if self.metas[f].owner() != Owner::Writer {
-            // Stored and handed to readers by another thread while this one waited for it
-            // (outside a write transaction): nothing to write back.
+            // Stored by another thread while this one waited for it (outside a write
+            // transaction), a shared frame now or let go: nothing to write back.
             return Ok(none);
         }
         let seen = self.metas[f].writes.load(Ordering::Relaxed);

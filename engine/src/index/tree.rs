@@ -395,7 +395,23 @@ impl<'a> TreeWriter<'a, '_> {
             (Ok(i), Mode::Replace | Mode::Upsert) if n.spilled(i)? => Some(n.value(i)?.to_vec()),
             _ => None,
         };
+        // A value replaced by one as long, neither of them a spilled row's reference (an update
+        // of a clustered table's row that changes no length): where its bytes lie.
+        let same_place = match (found, mode) {
+            (Ok(i), Mode::Replace | Mode::Upsert) if !spilled => {
+                let (_, at) = n.entry_at(i)?;
+                (!at.spilled && at.len == value.len()).then_some(at.off)
+            }
+            _ => None,
+        };
         drop(g);
+        if let Some(off) = same_place {
+            // The writer's copy is the page the descent read: the value lies at `off` there too,
+            // and overwriting it changes nothing else of the node (no removal, insertion or
+            // compaction).
+            self.write(leaf)?[off..off + value.len()].copy_from_slice(value);
+            return Ok(Put::Replaced);
+        }
         let (pos, outcome) = match (found, mode) {
             (Ok(_), Mode::NewUnlessHeld) => return Ok(Put::Held),
             (Ok(_), Mode::New) => return Err(corrupt(leaf, "an index entry added twice")),

@@ -112,6 +112,8 @@ impl BufferPool {
         }
     }
 
+    /// Frame `f`, let go from `page`, claimed and emptied if it still holds that page, nobody
+    /// holds it and it is clean; `None` otherwise.
     fn claim_recycled(&self, f: usize, page: u64) -> Option<usize> {
         let m = self.metas.get(f)?;
         if m.page() != page || m.pins.pins() != 0 || m.dirty.load(Ordering::Acquire) {

@@ -70,20 +70,43 @@ pub fn real_data_file() -> Vec<u8> {
     file
 }
 
+/// The page size of the databases the seeds are read from.
+const SEED_PAGE: usize = 4096;
+
+/// A new database in `dir` for seeds: pread, [`SEED_PAGE`]-byte pages, a 1 MiB pool.
+fn seed_db(dir: &std::path::Path) -> nvpage::Database {
+    nvpage::Database::builder()
+        .layer(Layer::Pread)
+        .page_size(SEED_PAGE as u64)
+        .pool_bytes(1 << 20)
+        .open(dir)
+        .expect("create")
+}
+
+/// The index nodes (page type `X`) of the closed database in `dir`, with their page ids.
+fn index_nodes(dir: &std::path::Path) -> Vec<Page> {
+    let file = std::fs::read(dir.join(nvpage::DATA_FILE)).expect("read the data file");
+    let page_count = u64::from_le_bytes(file[32..40].try_into().unwrap()) as usize;
+    (0..page_count)
+        .map(|p| (p as u64, file[p * SEED_PAGE..(p + 1) * SEED_PAGE].to_vec()))
+        .filter(|(_, page)| page[16] == b'X')
+        .collect()
+}
+
+/// The index nodes of the closed database in `dir` that hold sized values (byte 29: a
+/// clustered table's tree, or an index beside its primary key).
+fn sized_nodes(dir: &std::path::Path) -> Vec<Page> {
+    index_nodes(dir).into_iter().filter(|(_, page)| page[29] == 1).collect()
+}
+
 /// The index pages of a real database (4 KiB pages), with their page ids: a table of long
 /// names sharing a 150-byte prefix (so separators are long and the trees have inner nodes)
 /// under a unique index on its integer key kept row by row as the rows are inserted, and a
 /// non-unique index on the names (keys end with the row id) built bottom up on the loaded
 /// table.
 pub fn real_index_pages() -> Vec<(u64, Vec<u8>)> {
-    const PS: usize = 4096;
     let dir = scratch_tempdir();
-    let db = nvpage::Database::builder()
-        .layer(Layer::Pread)
-        .page_size(PS as u64)
-        .pool_bytes(1 << 20)
-        .open(dir.path())
-        .expect("create");
+    let db = seed_db(dir.path());
     let schema = nvpage::Schema::new(vec![
         nvpage::Column::new("id", nvpage::ColumnType::I64),
         nvpage::Column::new("name", nvpage::ColumnType::VarChar { max_len: 200 }),
@@ -99,12 +122,7 @@ pub fn real_index_pages() -> Vec<(u64, Vec<u8>)> {
     tx.create_index("t_name", &t, &["name"]).expect("create an index");
     tx.commit().expect("commit");
     drop(db);
-    let file = std::fs::read(dir.path().join(nvpage::DATA_FILE)).expect("read the data file");
-    let page_count = u64::from_le_bytes(file[32..40].try_into().unwrap()) as usize;
-    (0..page_count)
-        .map(|p| (p as u64, file[p * PS..(p + 1) * PS].to_vec()))
-        .filter(|(_, page)| page[16] == b'X')
-        .collect()
+    index_nodes(dir.path())
 }
 
 /// `index_page` inputs: flags, index id, page id, key, page.
@@ -250,16 +268,10 @@ type Damage = Box<dyn Fn(&mut [u8])>;
 /// has inner nodes and leaves filled both by a load and by splits; schema 2's, of
 /// [`real_keyed_nodes`], with spilled rows. Each as (schema, nodes).
 pub fn real_clustered_leaves() -> Vec<(u8, Vec<Page>)> {
-    const PS: usize = 4096;
     let mut out = Vec::new();
     for (schema, rows) in [(0u8, 900i64), (1, 700)] {
         let dir = scratch_tempdir();
-        let db = nvpage::Database::builder()
-            .layer(Layer::Pread)
-            .page_size(PS as u64)
-            .pool_bytes(1 << 20)
-            .open(dir.path())
-            .expect("create");
+        let db = seed_db(dir.path());
         let mut tx = db.begin_write().expect("begin");
         let s = crate::fuzz_bodies::clustered_schemas()[usize::from(schema)].clone();
         let t = tx.create_table_with("t", s, nvpage::Storage::Clustered).expect("create table");
@@ -276,12 +288,7 @@ pub fn real_clustered_leaves() -> Vec<(u8, Vec<Page>)> {
         }
         tx.commit().expect("commit");
         drop(db);
-        let file = std::fs::read(dir.path().join(nvpage::DATA_FILE)).expect("read the data file");
-        let page_count = u64::from_le_bytes(file[32..40].try_into().unwrap()) as usize;
-        let nodes = (0..page_count)
-            .map(|p| (p as u64, file[p * PS..(p + 1) * PS].to_vec()))
-            .filter(|(_, page)| page[16] == b'X' && page[29] == 1)
-            .collect();
+        let nodes = sized_nodes(dir.path());
         out.push((schema, nodes));
     }
     out.push((2, real_keyed_nodes().0));
@@ -438,14 +445,8 @@ fn spilled_entries(page: &[u8]) -> Vec<usize> {
 /// grow into or shrink out of them. Every node of the three trees holds sized values: rows
 /// (or spilled rows' references) in the primary key's leaves, primary keys in the others'.
 pub fn real_keyed_nodes() -> (Vec<Page>, Vec<Page>) {
-    const PS: usize = 4096;
     let dir = scratch_tempdir();
-    let db = nvpage::Database::builder()
-        .layer(Layer::Pread)
-        .page_size(PS as u64)
-        .pool_bytes(1 << 20)
-        .open(dir.path())
-        .expect("create");
+    let db = seed_db(dir.path());
     let s = crate::fuzz_bodies::clustered_schemas()[2].clone();
     let mut tx = db.begin_write().expect("begin");
     let t = tx.create_table_with("t", s, nvpage::Storage::Clustered).expect("create table");
@@ -480,12 +481,7 @@ pub fn real_keyed_nodes() -> (Vec<Page>, Vec<Page>) {
     }
     tx.commit().expect("commit");
     drop(db);
-    let file = std::fs::read(dir.path().join(nvpage::DATA_FILE)).expect("read the data file");
-    let page_count = u64::from_le_bytes(file[32..40].try_into().unwrap()) as usize;
-    let nodes: Vec<Page> = (0..page_count)
-        .map(|p| (p as u64, file[p * PS..(p + 1) * PS].to_vec()))
-        .filter(|(_, page)| page[16] == b'X' && page[29] == 1)
-        .collect();
+    let nodes = sized_nodes(dir.path());
     // The primary key's tree is the one whose leaves hold spilled rows.
     let tree = |p: &[u8]| u32::from_le_bytes(p[24..28].try_into().unwrap());
     let primary = nodes

@@ -19,6 +19,8 @@ mod log;
 mod place;
 #[cfg(feature = "sql")]
 mod sql;
+#[cfg(feature = "cluster")]
+mod worker;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -85,6 +87,10 @@ enum Cmd {
     /// `BEGIN` … `COMMIT` may span them; the first that fails ends the run (exit status 1).
     #[cfg(feature = "sql")]
     Sql(sql::SqlArgs),
+    /// Serve a database's shards to a cluster's coordinator (`nvpage sql --cluster FILE`) until
+    /// SIGTERM or Ctrl-C. Every request must carry the cluster's token.
+    #[cfg(feature = "cluster")]
+    Worker(worker::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -105,6 +111,8 @@ fn main() -> ExitCode {
             Some(m) => sql::run(a, m),
             None => Err("the sql command's arguments were not parsed".into()),
         },
+        #[cfg(feature = "cluster")]
+        Cmd::Worker(a) => worker::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,6 +15,7 @@ use std::time::Instant;
 use clap::{ArgMatches, Args, ValueEnum};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::dataframe::DataFrame;
 use datafusion::sql::parser::Statement;
 use futures::StreamExt;
 use nvpage::{Database, Layer};
@@ -29,7 +30,13 @@ const BUFFERED_BYTES: usize = 64 << 20;
 #[derive(Args)]
 pub struct SqlArgs {
     /// The database directory (made if missing, unless --read-only).
-    pub path: PathBuf,
+    #[arg(required_unless_present = "cluster")]
+    pub path: Option<PathBuf>,
+    /// Run the statements across the workers of a cluster file instead of on one database (see
+    /// `nvpage worker`).
+    #[cfg(feature = "cluster")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["path", "log_dir", "layer", "read_only"])]
+    pub cluster: Option<PathBuf>,
     /// The log's directory, for a database whose log lives apart (`Builder::log_dir`).
     #[arg(long)]
     pub log_dir: Option<PathBuf>,
@@ -89,39 +96,79 @@ fn sources(args: &SqlArgs, m: &ArgMatches) -> Vec<Source> {
 
 /// Runs `nvpage sql`.
 pub fn run(args: &SqlArgs, m: &ArgMatches) -> Result<(), Failure> {
-    let mut b = Database::builder().read_only(args.read_only).create(!args.read_only);
-    if let Some(layer) = args.layer {
-        b = b.layer(layer);
-    }
-    if let Some(d) = &args.log_dir {
-        b = b.log_dir(d);
-    }
-    let db = Arc::new(b.open(&args.path).map_err(|e| e.to_string())?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the query runtime: {e}"))?;
-    let session = Session::new(db).map_err(|e| e.to_string())?;
+    let runner = rt.block_on(Runner::open(args))?;
     let sources = sources(args, m);
     let out = &mut std::io::stdout().lock();
     rt.block_on(async {
         if sources.is_empty() {
             if std::io::stdin().is_terminal() {
-                return shell(&session, args, out).await;
+                return shell(&runner, args, out).await;
             }
             let mut text = String::new();
             std::io::stdin().read_to_string(&mut text).map_err(|e| format!("stdin: {e}"))?;
-            return script(&session, args, &text, out).await;
+            return script(&runner, args, &text, out).await;
         }
         for s in sources {
             let text = match s {
                 Source::Text(t) => t,
                 Source::File(f) => read(&f)?,
             };
-            script(&session, args, &text, out).await?;
+            script(&runner, args, &text, out).await?;
         }
         Ok(())
     })
+}
+
+/// What runs the statements: a session over one database, or a cluster's coordinator.
+enum Runner {
+    Local(Session),
+    #[cfg(feature = "cluster")]
+    Cluster(nvpage_cluster::Coordinator),
+}
+
+impl Runner {
+    async fn open(args: &SqlArgs) -> Result<Self, Failure> {
+        #[cfg(feature = "cluster")]
+        if let Some(file) = &args.cluster {
+            let cluster = nvpage_cluster::Cluster::load(file).map_err(|e| e.to_string())?;
+            let c =
+                nvpage_cluster::Coordinator::connect(cluster).await.map_err(|e| e.to_string())?;
+            for t in c.uneven_tables() {
+                eprintln!("nvpage: not queryable, the workers differ: {t}");
+            }
+            return Ok(Self::Cluster(c));
+        }
+        let Some(path) = &args.path else { return Err("name a database directory".into()) };
+        let mut b = Database::builder().read_only(args.read_only).create(!args.read_only);
+        if let Some(layer) = args.layer {
+            b = b.layer(layer);
+        }
+        if let Some(d) = &args.log_dir {
+            b = b.log_dir(d);
+        }
+        let db = Arc::new(b.open(path).map_err(|e| e.to_string())?);
+        Ok(Self::Local(Session::new(db).map_err(|e| e.to_string())?))
+    }
+
+    async fn run(&self, st: Statement) -> Result<DataFrame, Failure> {
+        match self {
+            Self::Local(s) => s.run(st).await.map_err(|e| e.to_string()),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(c) => c.run(st).await.map_err(|e| e.to_string()),
+        }
+    }
+
+    fn in_transaction(&self) -> bool {
+        match self {
+            Self::Local(s) => s.in_transaction(),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(_) => false,
+        }
+    }
 }
 
 fn read(f: &Path) -> Result<String, Failure> {
@@ -130,26 +177,26 @@ fn read(f: &Path) -> Result<String, Failure> {
 
 /// Runs every statement of `text` in order; the first failure ends it.
 async fn script(
-    session: &Session,
+    runner: &Runner,
     args: &SqlArgs,
     text: &str,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     for st in Session::parse(text).map_err(|e| e.to_string())? {
-        statement(session, args, st, out).await?;
+        statement(runner, args, st, out).await?;
     }
     Ok(())
 }
 
 /// Runs one statement and prints its result.
 async fn statement(
-    session: &Session,
+    runner: &Runner,
     args: &SqlArgs,
     st: Statement,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     let started = Instant::now();
-    let df = session.run(st).await.map_err(|e| e.to_string())?;
+    let df = runner.run(st).await?;
     let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
     let mut stream = df.execute_stream().await.map_err(|e| e.to_string())?;
     let mut printer = Printer::new(args.format, schema);
@@ -283,7 +330,7 @@ impl Printer {
 
 /// The interactive shell: statements end at `;`, with line editing and a history kept in
 /// `~/.nvpage_history`.
-async fn shell(session: &Session, args: &SqlArgs, out: &mut impl Write) -> Result<(), Failure> {
+async fn shell(runner: &Runner, args: &SqlArgs, out: &mut impl Write) -> Result<(), Failure> {
     let mut rl = rustyline::DefaultEditor::new().map_err(|e| format!("the line editor: {e}"))?;
     let history = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".nvpage_history"));
     if let Some(h) = &history {
@@ -291,7 +338,7 @@ async fn shell(session: &Session, args: &SqlArgs, out: &mut impl Write) -> Resul
     }
     let mut pending = String::new();
     loop {
-        let prompt = match (pending.is_empty(), session.in_transaction()) {
+        let prompt = match (pending.is_empty(), runner.in_transaction()) {
             (true, false) => "nvpage> ",
             (true, true) => "nvpage*> ",
             (false, _) => "     -> ",
@@ -305,7 +352,7 @@ async fn shell(session: &Session, args: &SqlArgs, out: &mut impl Write) -> Resul
                 }
                 let text = std::mem::take(&mut pending);
                 let _ = rl.add_history_entry(text.trim());
-                if let Err(e) = script(session, args, &text, out).await {
+                if let Err(e) = script(runner, args, &text, out).await {
                     eprintln!("nvpage: {e}");
                 }
             }

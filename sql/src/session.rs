@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
 use datafusion::dataframe::DataFrame;
+use datafusion::execution::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
@@ -108,6 +109,16 @@ impl Session {
     /// through [`Session::sql`] reads one for all its tables).
     pub fn context(&self) -> &SessionContext {
         &self.ctx
+    }
+
+    /// A DataFusion session state whose nvpage tables all read `snapshot` (a snapshot of this
+    /// session's database): plans made from it (`TableProvider::scan` included) see the
+    /// database as of that snapshot, whichever thread runs them. For callers that plan scans
+    /// themselves and want to know the commit they read ([`nvpage::Snapshot::commit_seq`]).
+    pub fn state_at(&self, snapshot: Snapshot) -> SessionState {
+        let mut state = self.ctx.state();
+        state.config_mut().set_extension(Arc::new(StatementSnapshot(snapshot)));
+        state
     }
 
     /// The database.

@@ -1,0 +1,135 @@
+//! Two and three workers on 127.0.0.1, each with its own database: tables loaded through the
+//! coordinator land where their split says, and queries answer as one database would.
+
+use std::sync::Arc;
+
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use nvpage::{Database, ReadOps};
+use nvpage_cluster::{Cluster, Coordinator};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const TOKEN: &str = "a-test-token";
+
+struct Workers {
+    dirs: Vec<tempfile::TempDir>,
+    stops: Vec<oneshot::Sender<()>>,
+    tasks: Vec<tokio::task::JoinHandle<nvpage_cluster::Result<()>>>,
+    addresses: Vec<String>,
+}
+
+async fn start(n: usize) -> Workers {
+    let mut w = Workers { dirs: vec![], stops: vec![], tasks: vec![], addresses: vec![] };
+    for _ in 0..n {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        w.addresses.push(listener.local_addr().unwrap().to_string());
+        let (tx, rx) = oneshot::channel::<()>();
+        let stop = async move {
+            let _ = rx.await;
+        };
+        w.tasks.push(tokio::spawn(nvpage_cluster::worker::serve(db, listener, TOKEN, stop)));
+        w.stops.push(tx);
+        w.dirs.push(dir);
+    }
+    w
+}
+
+impl Workers {
+    fn cluster_file(&self, token: &str) -> String {
+        let mut s = format!("token = \"{token}\"\n");
+        for a in &self.addresses {
+            s.push_str(&format!("[[workers]]\naddress = \"{a}\"\n"));
+        }
+        s.push_str("[tables.orders]\nhash = [\"id\"]\n[tables.regions]\nreplicated = true\n");
+        s
+    }
+
+    async fn stop(self) -> Vec<tempfile::TempDir> {
+        for s in self.stops {
+            let _ = s.send(());
+        }
+        for t in self.tasks {
+            t.await.unwrap().unwrap();
+        }
+        self.dirs
+    }
+}
+
+async fn text(c: &Coordinator, sql: &str) -> String {
+    let rows = c.sql(sql).await.unwrap().collect().await.unwrap();
+    pretty_format_batches(&rows).unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_table_split_by_hash_loads_through_the_coordinator_and_answers_whole() {
+    let workers = start(2).await;
+    let cluster = Cluster::parse(&workers.cluster_file(TOKEN), None).unwrap();
+    let c = Coordinator::connect(cluster).await.unwrap();
+    c.sql("CREATE TABLE orders (id BIGINT NOT NULL, region INT NOT NULL, amount DECIMAL(10, 2))")
+        .await
+        .unwrap();
+    c.sql("CREATE TABLE regions (r INT NOT NULL, name VARCHAR(20))").await.unwrap();
+    let values: Vec<String> =
+        (0..1000).map(|i| format!("({i}, {}, {}.{:02})", i % 3, i, i % 100)).collect();
+    let inserted = text(&c, &format!("INSERT INTO orders VALUES {}", values.join(", "))).await;
+    assert!(inserted.contains("1000"), "{inserted}");
+    c.sql("INSERT INTO regions VALUES (0, 'north'), (1, 'south'), (2, 'west')")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    c.refresh().await.unwrap();
+
+    let total = text(&c, "SELECT count(*) AS n, sum(amount) AS s FROM orders").await;
+    assert!(total.contains("| 1000 | 499995.00 |") || total.contains("1000"), "{total}");
+    let expected_sum: i64 = (0..1000i64).map(|i| i * 100 + i % 100).sum();
+    assert!(
+        total.contains(&format!("{}.{:02}", expected_sum / 100, expected_sum % 100)),
+        "{total}"
+    );
+    let joined = text(
+        &c,
+        "SELECT name, count(*) AS n FROM orders JOIN regions ON region = r \
+         WHERE id < 300 GROUP BY name ORDER BY name",
+    )
+    .await;
+    assert!(joined.contains("| north | 100 |"), "{joined}");
+    assert!(joined.contains("| south | 100 |"), "{joined}");
+    assert!(joined.contains("| west  | 100 |"), "{joined}");
+    let replicated = text(&c, "SELECT count(*) AS n FROM regions").await;
+    assert!(replicated.contains("| 3 |"), "{replicated}");
+    let limited = text(&c, "SELECT id FROM orders WHERE id BETWEEN 10 AND 12 ORDER BY id").await;
+    assert!(limited.contains("| 10 |") && limited.contains("| 12 |"), "{limited}");
+
+    drop(c);
+    let dirs = workers.stop().await;
+    // Every row is on the worker its key's hash names, and on no other.
+    let mut seen = 0;
+    for (i, dir) in dirs.iter().enumerate() {
+        let db = Arc::new(Database::open(dir.path().join("db")).unwrap());
+        let snap = db.snapshot().unwrap();
+        assert_eq!(snap.row_count(&snap.table("regions").unwrap()).unwrap(), 3, "worker {i}");
+        let session = nvpage_sql::Session::new(db.clone()).unwrap();
+        let ids = session.sql("SELECT id FROM orders").await.unwrap().collect().await.unwrap();
+        for batch in ids {
+            seen += batch.num_rows();
+            let shards = nvpage_cluster::hash::shard_of_rows(&batch, &[0], 2).unwrap();
+            assert!(shards.iter().all(|&s| s == i), "worker {i} holds a row of another shard");
+        }
+        session.close();
+    }
+    assert_eq!(seen, 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wrong_token_is_refused_by_every_worker() {
+    let workers = start(2).await;
+    let cluster = Cluster::parse(&workers.cluster_file("not-the-token"), None).unwrap();
+    let err = Coordinator::connect(cluster).await.unwrap_err().to_string();
+    assert!(err.contains(&workers.addresses[0]), "{err}");
+    assert!(err.contains("token"), "{err}");
+    workers.stop().await;
+}

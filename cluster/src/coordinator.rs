@@ -157,8 +157,15 @@ impl Coordinator {
         let Some(schema) = schema else {
             return Err(Error::Config("the coordinator's session has no default schema".into()));
         };
+        // Only the cluster's tables: a caller's own (external tables, in-memory ones) stay.
         for old in schema.table_names() {
-            schema.deregister_table(&old)?;
+            let ours = schema
+                .table(&old)
+                .await?
+                .is_some_and(|t| t.downcast_ref::<ClusterTable>().is_some());
+            if ours {
+                schema.deregister_table(&old)?;
+            }
         }
         let mut uneven = Vec::new();
         for name in names {

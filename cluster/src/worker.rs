@@ -111,6 +111,18 @@ impl LocalShard {
         state.config_mut().options_mut().execution.target_partitions = partitions.max(1);
         let provider = self.session.context().table_provider(table_ref(read)).await?;
         let filters = decode_filters(read, &TaskContext::from(&state))?;
+        // The coordinator applies every filter again above the scan: pass on those the local
+        // scan takes, and only those (an nvpage scan refuses one it cannot evaluate).
+        let refs: Vec<&datafusion::logical_expr::Expr> = filters.iter().collect();
+        let support = provider.supports_filters_pushdown(&refs)?;
+        let filters: Vec<_> = filters
+            .into_iter()
+            .zip(support)
+            .filter(|(_, s)| {
+                *s != datafusion::logical_expr::TableProviderFilterPushDown::Unsupported
+            })
+            .map(|(f, _)| f)
+            .collect();
         let plan = provider.scan(&state, read.projection.as_ref(), &filters, read.limit).await?;
         Ok((plan, commit))
     }

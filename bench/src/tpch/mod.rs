@@ -20,6 +20,8 @@
 pub mod answers;
 pub mod args;
 pub mod chart;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod load;
 pub mod output;
 mod pg_matrix;

@@ -23,7 +23,7 @@ use super::queries::Query;
 use crate::BoxError;
 
 /// The eight tables, as `CREATE TABLE` named them.
-const TABLES: [&str; 8] =
+pub(crate) const TABLES: [&str; 8] =
     ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"];
 
 /// Query `q`'s SQL at scale factor `sf`, as the SQL engines run it.
@@ -155,7 +155,7 @@ impl InMemory {
 }
 
 /// Record batches as rows of text, NULL empty.
-fn rows(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, BoxError> {
+pub(crate) fn rows(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, BoxError> {
     let opts = FormatOptions::default().with_null("");
     let mut out = Vec::new();
     for b in batches {

@@ -7,9 +7,18 @@ use std::time::Duration;
 
 use arrow_flight::flight_service_client::FlightServiceClient;
 use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
 use datafusion::error::DataFusionError;
+use datafusion::error::Result as DfResult;
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion_distributed::grpc::{BoxCloneSyncChannel, create_worker_client};
-use datafusion_distributed::{ChannelResolver, WorkerChannel};
+use datafusion_distributed::{
+    ChannelResolver, CoordinatorToWorkerMsg, ExecuteTaskRequest, GetWorkerInfoRequest,
+    GetWorkerInfoResponse, SetPlanRequest, WorkerChannel, WorkerToCoordinatorMsg,
+};
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use parking_lot::Mutex;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
@@ -138,6 +147,72 @@ impl ChannelResolver for Channels {
                 c
             }
         };
-        Ok(create_worker_client(BoxCloneSyncChannel::new(channel)))
+        let inner = create_worker_client(BoxCloneSyncChannel::new(channel));
+        Ok(Box::new(Named { url: url.as_str().trim_end_matches('/').to_string(), inner }))
+    }
+}
+
+/// A worker's channel whose errors name the worker (the distributed engine's own say only what
+/// broke: "h2 protocol error", "broken pipe").
+struct Named {
+    url: String,
+    inner: Box<dyn WorkerChannel>,
+}
+
+impl Named {
+    fn err(url: &str, e: DataFusionError) -> DataFusionError {
+        if e.to_string().contains(url) {
+            return e;
+        }
+        DataFusionError::from(Error::worker(url, e))
+    }
+
+    fn stream<T: Send + 'static>(
+        &self,
+        s: BoxStream<'static, DfResult<T>>,
+    ) -> BoxStream<'static, DfResult<T>> {
+        let url = self.url.clone();
+        s.map(move |r| r.map_err(|e| Self::err(&url, e))).boxed()
+    }
+}
+
+#[async_trait]
+impl WorkerChannel for Named {
+    async fn coordinator_channel(
+        &mut self,
+        headers: http::HeaderMap,
+        set_plan_request: SetPlanRequest,
+        c2w_stream: BoxStream<'static, CoordinatorToWorkerMsg>,
+        metrics: ExecutionPlanMetricsSet,
+        task_ctx: &Arc<TaskContext>,
+    ) -> DfResult<BoxStream<'static, DfResult<WorkerToCoordinatorMsg>>> {
+        let s = self
+            .inner
+            .coordinator_channel(headers, set_plan_request, c2w_stream, metrics, task_ctx)
+            .await
+            .map_err(|e| Self::err(&self.url, e))?;
+        Ok(self.stream(s))
+    }
+
+    async fn execute_task(
+        &mut self,
+        headers: http::HeaderMap,
+        request: ExecuteTaskRequest,
+        metrics: ExecutionPlanMetricsSet,
+        task_ctx: &Arc<TaskContext>,
+    ) -> DfResult<Vec<BoxStream<'static, DfResult<RecordBatch>>>> {
+        let streams = self
+            .inner
+            .execute_task(headers, request, metrics, task_ctx)
+            .await
+            .map_err(|e| Self::err(&self.url, e))?;
+        Ok(streams.into_iter().map(|s| self.stream(s)).collect())
+    }
+
+    async fn get_worker_info(
+        &mut self,
+        request: GetWorkerInfoRequest,
+    ) -> DfResult<GetWorkerInfoResponse> {
+        self.inner.get_worker_info(request).await.map_err(|e| Self::err(&self.url, e))
     }
 }

@@ -46,6 +46,17 @@ enum Command {
     /// (features `lmdb`, `redb`, `sqlite`; `compare` for all three), on disk and tmpfs, every
     /// answer checked.
     Kv(kv::KvArgs),
+    /// A worker of `tpch --workers`: serves the database in DIR on --listen until SIGTERM (the
+    /// benchmark starts these itself).
+    #[cfg(feature = "cluster")]
+    #[command(hide = true)]
+    ClusterWorker {
+        dir: std::path::PathBuf,
+        #[arg(long)]
+        listen: std::net::SocketAddr,
+        #[arg(long, value_enum)]
+        medium: tpch::Medium,
+    },
 }
 
 fn main() -> ExitCode {
@@ -57,6 +68,10 @@ fn main() -> ExitCode {
         Command::Engine(args) => engine::run(args),
         Command::Refresh(args) => refresh::run(args),
         Command::Kv(args) => kv::run(args),
+        #[cfg(feature = "cluster")]
+        Command::ClusterWorker { dir, listen, medium } => {
+            tpch::cluster::worker(dir, *listen, *medium)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -85,6 +100,8 @@ mod tests {
             Command::Engine(a) => a.dirs,
             Command::Refresh(a) => a.dirs,
             Command::Kv(a) => a.dirs,
+            #[cfg(feature = "cluster")]
+            Command::ClusterWorker { .. } => panic!("{argv:?}: the hidden worker command"),
         }
     }
 

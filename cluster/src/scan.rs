@@ -251,7 +251,8 @@ impl ExecutionPlan for ShardScanExec {
                 Some(l) if l.database == home.database => {
                     *self.planned_on.lock() = Some(Arc::downgrade(l));
                     let (l, read, id, ctx) = (Arc::downgrade(l), read, self.id, context.clone());
-                    let seq = MetricBuilder::new(&self.metrics).global_gauge("shard_commit_seq");
+                    let seq = MetricBuilder::new(&self.metrics)
+                        .global_gauge(format!("shard{shard}_commit_seq"));
                     streams.push(
                         futures::stream::once(async move {
                             let l = l.upgrade().ok_or_else(|| {

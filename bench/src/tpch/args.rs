@@ -91,6 +91,11 @@ pub struct TpchArgs {
     /// once (warm, beside the first layer); needs the bench feature `sql`
     #[arg(long)]
     pub sql: bool,
+    /// Instead of the layer matrix: the queries' SQL through a coordinator and N worker
+    /// processes on this machine, for each N given (e.g. 1,2,4), every answer checked against
+    /// the plans' over one database; needs the bench feature `cluster`
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub workers: Vec<usize>,
     /// No progress on stderr: neither bars (on a terminal) nor a line per finished load and
     /// configuration
     #[arg(long)]

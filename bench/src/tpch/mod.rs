@@ -51,6 +51,14 @@ use crate::BoxError;
 /// detail, and the files asked for.
 pub fn run(args: &TpchArgs) -> Result<(), BoxError> {
     let cfg = Config::from_args(args)?;
+    if !args.workers.is_empty() {
+        #[cfg(feature = "cluster")]
+        return cluster::bench(&cfg, &args.workers);
+        #[cfg(not(feature = "cluster"))]
+        return Err("tpch --workers needs the bench feature `cluster` (cargo run --release \
+                    -p nvpage-bench --features cluster -- tpch --workers 1,2,4)"
+            .into());
+    }
     if cfg.with_postgres {
         // Fail before the long nvpage matrix, not after it.
         postgres::find_bin()?;

@@ -26,7 +26,7 @@ use arrow_flight::{Action, Criteria, FlightData, FlightDescriptor};
 use async_trait::async_trait;
 use datafusion::arrow::array::{RecordBatch, UInt32Array};
 use datafusion::arrow::compute::take_record_batch;
-use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session as DfSession, TableProvider};
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::TableType;
@@ -52,7 +52,7 @@ use crate::hash::shard_of_rows;
 use crate::scan::{
     Access, ShardHome, ShardScanCodec, ShardScanExec, desired_tasks, route, scale_up,
 };
-use crate::worker::{TableMeta, quote};
+use crate::worker::{CreateLike, TableMeta, quote};
 
 /// A coordinator's session over a cluster (see the module's docs).
 pub struct Coordinator {
@@ -268,7 +268,7 @@ impl Coordinator {
                     let name = ct.name.to_string();
                     let name = name.trim_matches('"');
                     self.rule(name)?;
-                    self.on_every_worker(&s.to_string()).await?;
+                    self.on_every_worker(sql_action(&s.to_string())).await?;
                     return self.done().await;
                 }
                 SqlStatement::CreateTable(ct) => {
@@ -277,8 +277,10 @@ impl Coordinator {
                     self.rule(&name)?;
                     let Some(query) = &ct.query else { unreachable!("matched above") };
                     let df = self.ctx.sql(&query.to_string()).await?;
-                    let ddl = create_table_sql(&name, df.schema().as_arrow())?;
-                    self.on_every_worker(&ddl).await?;
+                    // Each worker makes the table as its own `CREATE TABLE … AS` would from
+                    // the query's columns (`nvpage_sql::types::schema_of`).
+                    let like = CreateLike::new(&name, df.schema().as_arrow())?;
+                    self.on_every_worker(like.action()?).await?;
                     self.refresh().await?;
                     let insert = format!("INSERT INTO {} {query}", quote(&name));
                     self.ctx.sql(&insert).await?.collect().await?;
@@ -288,7 +290,7 @@ impl Coordinator {
                     object_type: ObjectType::Table | ObjectType::Index, ..
                 }
                 | SqlStatement::CreateIndex(_) => {
-                    self.on_every_worker(&s.to_string()).await?;
+                    self.on_every_worker(sql_action(&s.to_string())).await?;
                     return self.done().await;
                 }
                 SqlStatement::Update(_) | SqlStatement::Delete(_) => {
@@ -325,13 +327,12 @@ impl Coordinator {
         })
     }
 
-    /// Runs `sql` on every worker's database, in shard order; stops at the first failure.
-    async fn on_every_worker(&self, sql: &str) -> Result<()> {
+    /// Runs `action` on every worker's database, in shard order; stops at the first failure.
+    async fn on_every_worker(&self, action: Action) -> Result<()> {
         for url in &self.urls {
             let mut client = flight::connect(url, &self.cluster.token).await?;
-            let action = Action { r#type: "sql".into(), body: sql.as_bytes().to_vec().into() };
             let mut out = client
-                .do_action(action)
+                .do_action(action.clone())
                 .await
                 .map_err(|s| Error::worker(url, s.message()))?
                 .into_inner();
@@ -349,27 +350,9 @@ impl Coordinator {
     }
 }
 
-/// `CREATE TABLE name (…)` for the columns of `schema`.
-fn create_table_sql(name: &str, schema: &Schema) -> Result<String> {
-    let mut cols = Vec::new();
-    for f in schema.fields() {
-        let ty = match f.data_type() {
-            DataType::Int8 | DataType::Int16 | DataType::Int32 => "INT".to_string(),
-            DataType::Int64 => "BIGINT".to_string(),
-            DataType::Decimal128(p, s) => format!("DECIMAL({p}, {s})"),
-            DataType::Date32 => "DATE".to_string(),
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "TEXT".to_string(),
-            other => {
-                return Err(Error::Unsupported(format!(
-                    "column {}: type {other} has no nvpage column type",
-                    f.name()
-                )));
-            }
-        };
-        let null = if f.is_nullable() { "" } else { " NOT NULL" };
-        cols.push(format!("{} {ty}{null}", quote(f.name())));
-    }
-    Ok(format!("CREATE TABLE {} ({})", quote(name), cols.join(", ")))
+/// The action that runs `sql` on a worker's database.
+fn sql_action(sql: &str) -> Action {
+    Action { r#type: "sql".into(), body: sql.as_bytes().to_vec().into() }
 }
 
 /// A distributed table, as the coordinator's planner sees it.

@@ -7,7 +7,8 @@
 //! - `do_put`: rows to add to one table, committed as one transaction when the stream ends
 //!   whole (a stream cut short commits nothing);
 //! - `do_action` `sql`: a statement on its own database (`CREATE TABLE`, `DROP TABLE`,
-//!   `CREATE INDEX`, …), for the coordinator to run on every worker.
+//!   `CREATE INDEX`, …), for the coordinator to run on every worker; `create_like`: a table
+//!   with an Arrow schema's columns, typed as the worker's `CREATE TABLE … AS` types them.
 //!
 //! Every request must carry the cluster's token ([`crate::flight::TOKEN_HEADER`]); others are
 //! refused with `Unauthenticated`.
@@ -367,6 +368,14 @@ impl FlightService for ShardService {
                 df.collect().await.map_err(status)?;
                 Ok(Response::new(Box::pin(futures::stream::empty())))
             }
+            CreateLike::ACTION => {
+                let like: CreateLike = serde_json::from_slice(&action.body).map_err(|e| {
+                    Status::invalid_argument(format!("{}: {e}", CreateLike::ACTION))
+                })?;
+                let shard = self.shard.get().map_err(status)?;
+                shard.create_like(&like).await.map_err(status)?;
+                Ok(Response::new(Box::pin(futures::stream::empty())))
+            }
             other => Err(Status::unimplemented(format!("no action {other:?}"))),
         }
     }
@@ -414,11 +423,81 @@ impl FlightService for ShardService {
             r#type: "sql".into(),
             description: "run one statement on the worker's database".into(),
         };
-        Ok(Response::new(Box::pin(futures::stream::once(async { Ok(sql) }))))
+        let like = ActionType {
+            r#type: CreateLike::ACTION.into(),
+            description: "make a table with an Arrow schema's columns".into(),
+        };
+        Ok(Response::new(Box::pin(futures::stream::iter([Ok(sql), Ok(like)]))))
+    }
+}
+
+/// A table to make with the columns of an Arrow schema, as `CREATE TABLE … AS` makes one
+/// (the action a coordinator's `CREATE TABLE … AS` runs on every worker).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct CreateLike {
+    table: String,
+    /// The schema as an Arrow IPC message.
+    schema: Vec<u8>,
+}
+
+impl CreateLike {
+    pub(crate) const ACTION: &'static str = "create_like";
+
+    pub(crate) fn new(table: &str, schema: &datafusion::arrow::datatypes::Schema) -> Result<Self> {
+        let options = datafusion::arrow::ipc::writer::IpcWriteOptions::default();
+        let message =
+            arrow_flight::IpcMessage::try_from(arrow_flight::SchemaAsIpc::new(schema, &options))
+                .map_err(|e| DataFusionError::from(e).context(format!("the schema of {table}")))?;
+        Ok(Self { table: table.to_string(), schema: message.0.to_vec() })
+    }
+
+    pub(crate) fn action(&self) -> Result<Action> {
+        let body = serde_json::to_vec(self).map_err(|e| Error::Config(e.to_string()))?;
+        Ok(Action { r#type: Self::ACTION.into(), body: body.into() })
     }
 }
 
 impl LocalShard {
+    /// Makes `like.table` with `like.schema`'s columns: `CREATE TABLE … AS` over an empty
+    /// table of that schema, so the types are chosen as the worker's SQL chooses them.
+    async fn create_like(&self, like: &CreateLike) -> Result<()> {
+        let schema = datafusion::arrow::datatypes::Schema::try_from(arrow_flight::IpcMessage(
+            like.schema.clone().into(),
+        ))
+        .map_err(|e| DataFusionError::from(e).context(format!("the schema of {}", like.table)))?;
+        let empty = datafusion::datasource::MemTable::try_new(Arc::new(schema), vec![vec![]])?;
+        let sql =
+            |source: &str| format!("CREATE TABLE {} AS SELECT * FROM {source}", quote(&like.table));
+        self.with_source(Arc::new(empty), sql).await.map(|_| ())
+    }
+
+    /// Runs the statement `sql(source)` makes, with `provider` registered as the table `source`
+    /// names for the statement's time; returns the statement's result.
+    async fn with_source(
+        &self,
+        provider: Arc<dyn datafusion::catalog::TableProvider>,
+        sql: impl FnOnce(&str) -> String,
+    ) -> Result<Vec<datafusion::arrow::array::RecordBatch>> {
+        let name = format!("l{}", self.loads.fetch_add(1, Ordering::Relaxed));
+        let source = TableReference::full(LOAD_CATALOG, LOAD_SCHEMA, name.as_str());
+        let ctx = self.session.context();
+        ctx.register_table(source.clone(), provider)?;
+        let statement = sql(&format!("{LOAD_CATALOG}.{LOAD_SCHEMA}.{name}"));
+        let result = async {
+            Ok::<_, Error>(
+                self.session
+                    .sql(&statement)
+                    .await?
+                    .collect()
+                    .await
+                    .map_err(nvpage_sql::Error::from)?,
+            )
+        }
+        .await;
+        ctx.deregister_table(source)?;
+        result
+    }
+
     /// Inserts `batches` into `table` as one statement: committed when the stream ends whole,
     /// nothing kept if it fails or is cut short. Returns the rows inserted.
     async fn load(
@@ -427,33 +506,17 @@ impl LocalShard {
         schema: SchemaRef,
         batches: BoxStream<'static, DfResult<datafusion::arrow::array::RecordBatch>>,
     ) -> Result<u64> {
-        let name = format!("l{}", self.loads.fetch_add(1, Ordering::Relaxed));
-        let source = TableReference::full(LOAD_CATALOG, LOAD_SCHEMA, name.as_str());
         let once = Arc::new(OneShot { schema: schema.clone(), stream: Mutex::new(Some(batches)) });
         let provider = StreamingTable::try_new(schema, vec![once])?;
-        let ctx = self.session.context();
-        ctx.register_table(source.clone(), Arc::new(provider))?;
-        let sql = format!(
-            "INSERT INTO {} SELECT * FROM {LOAD_CATALOG}.{LOAD_SCHEMA}.{name}",
-            quote(table)
-        );
-        let result = async {
-            let out =
-                self.session.sql(&sql).await?.collect().await.map_err(nvpage_sql::Error::from)?;
-            let rows = out
-                .first()
-                .and_then(|b| {
-                    b.column(0)
-                        .as_any()
-                        .downcast_ref::<datafusion::arrow::array::UInt64Array>()
-                        .map(|a| a.value(0))
-                })
-                .unwrap_or(0);
-            Ok::<_, Error>(rows)
-        }
-        .await;
-        ctx.deregister_table(source)?;
-        result
+        let sql = |source: &str| format!("INSERT INTO {} SELECT * FROM {source}", quote(table));
+        let out = self.with_source(Arc::new(provider), sql).await?;
+        let rows = out.first().and_then(|b| {
+            b.column(0)
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::UInt64Array>()
+                .map(|a| a.value(0))
+        });
+        Ok(rows.unwrap_or(0))
     }
 }
 

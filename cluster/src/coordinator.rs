@@ -380,9 +380,10 @@ impl TableProvider for ClusterTable {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        // Each worker's scan evaluates what it can in its page fold; the filter is applied
-        // again above it, so that what the fold cannot take is still exact.
-        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+        // Each worker applies every filter to its shard exactly: in its scan's page fold where
+        // the fold takes it, in a filter above the scan otherwise. So no filter is needed
+        // above the shards, and a limit reaches them too.
+        Ok(vec![TableProviderFilterPushDown::Exact; filters.len()])
     }
 
     async fn scan(

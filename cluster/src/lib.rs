@@ -11,6 +11,8 @@
 //!   routed to its worker, with projection, filters and limit pushed into that worker's nvpage
 //!   scan ([`scan`]) — and loads rows by splitting them ([`hash`]).
 //!
+//! [`Traffic::of`] tells what a query moved between workers and to the coordinator.
+//!
 //! Every request between them carries the cluster's token; a worker refuses any other. A worker
 //! that is down, stops answering or dies mid-query ends the query with an error naming it, in
 //! bounded time ([`flight::CONNECT_TIMEOUT`], [`flight::KEEPALIVE`]).
@@ -23,8 +25,10 @@ mod error;
 pub mod flight;
 pub mod hash;
 pub mod scan;
+pub mod traffic;
 pub mod worker;
 
 pub use config::{Cluster, Split};
 pub use coordinator::Coordinator;
 pub use error::{Error, Result};
+pub use traffic::{Flow, Traffic};

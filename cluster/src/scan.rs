@@ -28,7 +28,9 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use datafusion_distributed::{
@@ -158,6 +160,10 @@ impl ShardScanExec {
         if self.state.replicated {
             let mut read = self.state.read.clone();
             read.slice = (tasks > 1).then_some((task, tasks));
+            if read.slice.is_some() {
+                // The first rows of a copy need not be in this slice: the limit above decides.
+                read.limit = None;
+            }
             return vec![(task % n, read)];
         }
         (0..n).filter(|j| j % tasks == task).map(|j| (j, self.state.read.clone())).collect()
@@ -271,7 +277,12 @@ impl ExecutionPlan for ShardScanExec {
                     let Some(token) = token.clone() else {
                         return internal_err!("no cluster token in the session of a shard scan");
                     };
-                    streams.push(remote(home, read, token.0.clone(), self.schema.clone()));
+                    let moved = Moved {
+                        rows: MetricBuilder::new(&self.metrics).counter(REMOTE_ROWS, partition),
+                        bytes: MetricBuilder::new(&self.metrics).counter(REMOTE_BYTES, partition),
+                    };
+                    let schema = self.schema.clone();
+                    streams.push(remote(home, read, token.0.clone(), schema, moved));
                 }
                 _ => {}
             }
@@ -299,12 +310,24 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 #[derive(Debug)]
 pub(crate) struct Access(pub(crate) Arc<str>);
 
+/// The metric of the rows a scan read from shards of other processes.
+pub(crate) const REMOTE_ROWS: &str = "remote_rows";
+/// The metric of the bytes (Flight messages) a scan read from shards of other processes.
+pub(crate) const REMOTE_BYTES: &str = "remote_bytes";
+
+/// What a remote read counts into.
+struct Moved {
+    rows: Count,
+    bytes: Count,
+}
+
 /// Reads `read` of the shard at `home` over Flight, as one stream.
 fn remote(
     home: ShardHome,
     read: ReadSpec,
     token: Arc<str>,
     schema: SchemaRef,
+    moved: Moved,
 ) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
     futures::stream::once(async move {
         let ticket = serde_json::to_vec(&read).map_err(|e| DataFusionError::External(e.into()))?;
@@ -314,12 +337,19 @@ fn remote(
             .await
             .map_err(|s| crate::Error::worker(&home.url, s.message()))?;
         let url = home.url.clone();
+        let bytes = moved.bytes;
+        let messages = response.into_inner().map_ok(move |m| {
+            bytes.add(m.encoded_len());
+            m
+        });
         let batches = FlightRecordBatchStream::new_from_flight_data(
-            response.into_inner().map_err(arrow_flight::error::FlightError::from),
+            messages.map_err(arrow_flight::error::FlightError::from),
         )
         .map_err(move |e| DataFusionError::from(crate::Error::worker(&url, e)));
+        let rows = moved.rows;
         Ok::<_, DataFusionError>(batches.and_then(move |b| {
             let schema = schema.clone();
+            rows.add(b.num_rows());
             async move { Ok(b.with_schema(schema)?) }
         }))
     })

@@ -30,9 +30,17 @@ use arrow_flight::{
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::streaming::StreamingTable;
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, MemorySchemaProvider};
-use datafusion::common::TableReference;
+use datafusion::common::{DFSchema, TableReference};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::expr_rewriter::unnormalize_col;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::limit::LocalLimitExec;
+use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
@@ -112,19 +120,46 @@ impl LocalShard {
         state.config_mut().options_mut().execution.target_partitions = partitions.max(1);
         let provider = self.session.context().table_provider(table_ref(read)).await?;
         let filters = decode_filters(read, &TaskContext::from(&state))?;
-        // The coordinator applies every filter again above the scan: pass on those the local
-        // scan takes, and only those (an nvpage scan refuses one it cannot evaluate).
-        let refs: Vec<&datafusion::logical_expr::Expr> = filters.iter().collect();
+        // The coordinator counts on every filter being applied here, exactly: the local scan
+        // evaluates those it takes in its page fold, and a filter above it the rest.
+        let refs: Vec<&Expr> = filters.iter().collect();
         let support = provider.supports_filters_pushdown(&refs)?;
-        let filters: Vec<_> = filters
+        let (pushed, rest): (Vec<_>, Vec<_>) = filters
             .into_iter()
             .zip(support)
-            .filter(|(_, s)| {
-                *s != datafusion::logical_expr::TableProviderFilterPushDown::Unsupported
+            .partition(|(_, s)| *s != TableProviderFilterPushDown::Unsupported);
+        let pushed: Vec<Expr> = pushed.into_iter().map(|(f, _)| f).collect();
+        let Some(rest) = conjunction(rest.into_iter().map(|(f, _)| f)) else {
+            let plan = provider.scan(&state, read.projection.as_ref(), &pushed, read.limit).await?;
+            return Ok((plan, commit));
+        };
+        // Read the columns the rest names too, filter, then keep the columns asked for.
+        let table = provider.schema();
+        let mut columns: Vec<usize> =
+            read.projection.clone().unwrap_or_else(|| (0..table.fields().len()).collect());
+        let wanted = columns.len();
+        for c in rest.column_refs() {
+            let i = table.index_of(&c.name)?;
+            if !columns.contains(&i) {
+                columns.push(i);
+            }
+        }
+        let scan = provider.scan(&state, Some(&columns), &pushed, None).await?;
+        let read_schema = DFSchema::try_from(scan.schema())?;
+        let predicate = state.create_physical_expr(unnormalize_col(rest), &read_schema)?;
+        let filtered: Arc<dyn ExecutionPlan> = Arc::new(FilterExec::try_new(predicate, scan)?);
+        let kept = (0..wanted)
+            .map(|i| {
+                let field = filtered.schema().field(i).clone();
+                let column = Arc::new(Column::new(field.name(), i)) as Arc<dyn PhysicalExpr>;
+                ProjectionExpr::new(column, field.name().clone())
             })
-            .map(|(f, _)| f)
-            .collect();
-        let plan = provider.scan(&state, read.projection.as_ref(), &filters, read.limit).await?;
+            .collect::<Vec<_>>();
+        let mut plan: Arc<dyn ExecutionPlan> = Arc::new(ProjectionExec::try_new(kept, filtered)?);
+        if let Some(limit) = read.limit {
+            // Each partition stops at the limit; the coordinator's limit takes the first.
+            plan = Arc::new(LocalLimitExec::new(plan, limit));
+        }
         Ok((plan, commit))
     }
 

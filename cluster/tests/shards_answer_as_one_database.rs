@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::Int64Array;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use nvpage::{Database, ReadOps};
-use nvpage_cluster::{Cluster, Coordinator};
+use nvpage_cluster::{Cluster, Coordinator, Flow, Traffic};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -137,5 +138,147 @@ async fn a_wrong_token_is_refused_by_every_worker() {
     let err = Coordinator::connect(cluster).await.unwrap_err().to_string();
     assert!(err.contains(&workers.addresses[0]), "{err}");
     assert!(err.contains("token"), "{err}");
+    workers.stop().await;
+}
+
+/// Runs `sql` through `c` to its end; its rows, and what it moved.
+async fn moved(c: &Coordinator, sql: &str) -> (usize, Traffic) {
+    let df = c.sql(sql).await.unwrap();
+    let ctx = Arc::new(df.task_ctx());
+    let plan = df.create_physical_plan().await.unwrap();
+    let batches = datafusion::physical_plan::collect(plan.clone(), ctx).await.unwrap();
+    let rows = batches.iter().map(|b| b.num_rows()).sum();
+    (rows, Traffic::of(plan).await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_query_tells_what_it_moved_between_workers_and_to_the_coordinator() {
+    let workers = start(2).await;
+    let cluster = Cluster::parse(&workers.cluster_file(TOKEN), None).unwrap();
+    let c = Coordinator::connect(cluster).await.unwrap();
+    c.sql("CREATE TABLE orders (id BIGINT NOT NULL, region INT NOT NULL, amount DECIMAL(10, 2))")
+        .await
+        .unwrap();
+    let values: Vec<String> =
+        (0..3000).map(|i| format!("({i}, {}, {}.{:02})", i % 1000, i, i % 100)).collect();
+    c.sql(&format!("INSERT INTO orders VALUES {}", values.join(", ")))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    c.refresh().await.unwrap();
+
+    // Every row of both shards comes to the coordinator, and nothing passes between workers.
+    let (rows, t) = moved(&c, "SELECT id, region FROM orders").await;
+    eprintln!("{t:?}");
+    assert_eq!(rows, 3000);
+    assert_eq!(t.to_coordinator.rows, 3000, "{t:?}");
+    assert!(t.to_coordinator.bytes > 0, "{t:?}");
+    assert_eq!(t.between_workers, Flow::default(), "{t:?}");
+
+    // Grouping by a column the table is not split by moves rows between the workers.
+    let (groups, t) = moved(&c, "SELECT region, count(*) FROM orders GROUP BY region").await;
+    eprintln!("{t:?}");
+    assert_eq!(groups, 1000);
+    assert!(t.between_workers.rows > 0 && t.between_workers.bytes > 0, "{t:?}");
+    assert_eq!(t.to_coordinator.rows, 1000, "{t:?}");
+    drop(c);
+    workers.stop().await;
+}
+
+/// The one-line descriptions of the shard scans in `plan`.
+fn shard_scans(plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>) -> Vec<String> {
+    let mut found = vec![plan.clone()];
+    let mut scans = vec![];
+    while let Some(p) = found.pop() {
+        if p.name() == "ShardScanExec" {
+            scans.push(datafusion::physical_plan::displayable(p.as_ref()).one_line().to_string());
+        }
+        found.extend(p.children().into_iter().cloned());
+    }
+    scans
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn filters_and_a_limit_reach_every_shard_and_the_answer_stays_exact() {
+    let workers = start(2).await;
+    let cluster = Cluster::parse(&workers.cluster_file(TOKEN), None).unwrap();
+    let c = Coordinator::connect(cluster).await.unwrap();
+    c.sql("CREATE TABLE orders (id BIGINT NOT NULL, region INT NOT NULL, amount DECIMAL(10, 2))")
+        .await
+        .unwrap();
+    let values: Vec<String> =
+        (0..2000).map(|i| format!("({i}, {}, {}.{:02})", i % 10, i, i % 100)).collect();
+    c.sql(&format!("INSERT INTO orders VALUES {}", values.join(", ")))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    c.refresh().await.unwrap();
+
+    // Filters the page fold takes, one it does not (arithmetic on a column), with a limit.
+    for (sql, matching) in [
+        ("SELECT id, region FROM orders WHERE region = 3 AND id >= 1000 LIMIT 7", 100),
+        ("SELECT id, region FROM orders WHERE id % 7 = 3 LIMIT 7", 286),
+        ("SELECT o.id FROM orders o WHERE o.id % 7 = 3 AND o.region = 3 LIMIT 7", 29),
+    ] {
+        let df = c.sql(sql).await.unwrap();
+        let ctx = Arc::new(df.task_ctx());
+        let plan = df.create_physical_plan().await.unwrap();
+        let scans = shard_scans(&plan);
+        assert!(!scans.is_empty() && scans.iter().all(|s| s.contains("limit=7")), "{scans:?}");
+        let batches = datafusion::physical_plan::collect(plan, ctx).await.unwrap();
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 7.min(matching), "{sql}");
+        for b in &batches {
+            let ids = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            for id in ids.values() {
+                if sql.contains("% 7") {
+                    assert_eq!(id % 7, 3, "{sql}: row {id}");
+                }
+                if sql.contains("region = 3") {
+                    assert_eq!(id % 10, 3, "{sql}: row {id}");
+                }
+                if sql.contains(">= 1000") {
+                    assert!(*id >= 1000, "{sql}: row {id}");
+                }
+            }
+        }
+        // Without the limit, every matching row and no other.
+        let all = sql.trim_end_matches(" LIMIT 7");
+        let n: usize =
+            c.sql(all).await.unwrap().collect().await.unwrap().iter().map(|b| b.num_rows()).sum();
+        assert_eq!(n, matching, "{all}");
+    }
+    drop(c);
+    workers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_scan_the_coordinator_runs_counts_what_it_read_from_the_worker() {
+    // One worker: the planner keeps the whole query in the coordinator, whose scan reads the
+    // shard from the worker.
+    let workers = start(1).await;
+    let cluster = Cluster::parse(&workers.cluster_file(TOKEN), None).unwrap();
+    let c = Coordinator::connect(cluster).await.unwrap();
+    c.sql("CREATE TABLE orders (id BIGINT NOT NULL, region INT NOT NULL, amount DECIMAL(10, 2))")
+        .await
+        .unwrap();
+    let values: Vec<String> = (0..500).map(|i| format!("({i}, {}, 1.00)", i % 5)).collect();
+    c.sql(&format!("INSERT INTO orders VALUES {}", values.join(", ")))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    c.refresh().await.unwrap();
+    let (rows, t) = moved(&c, "SELECT id FROM orders WHERE region = 2").await;
+    assert_eq!(rows, 100);
+    assert_eq!(t.to_coordinator.rows, 100, "{t:?}");
+    assert!(t.to_coordinator.bytes >= 100 * 8, "{t:?}");
+    assert_eq!(t.between_workers, Flow::default(), "{t:?}");
+    drop(c);
     workers.stop().await;
 }

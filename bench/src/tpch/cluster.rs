@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use datafusion::datasource::MemTable;
 use indicatif::ProgressBar;
 use nvpage::{Database, Layer};
-use nvpage_cluster::{Cluster, Coordinator};
+use nvpage_cluster::{Cluster, Coordinator, Traffic};
 use nvpage_sql::Session;
 
 use super::args::{Config, Medium};
@@ -100,6 +100,19 @@ pub async fn run(
     rows(&batches)
 }
 
+/// [`run`], with what the query moved over the network.
+pub async fn run_with_traffic(
+    coordinator: &Coordinator,
+    q: Query,
+    sf: f64,
+) -> Result<(Vec<Vec<String>>, Traffic), BoxError> {
+    let df = coordinator.sql(&cluster_text(q, sf)).await?;
+    let ctx = Arc::new(df.task_ctx());
+    let plan = df.create_physical_plan().await?;
+    let batches = datafusion::physical_plan::collect(plan.clone(), ctx).await?;
+    Ok((rows(&batches)?, Traffic::of(plan).await?))
+}
+
 /// The environment variable through which the benchmark hands its workers their token.
 const TOKEN_ENV: &str = nvpage_cluster::config::TOKEN_ENV;
 
@@ -181,6 +194,8 @@ struct Cell {
     cpu_max: Duration,
     /// All workers' CPU time in the query.
     cpu_sum: Duration,
+    /// What the checked run moved.
+    traffic: Traffic,
 }
 
 /// `tpch --workers N,...`: for each N, N worker processes on this machine (their databases in
@@ -235,7 +250,7 @@ pub fn bench(cfg: &Config, counts: &[usize]) -> Result<(), BoxError> {
             c.refresh().await?;
             let mut row = Vec::new();
             for (q, expect) in &want {
-                let got = run(&c, *q, cfg.sf).await?;
+                let (got, traffic) = run_with_traffic(&c, *q, cfg.sf).await?;
                 if let Some(diff) = compare_text(expect, &got, "the cluster's") {
                     return Err(format!("{q} through {n} workers: {diff}").into());
                 }
@@ -254,7 +269,12 @@ pub fn bench(cfg: &Config, counts: &[usize]) -> Result<(), BoxError> {
                     sums.push(used.iter().sum());
                 }
                 let secs = |v: &[f64]| Duration::from_secs_f64(median(v));
-                row.push(Cell { wall: secs(&walls), cpu_max: secs(&maxes), cpu_sum: secs(&sums) });
+                row.push(Cell {
+                    wall: secs(&walls),
+                    cpu_max: secs(&maxes),
+                    cpu_sum: secs(&sums),
+                    traffic,
+                });
                 say(format!("{n} worker(s): {q} {:.1} ms", secs(&walls).as_secs_f64() * 1e3));
             }
             Ok::<_, BoxError>((load_time, row))
@@ -320,5 +340,40 @@ fn print_table(
         load.push(String::new());
     }
     t.add_row(load);
+    println!("{t}");
+
+    println!(
+        "What each query moved over the network (its checked run): rows and MiB between \
+         workers, and rows and MiB from the workers to the coordinator; bytes as Arrow Flight \
+         messages, rows as received."
+    );
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    let mut header = vec!["query".to_string()];
+    for n in counts {
+        header.push(format!("{n}w between workers"));
+        header.push(format!("{n}w to coordinator"));
+    }
+    t.set_header(header);
+    let flow =
+        |f: nvpage_cluster::Flow| format!("{} / {:.1}", f.rows, f.bytes as f64 / (1024.0 * 1024.0));
+    let mut totals = vec![(0u64, 0u64); counts.len()];
+    for (i, (q, _)) in want.iter().enumerate() {
+        let mut row = vec![q.to_string()];
+        for (c, total) in cells.iter().zip(&mut totals) {
+            let tr = c[i].traffic;
+            total.0 += tr.between_workers.bytes;
+            total.1 += tr.to_coordinator.bytes;
+            row.push(flow(tr.between_workers));
+            row.push(flow(tr.to_coordinator));
+        }
+        t.add_row(row);
+    }
+    let mut sum = vec!["all queries (MiB)".to_string()];
+    for (between, to) in totals {
+        sum.push(format!("{:.1}", between as f64 / (1024.0 * 1024.0)));
+        sum.push(format!("{:.1}", to as f64 / (1024.0 * 1024.0)));
+    }
+    t.add_row(sum);
     println!("{t}");
 }

@@ -55,7 +55,8 @@ pub struct SqlArgs {
     /// How results are printed.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Print each statement's time on stderr.
+    /// Print each statement's time on stderr (with --cluster, also the rows and bytes it moved
+    /// between workers and to the coordinator).
     #[arg(long)]
     pub timing: bool,
 }
@@ -198,7 +199,10 @@ async fn statement(
     let started = Instant::now();
     let df = runner.run(st).await?;
     let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-    let mut stream = df.execute_stream().await.map_err(|e| e.to_string())?;
+    let ctx = Arc::new(df.task_ctx());
+    let plan = df.create_physical_plan().await.map_err(|e| e.to_string())?;
+    let mut stream =
+        datafusion::physical_plan::execute_stream(plan.clone(), ctx).map_err(|e| e.to_string())?;
     let mut printer = Printer::new(args.format, schema);
     let mut held: Vec<RecordBatch> = Vec::new();
     let mut held_bytes = 0usize;
@@ -229,6 +233,18 @@ async fn statement(
     out.flush().map_err(|e| format!("stdout: {e}"))?;
     if args.timing {
         eprintln!("Time: {:.3} ms", started.elapsed().as_secs_f64() * 1e3);
+        #[cfg(feature = "cluster")]
+        if let Runner::Cluster(_) = runner {
+            let t = nvpage_cluster::Traffic::of(plan).await.map_err(|e| e.to_string())?;
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+            eprintln!(
+                "Moved: {} rows, {:.3} MiB between workers; {} rows, {:.3} MiB to the coordinator",
+                t.between_workers.rows,
+                mib(t.between_workers.bytes),
+                t.to_coordinator.rows,
+                mib(t.to_coordinator.bytes),
+            );
+        }
     }
     Ok(())
 }

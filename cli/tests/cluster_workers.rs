@@ -87,6 +87,15 @@ fn the_sql_command_loads_and_queries_across_workers_and_a_wrong_token_is_refused
     assert!(stdout.contains("n,s\n1000,500500\n"), "{stdout}");
     assert!(stdout.contains("v\nv77\n"), "{stdout}");
 
+    // `--timing` says what a query moved: here every row of both shards to the coordinator.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvpage"));
+    cmd.arg("sql").arg("--cluster").arg(&file).args(["--format", "csv", "--timing"]);
+    let out = cmd.args(["-c", "SELECT k FROM t"]).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("between workers; 1000 rows,"), "{stderr}");
+    assert!(stderr.contains("MiB to the coordinator"), "{stderr}");
+
     let wrong = cluster_file(tmp.path(), "not-the-token", &[&a, &b]);
     let out = sql(&wrong, &["SELECT count(*) FROM t"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -103,9 +103,16 @@ fn the_sql_command_loads_and_queries_across_workers_and_a_wrong_token_is_refused
     assert!(stderr.contains(&a.address) && stderr.contains("token"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
-    let out = sql(&file, &["UPDATE t SET v = 'x'"]);
+    let out = sql(
+        &file,
+        &["UPDATE t SET v = 'x' WHERE k <= 10", "SELECT count(*) AS n FROM t WHERE v = 'x'"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("count\n10\nn\n10\n"), "{stderr}");
+    let out = sql(&file, &["UPDATE t SET k = 0"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("do not run across shards"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("split by"));
     assert!(a.stop().success());
     assert!(b.stop().success());
 }
@@ -143,6 +150,10 @@ fn a_worker_killed_mid_query_ends_it_with_an_error_naming_the_worker() {
         let error =
             error.unwrap_or_else(|| panic!("the query ended without an error ({seen} rows)"));
         assert!(error.contains(&b.address), "the error names the killed worker: {error}");
+        // A DELETE commits on the worker left standing and says so, naming the one it missed.
+        let error = c.sql("DELETE FROM t WHERE v = 0").await.unwrap_err().to_string();
+        assert!(error.contains(&b.address), "{error}");
+        assert!(error.contains(&format!("committed on http://{}", a.address)), "{error}");
     });
     // The worker left standing closes cleanly and keeps its part of every row.
     assert!(a.stop().success());
@@ -155,4 +166,11 @@ fn a_worker_killed_mid_query_ends_it_with_an_error_naming_the_worker() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let n: u64 = stdout.lines().nth(1).unwrap().parse().unwrap();
     assert!(n > rows / 3 && n < rows * 2 / 3, "worker a holds about half the rows: {n}");
+    let out = Command::new(env!("CARGO_BIN_EXE_nvpage"))
+        .arg("sql")
+        .arg(tmp.path().join("a"))
+        .args(["--format", "csv", "-c", "SELECT count(*) AS n FROM t WHERE v = 0"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "n\n0\n", "the DELETE committed on a");
 }

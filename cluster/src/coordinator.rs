@@ -16,25 +16,33 @@
 //!   others) is the user's repair.
 //! - Queries read each shard as of a snapshot of its own database, taken when its scan starts:
 //!   a query sees each shard as of its own moment, not the cluster as of one.
-//! - `UPDATE`, `DELETE` and transactions (`BEGIN` … `COMMIT`) are refused: there is no
-//!   transaction across shards.
+//! - `UPDATE` and `DELETE` run on every worker, one after another, each a transaction of its
+//!   own on its shard: as with a load, each shard's part is atomic and the whole is not; one that
+//!   fails on a worker stops there, and the error names the workers where it committed. They
+//!   may read no table but the one they change (a worker sees only its own shards of another),
+//!   an `UPDATE` may not set a column the table is split by (the row would belong on another
+//!   worker), and a replicated table takes `DELETE` but not `UPDATE` (a copy changed and one not
+//!   would differ unseen; a `DELETE` cut short leaves copies of different counts, which the
+//!   coordinator notices and refuses to query).
+//! - Transactions (`BEGIN` … `COMMIT`) are refused: there is no transaction across shards.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_flight::{Action, Criteria, FlightData, FlightDescriptor};
 use async_trait::async_trait;
-use datafusion::arrow::array::{RecordBatch, UInt32Array};
+use datafusion::arrow::array::{RecordBatch, UInt32Array, UInt64Array};
 use datafusion::arrow::compute::take_record_batch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, SchemaRef};
 use datafusion::catalog::{Session as DfSession, TableProvider};
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::TableType;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, SessionStateBuilder, TaskContext};
 use datafusion::logical_expr::dml::InsertOp;
-use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown, WriteOp};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement;
@@ -139,8 +147,9 @@ impl Coordinator {
         &self.urls
     }
 
-    /// Tables that some workers lack, or hold with another schema: not queryable until made
-    /// even (each with the reason).
+    /// Tables that some workers lack, or hold with another schema, and replicated tables whose
+    /// copies differ in their counts of rows: not queryable until made even (each with the
+    /// reason).
     pub fn uneven_tables(&self) -> Vec<String> {
         self.uneven.lock().clone()
     }
@@ -192,6 +201,24 @@ impl Coordinator {
                 continue;
             }
             let split = self.cluster.tables.get(name.as_str()).cloned();
+            if split == Some(Split::Replicated) {
+                // A load or a DELETE cut short leaves copies of different counts.
+                let other: Vec<String> = found
+                    .iter()
+                    .zip(&self.urls)
+                    .filter(|(f, _)| f[name].rows != f0.rows)
+                    .map(|(f, u)| format!("{} rows on {u}", f[name].rows))
+                    .collect();
+                if !other.is_empty() {
+                    uneven.push(format!(
+                        "{name}: a replicated table whose copies differ ({} rows on {}, {})",
+                        f0.rows,
+                        self.urls[0],
+                        other.join(", ")
+                    ));
+                    continue;
+                }
+            }
             let homes: Vec<ShardHome> = found
                 .iter()
                 .zip(&self.urls)
@@ -294,11 +321,7 @@ impl Coordinator {
                     return self.done().await;
                 }
                 SqlStatement::Update(_) | SqlStatement::Delete(_) => {
-                    return Err(Error::Unsupported(
-                        "UPDATE and DELETE do not run across shards: run them on each worker's \
-                         database (nvpage sql DIR)"
-                            .into(),
-                    ));
+                    return self.modify(statement).await;
                 }
                 SqlStatement::StartTransaction { .. }
                 | SqlStatement::Commit { .. }
@@ -315,6 +338,100 @@ impl Coordinator {
         let state = self.ctx.state();
         let plan = state.statement_to_plan(statement).await?;
         Ok(self.ctx.execute_logical_plan(plan).await?)
+    }
+
+    /// `UPDATE` or `DELETE`: checked here, then run on every worker's shard, each a transaction
+    /// of its own (see the module's docs). Its result is the rows it changed, as one database's.
+    async fn modify(&self, statement: Statement) -> Result<DataFrame> {
+        let text = statement.to_string();
+        let plan = self.ctx.state().statement_to_plan(statement).await?;
+        let LogicalPlan::Dml(dml) = &plan else {
+            return Err(Error::Unsupported(format!("not an UPDATE or DELETE: {text}")));
+        };
+        let name = dml.table_name.table().to_string();
+        let split = self.rule(&name)?.clone();
+        // A worker sees its own shards only: a statement that reads any table beyond the
+        // rows it changes (a subquery, a FROM) would read a part of it.
+        let mut scans = 0;
+        dml.input.apply_with_subqueries(|p| {
+            if matches!(p, LogicalPlan::TableScan(_)) {
+                scans += 1;
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        let delete = matches!(dml.op, WriteOp::Delete);
+        if scans != 1 {
+            return Err(Error::Unsupported(format!(
+                "{} across shards reads no table but {name}: each worker would see only its \
+                 own shards of a subquery's tables",
+                if delete { "DELETE" } else { "UPDATE" }
+            )));
+        }
+        if !delete {
+            let changed = changed_columns(&dml.input);
+            match &split {
+                Split::Replicated => {
+                    return Err(Error::Unsupported(format!(
+                        "UPDATE of a replicated table ({name}): its copies could come to differ \
+                         unseen; reload it instead (DROP TABLE, then CREATE TABLE … AS)"
+                    )));
+                }
+                Split::Hash(keys) => {
+                    if let Some(k) = keys.iter().find(|k| changed.contains(k)) {
+                        return Err(Error::Unsupported(format!(
+                            "UPDATE of {name}.{k}, which {name} is split by: the row would \
+                             belong on another worker; DELETE it and INSERT it instead"
+                        )));
+                    }
+                }
+            }
+        }
+        let mut counts = Vec::new();
+        for url in &self.urls {
+            match self.sql_on(url, &text).await {
+                Ok(n) => counts.push(n),
+                Err(Error::Worker { worker, message }) if !counts.is_empty() => {
+                    let done = self.urls[..counts.len()].join(", ");
+                    let message = format!(
+                        "{message}; the statement committed on {done} before it (each shard's \
+                         part is atomic; the statement as a whole is not): run it on the other \
+                         workers' databases (nvpage sql DIR), not again through the coordinator"
+                    );
+                    return Err(Error::Worker { worker, message });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // A replicated table's copies each changed the same rows; a split table's rows are
+        // on one worker each.
+        let total = match split {
+            Split::Replicated => counts.first().copied().unwrap_or(0),
+            Split::Hash(_) => counts.iter().sum(),
+        };
+        let schema = Arc::new(ArrowSchema::new(vec![Field::new("count", DataType::UInt64, false)]));
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(UInt64Array::from(vec![total]))])
+            .map_err(DataFusionError::from)?;
+        let _ = self.refresh().await;
+        Ok(self.ctx.read_batch(batch)?)
+    }
+
+    /// Runs `sql` on the worker at `url`; the rows it changed, if it says.
+    async fn sql_on(&self, url: &str, sql: &str) -> Result<u64> {
+        let mut client = flight::connect(url, &self.cluster.token).await?;
+        let mut out = client
+            .do_action(sql_action(sql))
+            .await
+            .map_err(|s| Error::worker(url, s.message()))?
+            .into_inner();
+        let mut count = 0;
+        while let Some(r) = out.next().await {
+            let r = r.map_err(|s| Error::worker(url, s.message()))?;
+            count = std::str::from_utf8(&r.body)
+                .ok()
+                .and_then(|b| b.parse().ok())
+                .ok_or_else(|| Error::worker(url, "an unreadable count of rows changed"))?;
+        }
+        Ok(count)
     }
 
     /// The split of table `name`, which a load needs.
@@ -348,6 +465,25 @@ impl Coordinator {
         self.refresh().await?;
         Ok(self.ctx.read_empty()?)
     }
+}
+
+/// The columns an `UPDATE`'s plan sets: those its projection does not pass through as they are.
+fn changed_columns(input: &LogicalPlan) -> Vec<String> {
+    let LogicalPlan::Projection(p) = input else {
+        return input.schema().fields().iter().map(|f| f.name().clone()).collect();
+    };
+    p.expr
+        .iter()
+        .zip(p.schema.fields())
+        .filter(|(e, f)| {
+            let inner = match e {
+                Expr::Alias(a) => a.expr.as_ref(),
+                e => e,
+            };
+            !matches!(inner, Expr::Column(c) if c.name == *f.name())
+        })
+        .map(|(_, f)| f.name().clone())
+        .collect()
 }
 
 /// The action that runs `sql` on a worker's database.

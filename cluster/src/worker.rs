@@ -27,7 +27,8 @@ use arrow_flight::{
     Action, ActionType, Criteria, Empty, FlightData, FlightDescriptor, FlightInfo,
     HandshakeRequest, HandshakeResponse, PollInfo, PutResult, SchemaResult, Ticket,
 };
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
 use datafusion::catalog::streaming::StreamingTable;
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, MemorySchemaProvider};
 use datafusion::common::{DFSchema, TableReference};
@@ -400,8 +401,19 @@ impl FlightService for ShardService {
                     .map_err(|_| Status::invalid_argument("a statement that is not UTF-8"))?;
                 let shard = self.shard.get().map_err(status)?;
                 let df = shard.session.sql(text).await.map_err(status)?;
-                df.collect().await.map_err(status)?;
-                Ok(Response::new(Box::pin(futures::stream::empty())))
+                let batches = df.collect().await.map_err(status)?;
+                // A statement that changes rows answers how many (`UPDATE`, `DELETE`).
+                let count = match batches.as_slice() {
+                    [b] if b.num_rows() == 1
+                        && b.num_columns() == 1
+                        && b.schema().field(0).name() == "count" =>
+                    {
+                        b.column(0).as_primitive_opt::<UInt64Type>().map(|c| c.value(0))
+                    }
+                    _ => None,
+                };
+                let out = count.map(|n| arrow_flight::Result { body: n.to_string().into() });
+                Ok(Response::new(Box::pin(futures::stream::iter(out.map(Ok)))))
             }
             CreateLike::ACTION => {
                 let like: CreateLike = serde_json::from_slice(&action.body).map_err(|e| {

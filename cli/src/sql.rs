@@ -55,8 +55,9 @@ pub struct SqlArgs {
     /// How results are printed.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Print each statement's time on stderr (with --cluster, also the rows and bytes it moved
-    /// between workers and to the coordinator).
+    /// Print each statement's time on stderr (with --cluster, also the bytes it moved over the
+    /// network and the rows through its stage boundaries, between workers and to the
+    /// coordinator).
     #[arg(long)]
     pub timing: bool,
 }
@@ -238,11 +239,12 @@ async fn statement(
             let t = nvpage_cluster::Traffic::of(plan).await.map_err(|e| e.to_string())?;
             let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
             eprintln!(
-                "Moved: {} rows, {:.3} MiB between workers; {} rows, {:.3} MiB to the coordinator",
-                t.between_workers.rows,
+                "Moved: {:.3} MiB between workers, {:.3} MiB to the coordinator over the network; \
+                 rows through stage boundaries {} between workers, {} to the coordinator",
                 mib(t.between_workers.bytes),
-                t.to_coordinator.rows,
                 mib(t.to_coordinator.bytes),
+                t.between_workers.rows,
+                t.to_coordinator.rows,
             );
         }
     }

@@ -93,8 +93,8 @@ fn the_sql_command_loads_and_queries_across_workers_and_a_wrong_token_is_refused
     let out = cmd.args(["-c", "SELECT k FROM t"]).stdin(Stdio::null()).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("between workers; 1000 rows,"), "{stderr}");
-    assert!(stderr.contains("MiB to the coordinator"), "{stderr}");
+    assert!(stderr.contains("MiB to the coordinator over the network"), "{stderr}");
+    assert!(stderr.contains("0 between workers, 1000 to the coordinator"), "{stderr}");
 
     let wrong = cluster_file(tmp.path(), "not-the-token", &[&a, &b]);
     let out = sql(&wrong, &["SELECT count(*) FROM t"]);

@@ -23,7 +23,10 @@
 //!   an `UPDATE` may not set a column the table is split by (the row would belong on another
 //!   worker), and a replicated table takes `DELETE` but not `UPDATE` (a copy changed and one not
 //!   would differ unseen; a `DELETE` cut short leaves copies of different counts, which the
-//!   coordinator notices and refuses to query).
+//!   coordinator notices and refuses to query), and not a `DELETE` that calls a function whose
+//!   value may differ between calls (`random()`, `now()`).
+//! - A table some workers lack or hold unlike ([`Coordinator::uneven_tables`]) is not
+//!   queryable; while any is, the coordinator looks again before each statement.
 //! - Transactions (`BEGIN` … `COMMIT`) are refused: there is no transaction across shards.
 
 use std::collections::BTreeMap;
@@ -35,14 +38,16 @@ use datafusion::arrow::array::{RecordBatch, UInt32Array, UInt64Array};
 use datafusion::arrow::compute::take_record_batch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, SchemaRef};
 use datafusion::catalog::{Session as DfSession, TableProvider};
-use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::TableType;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, SessionStateBuilder, TaskContext};
 use datafusion::logical_expr::dml::InsertOp;
-use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown, WriteOp};
+use datafusion::logical_expr::{
+    Expr, LogicalPlan, TableProviderFilterPushDown, Volatility, WriteOp,
+};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement;
@@ -289,6 +294,11 @@ impl Coordinator {
 
     /// Runs one parsed statement (see [`Coordinator::sql`]).
     pub async fn run(&self, statement: Statement) -> Result<DataFrame> {
+        // Tables found uneven may have been caught between two workers' commits of one
+        // statement: look again before each statement while any is.
+        if !self.uneven.lock().is_empty() {
+            self.refresh().await?;
+        }
         if let Statement::Statement(s) = &statement {
             match s.as_ref() {
                 SqlStatement::CreateTable(ct) if ct.query.is_none() => {
@@ -336,7 +346,19 @@ impl Coordinator {
             }
         }
         let state = self.ctx.state();
-        let plan = state.statement_to_plan(statement).await?;
+        let plan = match state.statement_to_plan(statement).await {
+            Ok(plan) => plan,
+            Err(e) => {
+                let uneven = self.uneven.lock().clone();
+                if uneven.is_empty() {
+                    return Err(e.into());
+                }
+                return Err(Error::Unsupported(format!(
+                    "{e} (tables not queryable until the workers agree: {})",
+                    uneven.join("; ")
+                )));
+            }
+        };
         Ok(self.ctx.execute_logical_plan(plan).await?)
     }
 
@@ -360,6 +382,31 @@ impl Coordinator {
             Ok(TreeNodeRecursion::Continue)
         })?;
         let delete = matches!(dml.op, WriteOp::Delete);
+        // Each copy of a replicated table evaluates the statement on its own: a function whose
+        // value may differ between calls (`random()`, `now()`) would change copies unlike.
+        let mut unlike = None;
+        if split == Split::Replicated {
+            dml.input.apply_with_subqueries(|p| {
+                p.apply_expressions(|e| {
+                    e.apply(|e| {
+                        if let Expr::ScalarFunction(f) = e
+                            && f.func.signature().volatility != Volatility::Immutable
+                        {
+                            unlike = Some(f.func.name().to_string());
+                            return Ok(TreeNodeRecursion::Stop);
+                        }
+                        Ok(TreeNodeRecursion::Continue)
+                    })
+                })
+            })?;
+        }
+        if let Some(f) = unlike {
+            return Err(Error::Unsupported(format!(
+                "{} of a replicated table ({name}) with {f}(), whose value may differ on each \
+                 worker: its copies would come to differ",
+                if delete { "DELETE" } else { "UPDATE" }
+            )));
+        }
         if scans != 1 {
             return Err(Error::Unsupported(format!(
                 "{} across shards reads no table but {name}: each worker would see only its \

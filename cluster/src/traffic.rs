@@ -5,8 +5,9 @@
 //! broadcasts). The stage the coordinator runs (the head) reads its inputs from the workers;
 //! every other boundary is read by a worker from other workers. [`Traffic::of`] sums, per
 //! kind, the bytes the reading side received (the encoded Flight messages, as the engine's
-//! `bytes_transferred` counts them) and the rows it received. A broadcast's rows and bytes
-//! count at every reader.
+//! `bytes_transferred` counts them) and the rows it received. A worker reads the output of a
+//! task of its own in-process: its rows count, its bytes (none crossed a network) do not. A
+//! broadcast's rows and bytes count at every reader.
 //!
 //! The shard scans count what they read over the network too: a scan that runs where its
 //! shard is not — in the coordinator, when the planner leaves a scan's stage there (a cluster
@@ -24,9 +25,11 @@ use crate::scan::{REMOTE_BYTES, REMOTE_ROWS};
 /// Rows and bytes through one kind of boundary.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Flow {
-    /// Rows the reading side received.
+    /// Rows the reading side received through these boundaries, including those a worker read
+    /// in-process from a task of its own, which crossed no network.
     pub rows: u64,
-    /// Encoded bytes the reading side received.
+    /// Bytes that crossed the network: the encoded Flight messages received from other
+    /// processes.
     pub bytes: u64,
 }
 

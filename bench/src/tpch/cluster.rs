@@ -187,11 +187,11 @@ impl WorkerProcess {
 }
 
 /// One query's figures at one worker count: medians of the measured runs.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Cell {
     wall: Duration,
-    /// The busiest worker's CPU time in the query.
-    cpu_max: Duration,
+    /// Each worker's CPU time in the query, in shard order.
+    cpu_each: Vec<Duration>,
     /// All workers' CPU time in the query.
     cpu_sum: Duration,
     /// What the checked run moved.
@@ -254,7 +254,7 @@ pub fn bench(cfg: &Config, counts: &[usize]) -> Result<(), BoxError> {
                 if let Some(diff) = compare_text(expect, &got, "the cluster's") {
                     return Err(format!("{q} through {n} workers: {diff}").into());
                 }
-                let (mut walls, mut maxes, mut sums) = (Vec::new(), Vec::new(), Vec::new());
+                let (mut walls, mut each, mut sums) = (Vec::new(), vec![Vec::new(); n], Vec::new());
                 for _ in 0..cfg.runs.max(1) {
                     let before =
                         workers.iter().map(WorkerProcess::cpu).collect::<Result<Vec<_>, _>>()?;
@@ -265,13 +265,15 @@ pub fn bench(cfg: &Config, counts: &[usize]) -> Result<(), BoxError> {
                         workers.iter().map(WorkerProcess::cpu).collect::<Result<Vec<_>, _>>()?;
                     let used: Vec<f64> =
                         after.iter().zip(&before).map(|(a, b)| (*a - *b).as_secs_f64()).collect();
-                    maxes.push(used.iter().copied().fold(0.0, f64::max));
+                    for (e, u) in each.iter_mut().zip(&used) {
+                        e.push(*u);
+                    }
                     sums.push(used.iter().sum());
                 }
                 let secs = |v: &[f64]| Duration::from_secs_f64(median(v));
                 row.push(Cell {
                     wall: secs(&walls),
-                    cpu_max: secs(&maxes),
+                    cpu_each: each.iter().map(|e| secs(e)).collect(),
                     cpu_sum: secs(&sums),
                     traffic,
                 });
@@ -314,16 +316,18 @@ fn print_table(
     let mut header = vec!["query".to_string()];
     for n in counts {
         header.push(format!("{n}w wall ms"));
-        header.push(format!("{n}w CPU ms (busiest / all)"));
+        header.push(format!("{n}w CPU ms: each worker (all)"));
     }
     t.set_header(header);
     let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
     for (i, (q, _)) in want.iter().enumerate() {
         let mut row = vec![q.to_string()];
         for c in cells {
-            let c = c[i];
+            let c = &c[i];
             row.push(ms(c.wall));
-            row.push(format!("{} / {}", ms(c.cpu_max), ms(c.cpu_sum)));
+            let each: Vec<String> =
+                c.cpu_each.iter().map(|d| format!("{:.0}", d.as_secs_f64() * 1e3)).collect();
+            row.push(format!("{} ({:.0})", each.join(", "), c.cpu_sum.as_secs_f64() * 1e3));
         }
         t.add_row(row);
     }
@@ -343,9 +347,9 @@ fn print_table(
     println!("{t}");
 
     println!(
-        "What each query moved over the network (its checked run): rows and MiB between \
-         workers, and rows and MiB from the workers to the coordinator; bytes as Arrow Flight \
-         messages, rows as received."
+        "What each query moved (its checked run), between workers and from the workers to the \
+         coordinator: rows through the stage boundaries (a worker's reads of its own tasks, \
+         in-process, included) / MiB over the network (Arrow Flight messages)."
     );
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);

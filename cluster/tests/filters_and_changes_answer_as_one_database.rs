@@ -8,65 +8,25 @@ use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use nvpage::Database;
 use nvpage_cluster::{Cluster, Coordinator, Traffic};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-const TOKEN: &str = "a-test-token";
+mod common;
 
-struct Workers {
-    dirs: Vec<tempfile::TempDir>,
-    stops: Vec<oneshot::Sender<()>>,
-    tasks: Vec<tokio::task::JoinHandle<nvpage_cluster::Result<()>>>,
-    addresses: Vec<String>,
-}
+use common::{TOKEN, Workers};
+
+/// The cluster file's `[tables.*]`.
+const TABLES: &str = r#"
+[tables.orders]
+hash = ["id"]
+[tables.regions]
+replicated = true
+[tables.empty]
+hash = ["id"]
+[tables.Mixed]
+hash = ["Key"]
+"#;
 
 async fn start(n: usize) -> Workers {
-    start_in((0..n).map(|_| tempfile::tempdir().unwrap()).collect()).await
-}
-
-async fn start_in(dirs: Vec<tempfile::TempDir>) -> Workers {
-    let mut w = Workers { dirs: vec![], stops: vec![], tasks: vec![], addresses: vec![] };
-    for dir in dirs {
-        let db = Database::open(dir.path().join("db")).unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        w.addresses.push(listener.local_addr().unwrap().to_string());
-        let (tx, rx) = oneshot::channel::<()>();
-        let stop = async move {
-            let _ = rx.await;
-        };
-        w.tasks.push(tokio::spawn(nvpage_cluster::worker::serve(db, listener, TOKEN, stop)));
-        w.stops.push(tx);
-        w.dirs.push(dir);
-    }
-    w
-}
-
-impl Workers {
-    fn cluster_file(&self) -> String {
-        let mut s = format!("token = \"{TOKEN}\"\n");
-        for a in &self.addresses {
-            s.push_str(&format!("[[workers]]\naddress = \"{a}\"\n"));
-        }
-        s.push_str("[tables.orders]\nhash = [\"id\"]\n");
-        s.push_str("[tables.regions]\nreplicated = true\n");
-        s.push_str("[tables.empty]\nhash = [\"id\"]\n");
-        s.push_str("[tables.Mixed]\nhash = [\"Key\"]\n");
-        s
-    }
-
-    async fn coordinator(&self) -> Coordinator {
-        Coordinator::connect(Cluster::parse(&self.cluster_file(), None).unwrap()).await.unwrap()
-    }
-
-    async fn stop(self) -> Vec<tempfile::TempDir> {
-        for s in self.stops {
-            let _ = s.send(());
-        }
-        for t in self.tasks {
-            t.await.unwrap().unwrap();
-        }
-        self.dirs
-    }
+    common::start(n, TABLES).await
 }
 
 /// The statements that make and fill the tables, on a cluster or on one database.

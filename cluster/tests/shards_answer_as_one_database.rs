@@ -7,60 +7,27 @@ use datafusion::arrow::array::{Int64Array, UInt64Array};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use nvpage::{Database, ReadOps};
 use nvpage_cluster::{Cluster, Coordinator, Flow, Traffic};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-const TOKEN: &str = "a-test-token";
+mod common;
 
-struct Workers {
-    dirs: Vec<tempfile::TempDir>,
-    stops: Vec<oneshot::Sender<()>>,
-    tasks: Vec<tokio::task::JoinHandle<nvpage_cluster::Result<()>>>,
-    addresses: Vec<String>,
-}
+use common::{TOKEN, Workers};
+
+/// The cluster file's `[tables.*]`.
+const TABLES: &str = r#"
+[tables.orders]
+hash = ["id"]
+[tables.regions]
+replicated = true
+[tables.flags]
+hash = ["id"]
+"#;
 
 async fn start(n: usize) -> Workers {
-    start_in((0..n).map(|_| tempfile::tempdir().unwrap()).collect()).await
+    common::start(n, TABLES).await
 }
 
-/// Workers over the databases in `dirs`, one each.
 async fn start_in(dirs: Vec<tempfile::TempDir>) -> Workers {
-    let mut w = Workers { dirs: vec![], stops: vec![], tasks: vec![], addresses: vec![] };
-    for dir in dirs {
-        let db = Database::open(dir.path().join("db")).unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        w.addresses.push(listener.local_addr().unwrap().to_string());
-        let (tx, rx) = oneshot::channel::<()>();
-        let stop = async move {
-            let _ = rx.await;
-        };
-        w.tasks.push(tokio::spawn(nvpage_cluster::worker::serve(db, listener, TOKEN, stop)));
-        w.stops.push(tx);
-        w.dirs.push(dir);
-    }
-    w
-}
-
-impl Workers {
-    fn cluster_file(&self, token: &str) -> String {
-        let mut s = format!("token = \"{token}\"\n");
-        for a in &self.addresses {
-            s.push_str(&format!("[[workers]]\naddress = \"{a}\"\n"));
-        }
-        s.push_str("[tables.orders]\nhash = [\"id\"]\n[tables.regions]\nreplicated = true\n");
-        s.push_str("[tables.flags]\nhash = [\"id\"]\n");
-        s
-    }
-
-    async fn stop(self) -> Vec<tempfile::TempDir> {
-        for s in self.stops {
-            let _ = s.send(());
-        }
-        for t in self.tasks {
-            t.await.unwrap().unwrap();
-        }
-        self.dirs
-    }
+    common::start_in(dirs, TABLES).await
 }
 
 async fn text(c: &Coordinator, sql: &str) -> String {

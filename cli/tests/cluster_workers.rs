@@ -157,20 +157,19 @@ fn a_worker_killed_mid_query_ends_it_with_an_error_naming_the_worker() {
     });
     // The worker left standing closes cleanly and keeps its part of every row.
     assert!(a.stop().success());
-    let out = Command::new(env!("CARGO_BIN_EXE_nvpage"))
-        .arg("sql")
-        .arg(tmp.path().join("a"))
-        .args(["--format", "csv", "-c", "SELECT count(*) AS n FROM t"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let n: u64 = stdout.lines().nth(1).unwrap().parse().unwrap();
+    let count = |sql: &str| -> u64 {
+        let out = Command::new(env!("CARGO_BIN_EXE_nvpage"))
+            .arg("sql")
+            .arg(tmp.path().join("a"))
+            .args(["--format", "csv", "-c", sql])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = stdout.lines();
+        assert_eq!(lines.next(), Some("n"), "{stdout}");
+        lines.next().unwrap().parse().unwrap()
+    };
+    let n = count("SELECT count(*) AS n FROM t");
     assert!(n > rows / 3 && n < rows * 2 / 3, "worker a holds about half the rows: {n}");
-    let out = Command::new(env!("CARGO_BIN_EXE_nvpage"))
-        .arg("sql")
-        .arg(tmp.path().join("a"))
-        .args(["--format", "csv", "-c", "SELECT count(*) AS n FROM t WHERE v = 0"])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "n\n0\n", "the DELETE committed on a");
+    assert_eq!(count("SELECT count(*) AS n FROM t WHERE v = 0"), 0, "the DELETE committed on a");
 }

@@ -372,49 +372,41 @@ impl Coordinator {
         };
         let name = dml.table_name.table().to_string();
         let split = self.rule(&name)?.clone();
+        let verb = if matches!(dml.op, WriteOp::Delete) { "DELETE" } else { "UPDATE" };
         // A worker sees its own shards only: a statement that reads any table beyond the
-        // rows it changes (a subquery, a FROM) would read a part of it.
+        // rows it changes (a subquery, a FROM) would read a part of it. And each copy of a
+        // replicated table evaluates the statement on its own: a function whose value may
+        // differ between calls (`random()`, `now()`) would change copies unlike.
         let mut scans = 0;
+        let mut unlike = None;
         dml.input.apply_with_subqueries(|p| {
             if matches!(p, LogicalPlan::TableScan(_)) {
                 scans += 1;
             }
-            Ok(TreeNodeRecursion::Continue)
-        })?;
-        let delete = matches!(dml.op, WriteOp::Delete);
-        // Each copy of a replicated table evaluates the statement on its own: a function whose
-        // value may differ between calls (`random()`, `now()`) would change copies unlike.
-        let mut unlike = None;
-        if split == Split::Replicated {
-            dml.input.apply_with_subqueries(|p| {
-                p.apply_expressions(|e| {
-                    e.apply(|e| {
-                        if let Expr::ScalarFunction(f) = e
-                            && f.func.signature().volatility != Volatility::Immutable
-                        {
-                            unlike = Some(f.func.name().to_string());
-                            return Ok(TreeNodeRecursion::Stop);
-                        }
-                        Ok(TreeNodeRecursion::Continue)
-                    })
+            p.apply_expressions(|e| {
+                e.apply(|e| {
+                    if let Expr::ScalarFunction(f) = e
+                        && f.func.signature().volatility != Volatility::Immutable
+                    {
+                        unlike.get_or_insert_with(|| f.func.name().to_string());
+                    }
+                    Ok(TreeNodeRecursion::Continue)
                 })
-            })?;
-        }
-        if let Some(f) = unlike {
+            })
+        })?;
+        if let (Split::Replicated, Some(f)) = (&split, unlike) {
             return Err(Error::Unsupported(format!(
-                "{} of a replicated table ({name}) with {f}(), whose value may differ on each \
-                 worker: its copies would come to differ",
-                if delete { "DELETE" } else { "UPDATE" }
+                "{verb} of a replicated table ({name}) with {f}(), whose value may differ on each \
+                 worker: its copies would come to differ"
             )));
         }
         if scans != 1 {
             return Err(Error::Unsupported(format!(
-                "{} across shards reads no table but {name}: each worker would see only its \
-                 own shards of a subquery's tables",
-                if delete { "DELETE" } else { "UPDATE" }
+                "{verb} across shards reads no table but {name}: each worker would see only its \
+                 own shards of a subquery's tables"
             )));
         }
-        if !delete {
+        if verb == "UPDATE" {
             let changed = changed_columns(&dml.input);
             match &split {
                 Split::Replicated => {
@@ -464,21 +456,29 @@ impl Coordinator {
 
     /// Runs `sql` on the worker at `url`; the rows it changed, if it says.
     async fn sql_on(&self, url: &str, sql: &str) -> Result<u64> {
-        let mut client = flight::connect(url, &self.cluster.token).await?;
-        let mut out = client
-            .do_action(sql_action(sql))
-            .await
-            .map_err(|s| Error::worker(url, s.message()))?
-            .into_inner();
         let mut count = 0;
-        while let Some(r) = out.next().await {
-            let r = r.map_err(|s| Error::worker(url, s.message()))?;
-            count = std::str::from_utf8(&r.body)
+        for body in self.act(url, sql_action(sql)).await? {
+            count = std::str::from_utf8(&body)
                 .ok()
                 .and_then(|b| b.parse().ok())
                 .ok_or_else(|| Error::worker(url, "an unreadable count of rows changed"))?;
         }
         Ok(count)
+    }
+
+    /// Runs `action` on the worker at `url`; the bodies of its results.
+    async fn act(&self, url: &str, action: Action) -> Result<Vec<prost::bytes::Bytes>> {
+        let mut client = flight::connect(url, &self.cluster.token).await?;
+        let mut out = client
+            .do_action(action)
+            .await
+            .map_err(|s| Error::worker(url, s.message()))?
+            .into_inner();
+        let mut bodies = Vec::new();
+        while let Some(r) = out.next().await {
+            bodies.push(r.map_err(|s| Error::worker(url, s.message()))?.body);
+        }
+        Ok(bodies)
     }
 
     /// The split of table `name`, which a load needs.
@@ -494,15 +494,7 @@ impl Coordinator {
     /// Runs `action` on every worker's database, in shard order; stops at the first failure.
     async fn on_every_worker(&self, action: Action) -> Result<()> {
         for url in &self.urls {
-            let mut client = flight::connect(url, &self.cluster.token).await?;
-            let mut out = client
-                .do_action(action.clone())
-                .await
-                .map_err(|s| Error::worker(url, s.message()))?
-                .into_inner();
-            while let Some(r) = out.next().await {
-                r.map_err(|s| Error::worker(url, s.message()))?;
-            }
+            self.act(url, action.clone()).await?;
         }
         Ok(())
     }

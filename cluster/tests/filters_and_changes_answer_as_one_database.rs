@@ -7,11 +7,11 @@ use std::sync::Arc;
 use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use nvpage::Database;
-use nvpage_cluster::{Cluster, Coordinator, Traffic};
+use nvpage_cluster::{Cluster, Coordinator};
 
 mod common;
 
-use common::{TOKEN, Workers};
+use common::{TOKEN, Workers, exec, moved};
 
 /// The cluster file's `[tables.*]`.
 const TABLES: &str = r#"
@@ -167,9 +167,9 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM (SELECT * FROM orders WHERE id % 2 = 0 UNION ALL SELECT * FROM orders WHERE id % 2 = 1 LIMIT 700)",
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn filtered_queries_answer_as_one_database_on_two_workers() {
-    let (workers, c) = cluster_with_data(2).await;
+/// Every query of [`QUERIES`] answers on `n` workers as on one database.
+async fn filtered_queries_answer_as_one_database(n: usize) {
+    let (workers, c) = cluster_with_data(n).await;
     let (_dir, s) = local_with_data().await;
     let diffs = differences(&c, &s, QUERIES).await;
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
@@ -179,32 +179,17 @@ async fn filtered_queries_answer_as_one_database_on_two_workers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn filtered_queries_answer_as_one_database_on_one_worker() {
-    let (workers, c) = cluster_with_data(1).await;
-    let (_dir, s) = local_with_data().await;
-    let diffs = differences(&c, &s, QUERIES).await;
-    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
-    drop(c);
-    workers.stop().await;
+    filtered_queries_answer_as_one_database(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn filtered_queries_answer_as_one_database_on_two_workers() {
+    filtered_queries_answer_as_one_database(2).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn filtered_queries_answer_as_one_database_on_three_workers() {
-    let (workers, c) = cluster_with_data(3).await;
-    let (_dir, s) = local_with_data().await;
-    let diffs = differences(&c, &s, QUERIES).await;
-    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
-    drop(c);
-    workers.stop().await;
-}
-
-/// Runs `sql` to its end; its rows, and what it moved.
-async fn moved(c: &Coordinator, sql: &str) -> (usize, Traffic) {
-    let df = c.sql(sql).await.unwrap();
-    let ctx = Arc::new(df.task_ctx());
-    let plan = df.create_physical_plan().await.unwrap();
-    let batches = datafusion::physical_plan::collect(plan.clone(), ctx).await.unwrap();
-    let rows = batches.iter().map(|b| b.num_rows()).sum();
-    (rows, Traffic::of(plan).await.unwrap())
+    filtered_queries_answer_as_one_database(3).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -239,12 +224,7 @@ async fn what_a_statement_moved_is_read_for_every_kind_of_statement() {
 async fn a_replicated_table_refuses_a_delete_each_copy_would_do_differently() {
     let (workers, c) = cluster_with_data(2).await;
     let values: Vec<String> = (10..400).map(|i| format!("({i}, 'r{i}', 'c')")).collect();
-    c.sql(&format!("INSERT INTO regions VALUES {}", values.join(", ")))
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
+    exec(&c, &format!("INSERT INTO regions VALUES {}", values.join(", "))).await;
     c.refresh().await.unwrap();
     // Each copy would evaluate random() on its own.
     let err = c.sql("DELETE FROM regions WHERE random() < 0.5").await.err().map(|e| e.to_string());
@@ -359,12 +339,7 @@ async fn a_table_seen_uneven_comes_back_once_the_copies_agree() {
     let err = c.sql("SELECT count(*) FROM regions").await.err().map(|e| e.to_string());
     assert!(err.as_deref().unwrap_or("").contains("copies differ"), "{err:?}");
     // The copies agree again: the next statement finds the table without a refresh of its own.
-    one.sql("INSERT INTO regions VALUES (0, 'north', 'no')")
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
+    exec(&one, "INSERT INTO regions VALUES (0, 'north', 'no')").await;
     assert_eq!(on_cluster(&c, "SELECT count(*) FROM regions").await.unwrap(), before);
     assert!(c.uneven_tables().is_empty());
     drop(one);

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Int64Array, UInt64Array};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use nvpage::{Database, ReadOps};
-use nvpage_cluster::{Cluster, Coordinator, Flow, Traffic};
+use nvpage_cluster::{Cluster, Coordinator, Flow};
 
 mod common;
 
-use common::{TOKEN, Workers};
+use common::{TOKEN, Workers, exec, moved, orders};
 
 /// The cluster file's `[tables.*]`.
 const TABLES: &str = r#"
@@ -48,12 +48,7 @@ async fn a_table_split_by_hash_loads_through_the_coordinator_and_answers_whole()
         (0..1000).map(|i| format!("({i}, {}, {}.{:02})", i % 3, i, i % 100)).collect();
     let inserted = text(&c, &format!("INSERT INTO orders VALUES {}", values.join(", "))).await;
     assert!(inserted.contains("1000"), "{inserted}");
-    c.sql("INSERT INTO regions VALUES (0, 'north'), (1, 'south'), (2, 'west')")
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
+    exec(&c, "INSERT INTO regions VALUES (0, 'north'), (1, 'south'), (2, 'west')").await;
     c.refresh().await.unwrap();
 
     let total = text(&c, "SELECT count(*) AS n, sum(amount) AS s FROM orders").await;
@@ -112,33 +107,11 @@ async fn a_wrong_token_is_refused_by_every_worker() {
     workers.stop().await;
 }
 
-/// Runs `sql` through `c` to its end; its rows, and what it moved.
-async fn moved(c: &Coordinator, sql: &str) -> (usize, Traffic) {
-    let df = c.sql(sql).await.unwrap();
-    let ctx = Arc::new(df.task_ctx());
-    let plan = df.create_physical_plan().await.unwrap();
-    let batches = datafusion::physical_plan::collect(plan.clone(), ctx).await.unwrap();
-    let rows = batches.iter().map(|b| b.num_rows()).sum();
-    (rows, Traffic::of(plan).await.unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_query_tells_what_it_moved_between_workers_and_to_the_coordinator() {
     let workers = start(2).await;
-    let cluster = Cluster::parse(&workers.cluster_file(TOKEN), None).unwrap();
-    let c = Coordinator::connect(cluster).await.unwrap();
-    c.sql("CREATE TABLE orders (id BIGINT NOT NULL, region INT NOT NULL, amount DECIMAL(10, 2))")
-        .await
-        .unwrap();
-    let values: Vec<String> =
-        (0..3000).map(|i| format!("({i}, {}, {}.{:02})", i % 1000, i, i % 100)).collect();
-    c.sql(&format!("INSERT INTO orders VALUES {}", values.join(", ")))
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    c.refresh().await.unwrap();
+    let c = workers.coordinator().await;
+    orders(&c, (0..3000).map(|i| format!("({i}, {}, {}.{:02})", i % 1000, i, i % 100))).await;
 
     // Every row of both shards comes to the coordinator, and nothing passes between workers.
     let (rows, t) = moved(&c, "SELECT id, region FROM orders").await;
@@ -174,20 +147,8 @@ fn shard_scans(plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>) -> Vec<
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn filters_and_a_limit_reach_every_shard_and_the_answer_stays_exact() {
     let workers = start(2).await;
-    let cluster = Cluster::parse(&workers.cluster_file(TOKEN), None).unwrap();
-    let c = Coordinator::connect(cluster).await.unwrap();
-    c.sql("CREATE TABLE orders (id BIGINT NOT NULL, region INT NOT NULL, amount DECIMAL(10, 2))")
-        .await
-        .unwrap();
-    let values: Vec<String> =
-        (0..2000).map(|i| format!("({i}, {}, {}.{:02})", i % 10, i, i % 100)).collect();
-    c.sql(&format!("INSERT INTO orders VALUES {}", values.join(", ")))
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    c.refresh().await.unwrap();
+    let c = workers.coordinator().await;
+    orders(&c, (0..2000).map(|i| format!("({i}, {}, {}.{:02})", i % 10, i, i % 100))).await;
 
     // Filters the page fold takes, one it does not (arithmetic on a column), with a limit.
     for (sql, matching) in [
@@ -232,19 +193,8 @@ async fn a_scan_the_coordinator_runs_counts_what_it_read_from_the_worker() {
     // One worker: the planner keeps the whole query in the coordinator, whose scan reads the
     // shard from the worker.
     let workers = start(1).await;
-    let cluster = Cluster::parse(&workers.cluster_file(TOKEN), None).unwrap();
-    let c = Coordinator::connect(cluster).await.unwrap();
-    c.sql("CREATE TABLE orders (id BIGINT NOT NULL, region INT NOT NULL, amount DECIMAL(10, 2))")
-        .await
-        .unwrap();
-    let values: Vec<String> = (0..500).map(|i| format!("({i}, {}, 1.00)", i % 5)).collect();
-    c.sql(&format!("INSERT INTO orders VALUES {}", values.join(", ")))
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    c.refresh().await.unwrap();
+    let c = workers.coordinator().await;
+    orders(&c, (0..500).map(|i| format!("({i}, {}, 1.00)", i % 5))).await;
     let (rows, t) = moved(&c, "SELECT id FROM orders WHERE region = 2").await;
     assert_eq!(rows, 100);
     assert_eq!(t.to_coordinator.rows, 100, "{t:?}");
@@ -264,25 +214,11 @@ async fn changed(c: &Coordinator, sql: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn update_and_delete_change_every_shard_and_refuse_what_would_split_wrongly() {
     let workers = start(2).await;
-    let cluster = Cluster::parse(&workers.cluster_file(TOKEN), None).unwrap();
-    let c = Coordinator::connect(cluster).await.unwrap();
-    c.sql("CREATE TABLE orders (id BIGINT NOT NULL, region INT NOT NULL, amount DECIMAL(10, 2))")
-        .await
-        .unwrap();
+    let c = workers.coordinator().await;
+    orders(&c, (0..1000).map(|i| format!("({i}, {}, 1.00)", i % 4))).await;
     c.sql("CREATE TABLE regions (r INT NOT NULL, name VARCHAR(20))").await.unwrap();
-    let values: Vec<String> = (0..1000).map(|i| format!("({i}, {}, 1.00)", i % 4)).collect();
-    c.sql(&format!("INSERT INTO orders VALUES {}", values.join(", ")))
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    c.sql("INSERT INTO regions VALUES (0, 'north'), (1, 'south'), (2, 'west'), (3, 'east')")
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
+    exec(&c, "INSERT INTO regions VALUES (0, 'north'), (1, 'south'), (2, 'west'), (3, 'east')")
+        .await;
     c.refresh().await.unwrap();
 
     // Rows of both shards change, and the count is the whole table's.
@@ -324,12 +260,7 @@ async fn a_replicated_table_whose_copies_differ_is_not_queryable() {
     let file = workers.cluster_file(TOKEN);
     let c = Coordinator::connect(Cluster::parse(&file, None).unwrap()).await.unwrap();
     c.sql("CREATE TABLE regions (r INT NOT NULL, name VARCHAR(20))").await.unwrap();
-    c.sql("INSERT INTO regions VALUES (0, 'north'), (1, 'south')")
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
+    exec(&c, "INSERT INTO regions VALUES (0, 'north'), (1, 'south')").await;
     drop(c);
     let dirs = workers.stop().await;
     // One copy loses a row behind the cluster's back (as a DELETE cut short would leave it).

@@ -1,7 +1,9 @@
 //! Workers in this process, each over a database of its own, for the cluster's tests.
 
+use std::sync::Arc;
+
 use nvpage::Database;
-use nvpage_cluster::{Cluster, Coordinator};
+use nvpage_cluster::{Cluster, Coordinator, Traffic};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -67,4 +69,33 @@ impl Workers {
         }
         self.dirs
     }
+}
+
+/// Runs `sql` through `c` to its end, its result unread.
+#[allow(dead_code)]
+pub async fn exec(c: &Coordinator, sql: &str) {
+    c.sql(sql).await.unwrap().collect().await.unwrap();
+}
+
+/// Runs `sql` through `c` to its end; its rows, and what it moved.
+#[allow(dead_code)]
+pub async fn moved(c: &Coordinator, sql: &str) -> (usize, Traffic) {
+    let df = c.sql(sql).await.unwrap();
+    let ctx = Arc::new(df.task_ctx());
+    let plan = df.create_physical_plan().await.unwrap();
+    let batches = datafusion::physical_plan::collect(plan.clone(), ctx).await.unwrap();
+    let rows = batches.iter().map(|b| b.num_rows()).sum();
+    (rows, Traffic::of(plan).await.unwrap())
+}
+
+/// `orders (id, region, amount)` made through `c` with the rows `values` (each
+/// `(id, region, amount)`), and `c` told of it.
+#[allow(dead_code)]
+pub async fn orders(c: &Coordinator, values: impl Iterator<Item = String>) {
+    c.sql("CREATE TABLE orders (id BIGINT NOT NULL, region INT NOT NULL, amount DECIMAL(10, 2))")
+        .await
+        .unwrap();
+    let values: Vec<String> = values.collect();
+    exec(c, &format!("INSERT INTO orders VALUES {}", values.join(", "))).await;
+    c.refresh().await.unwrap();
 }

@@ -7,7 +7,7 @@ use std::ops::Range;
 use nvpage_storage::{FileLayer, PageFile, PageId, StorageError, page};
 
 use crate::error::HookError;
-use crate::versions::{ImageBuffer, PageImage, Versions};
+use crate::versions::{ImageBuffer, LinesImage, Version, Versions};
 
 /// The bytes of a cache line: the granule [`changed_lines`] compares in.
 pub const LINE: usize = 64;
@@ -90,31 +90,35 @@ impl<'a> WriteBackPage<'a> {
         // which is this one.
         let verified = self.layer.file().is_verified(self.page);
         self.read_old(buf)?;
-        let (old, new) = (&*buf, &mut *self.new);
-        page::set_envelope(new, self.page);
-        let mut changed = changed_lines(old, new);
-        let crc = verified
-            .then(|| page::checksum_from(old, new, &changed))
-            .flatten()
-            .unwrap_or_else(|| page::compute_checksum(new));
-        page::set_checksum(new, crc);
+        let changed = seal_from(self.page, buf, self.new, verified);
         self.sealed = true;
-        // The comparison above saw the old checksum in the new bytes: take line 0 out, then put
-        // it back if it differs now (merged with the range after it where that one is adjacent).
-        let first = LINE.min(new.len());
-        if let Some(r) = changed.first_mut().filter(|r| r.start == 0) {
-            r.start = first;
-            if r.start == r.end {
-                changed.remove(0);
-            }
-        }
-        if !same_bytes::<LINE>(&old[..first], &new[..first]) {
-            match changed.first_mut() {
-                Some(r) if r.start == first => r.start = 0,
-                _ => changed.insert(0, 0..first),
-            }
-        }
         Ok(changed)
+    }
+
+    /// [`Self::read_old_and_seal`] without a copy of the old page: compares the new bytes with
+    /// the old ones where they lie (the page's shared frame, the mapping; pread reads them into
+    /// `scratch`), and returns the changed lines with their old bytes — the undo log's image of
+    /// the write-back and, where readers may need it, the version ([`Version::Lines`]).
+    pub fn seal_from_old_lines(
+        &mut self,
+        scratch: &mut Vec<u8>,
+    ) -> Result<LinesImage, StorageError> {
+        let verified = self.layer.file().is_verified(self.page);
+        let (page, new) = (self.page, &mut *self.new);
+        let len = new.len();
+        let mut lines = LinesImage::new(len);
+        let mut take = |old: &[u8]| {
+            for r in seal_from(page, old, new, verified) {
+                lines.push(old, r);
+            }
+        };
+        match self.current {
+            Some(old) if old.len() == len => take(old),
+            // The file's page holds still while it is read: as in `read_old_and_seal`.
+            _ => self.layer.with_raw(page, scratch, &mut take)?,
+        }
+        self.sealed = true;
+        Ok(lines)
     }
 
     /// The new bytes, sealed (whole, here, unless [`Self::read_old_and_seal`] sealed them).
@@ -127,12 +131,44 @@ impl<'a> WriteBackPage<'a> {
     }
 }
 
+/// Seals `new` (page `id`'s new bytes) from `old` (the file's): the checksum updated from the
+/// lines that change where the file's page is `verified` and carries one, computed whole
+/// otherwise. Returns the lines in which the sealed page differs from `old`
+/// ([`changed_lines`]); line 0 holds the checksum, so it is among them whenever the checksum
+/// changes.
+fn seal_from(id: PageId, old: &[u8], new: &mut [u8], verified: bool) -> Vec<Range<usize>> {
+    page::set_envelope(new, id);
+    let mut changed = changed_lines(old, new);
+    let crc = verified
+        .then(|| page::checksum_from(old, new, &changed))
+        .flatten()
+        .unwrap_or_else(|| page::compute_checksum(new));
+    page::set_checksum(new, crc);
+    // The comparison above saw the old checksum in the new bytes: take line 0 out, then put it
+    // back if it differs now (merged with the range after it where that one is adjacent).
+    let first = LINE.min(new.len());
+    if let Some(r) = changed.first_mut().filter(|r| r.start == 0) {
+        r.start = first;
+        if r.start == r.end {
+            changed.remove(0);
+        }
+    }
+    if !same_bytes::<LINE>(&old[..first], &new[..first]) {
+        match changed.first_mut() {
+            Some(r) if r.start == first => r.start = 0,
+            _ => changed.insert(0, 0..first),
+        }
+    }
+    changed
+}
+
 /// What the hook tells the pool about a page it is to write back.
 #[derive(Debug, Default)]
 pub struct WriteBack {
-    /// The page's old bytes for the pool to keep as the version readers of older snapshots
-    /// read (at the page's first store in the transaction); `None` when no reader can need one.
-    pub version: Option<PageImage>,
+    /// The page's old bytes — whole, or the lines that change — for the pool to keep as the
+    /// version readers of older snapshots read (at the page's first store in the transaction;
+    /// a later store's lines are added to it); `None` when no reader can need one.
+    pub version: Option<Version>,
     /// The byte ranges in which the page differs from the file (ascending, whole lines, from
     /// [`changed_lines`]): the pool stores only those. `None`: store the whole page.
     pub changed: Option<Vec<Range<usize>>>,

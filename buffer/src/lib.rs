@@ -44,4 +44,6 @@ pub use held::{Holds, Inherited, current_holds, inherit, thread_state_alive};
 pub use hook::{LINE, NoUndo, WriteBack, WriteBackHook, WriteBackPage, changed_lines};
 pub use pool::{BufferPool, MIN_FRAMES, PageMut, PageRef, ScanRing, View};
 pub use snapshots::{SnapshotStats, Snapshots};
-pub use versions::{ImageBuffer, NoVersion, PageImage, VersionStats, Versions};
+pub use versions::{
+    FindError, ImageBuffer, LinesImage, NoVersion, PageImage, Version, VersionStats, Versions,
+};

@@ -1,6 +1,15 @@
 //! Old versions of pages, kept in memory for readers whose snapshot predates a change (DESIGN.md
-//! R2, R4): `(page, c) → bytes`, the before-image the writer of commit `c` logged before its
-//! first in-place store of the page, which is the page as of commit `c − 1`.
+//! R2, R4): `(page, c) → bytes`, the page as of commit `c − 1`, which the writer of commit `c`
+//! hands over before its first in-place store of the page.
+//!
+//! A version is kept as the writer hands it: a whole page ([`Version::Page`]), or only the lines
+//! its stores changed, with their old bytes ([`Version::Lines`]: the lines the undo log holds,
+//! so a commit copies what it changes, not every page it touches). Lines are made whole when a
+//! reader first needs them ([`Versions::find`]): the page as the file holds it now, with the
+//! lines of every later version laid over it, newest first, then the version's own. Each store
+//! of a page since then has its version (a commit's later stores add their lines to its
+//! version), so the file's bytes and those lines give exactly the page as of `c − 1`; the whole
+//! page replaces the lines for the readers after.
 //!
 //! A version `(P, c)` is needed by readers with snapshot `s < c`. [`Versions::collect`] frees
 //! those no live reader can need, then, past the byte limit, whole commits in commit order,
@@ -10,6 +19,7 @@
 //! them ([`Versions::drop_commit`]), the commit makes them ordinary.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::idhash::IdMap;
@@ -96,6 +106,133 @@ impl ImageBuffer {
     }
 }
 
+/// A page's old bytes in some of its lines: what a write-back changed, as the file held it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinesImage {
+    /// Ascending, disjoint ranges of the page.
+    ranges: Vec<Range<usize>>,
+    /// Their bytes, one range after another.
+    bytes: Vec<u8>,
+    /// The page's length.
+    page_len: usize,
+}
+
+impl LinesImage {
+    /// No lines yet, of a page of `page_len` bytes.
+    pub fn new(page_len: usize) -> Self {
+        Self { ranges: Vec::new(), bytes: Vec::new(), page_len }
+    }
+
+    /// Adds `range`'s bytes, taken from `page` (the whole old page). Ranges are added in
+    /// ascending order, none overlapping another.
+    ///
+    /// # Panics
+    /// If `range` lies outside `page`, or `page` is not this image's length (a caller's bug).
+    pub fn push(&mut self, page: &[u8], range: Range<usize>) {
+        assert_eq!(page.len(), self.page_len, "lines of a page of this image's length");
+        debug_assert!(self.ranges.last().is_none_or(|r| r.end <= range.start), "ascending");
+        self.bytes.extend_from_slice(&page[range.clone()]);
+        self.ranges.push(range);
+    }
+
+    /// The page's length.
+    pub fn page_len(&self) -> usize {
+        self.page_len
+    }
+
+    /// The ranges, ascending.
+    pub fn ranges(&self) -> &[Range<usize>] {
+        &self.ranges
+    }
+
+    /// Their bytes, one range after another (the layout of an undo record's images).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Each range with its bytes.
+    fn parts(&self) -> impl Iterator<Item = (Range<usize>, &[u8])> {
+        let mut at = 0;
+        self.ranges.iter().map(move |r| {
+            let part = &self.bytes[at..at + r.len()];
+            at += r.len();
+            (r.clone(), part)
+        })
+    }
+
+    /// Lays the lines over `page`.
+    fn apply(&self, page: &mut [u8]) {
+        for (r, part) in self.parts() {
+            page[r].copy_from_slice(part);
+        }
+    }
+
+    /// These lines and those of `later` (a later store's, in the same commit) that these do not
+    /// cover: the page as the commit found it, in every line its stores changed. Where both
+    /// hold a line, this one's bytes are the older.
+    fn merged(&self, later: &LinesImage) -> LinesImage {
+        let mut parts: Vec<(Range<usize>, &[u8])> = self.parts().collect();
+        for (r, bytes) in later.parts() {
+            let mut at = r.start;
+            for (mine, _) in self.parts() {
+                if mine.end <= at || mine.start >= r.end {
+                    continue;
+                }
+                if mine.start > at {
+                    parts.push((at..mine.start, &bytes[at - r.start..mine.start - r.start]));
+                }
+                at = at.max(mine.end);
+            }
+            if at < r.end {
+                parts.push((at..r.end, &bytes[at - r.start..]));
+            }
+        }
+        parts.sort_unstable_by_key(|(r, _)| r.start);
+        let mut out = LinesImage::new(self.page_len);
+        for (r, bytes) in parts {
+            out.bytes.extend_from_slice(bytes);
+            out.ranges.push(r);
+        }
+        out
+    }
+
+    /// Bytes of memory the image holds.
+    fn held_bytes(&self) -> u64 {
+        (self.bytes.len() + self.ranges.len() * size_of::<Range<usize>>()) as u64
+    }
+}
+
+/// A version as the writer hands it to [`Versions::insert`].
+#[derive(Debug)]
+pub enum Version {
+    /// The whole page.
+    Page(PageImage),
+    /// The lines the commit's stores change, with their old bytes.
+    Lines(LinesImage),
+}
+
+impl From<PageImage> for Version {
+    fn from(image: PageImage) -> Self {
+        Self::Page(image)
+    }
+}
+
+/// A version as the store holds it: lines are shared with a reader making them whole.
+#[derive(Clone, Debug)]
+enum Held {
+    Page(PageImage),
+    Lines(Arc<LinesImage>),
+}
+
+impl Held {
+    fn held_bytes(&self) -> u64 {
+        match self {
+            Held::Page(image) => image.held_bytes(),
+            Held::Lines(lines) => lines.held_bytes(),
+        }
+    }
+}
+
 /// What [`Versions`] holds right now.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VersionStats {
@@ -117,7 +254,7 @@ struct CommitVersions {
 #[derive(Debug, Default)]
 struct Inner {
     /// Each page's versions, by ascending commit.
-    pages: IdMap<u64, Vec<(u64, PageImage)>>,
+    pages: IdMap<u64, Vec<(u64, Held)>>,
     /// Each commit's pages, to free a commit's versions together.
     commits: BTreeMap<u64, CommitVersions>,
     bytes: u64,
@@ -126,13 +263,15 @@ struct Inner {
 }
 
 impl Inner {
-    /// Frees every version of commit `c`, moving their images to `freed`.
+    /// Frees every version of commit `c`, moving their whole pages to `freed`.
     fn free_commit(&mut self, c: u64, freed: &mut Vec<PageImage>) {
         let Some(cv) = self.commits.remove(&c) else { return };
         for page in cv.pages {
             if let Some(v) = self.pages.get_mut(&page) {
-                if let Some(at) = v.iter().position(|(vc, _)| *vc == c) {
-                    freed.push(v.remove(at).1);
+                if let Some(at) = v.iter().position(|(vc, _)| *vc == c)
+                    && let (_, Held::Page(image)) = v.remove(at)
+                {
+                    freed.push(image);
                 }
                 if v.is_empty() {
                     self.pages.remove(&page);
@@ -165,6 +304,15 @@ impl Default for Versions {
     fn default() -> Self {
         Self::new(u64::MAX)
     }
+}
+
+/// Why [`Versions::find`] gives no page.
+#[derive(Debug)]
+pub enum FindError<E> {
+    /// There is no version to give.
+    NoVersion(NoVersion),
+    /// Reading the page as the file holds it failed.
+    Current(E),
 }
 
 /// Why a snapshot finds no version of a page.
@@ -225,32 +373,114 @@ impl Versions {
         self.inner.lock().limit = limit_bytes;
     }
 
-    /// Keeps `image` as the version of `page` superseded by commit `c` (the pending commit:
-    /// greater than every commit of a version already held).
-    pub fn insert(&self, page: u64, c: u64, image: PageImage) {
+    /// Keeps `version` as the version of `page` superseded by commit `c` (the pending commit:
+    /// greater than every commit of a version already held), at the page's first store in the
+    /// commit (`first`). At a later store of the page in the same commit, the version held gains
+    /// the lines it lacks (their bytes are still the ones the commit found); a whole page held
+    /// already stays as it is, and so does no version at all.
+    pub fn insert(&self, page: u64, c: u64, version: Version, first: bool) {
+        let held = match version {
+            Version::Page(image) => Held::Page(image),
+            Version::Lines(lines) => Held::Lines(Arc::new(lines)),
+        };
         let mut g = self.inner.lock();
-        let bytes = image.held_bytes();
-        g.bytes += bytes;
         let v = g.pages.entry(page).or_default();
+        if !first {
+            let Some((_, kept)) = v.last_mut().filter(|(last, _)| *last == c) else { return };
+            let before = kept.held_bytes();
+            match (&*kept, held) {
+                (Held::Page(_), _) => return,
+                (Held::Lines(mine), Held::Lines(later)) => {
+                    *kept = Held::Lines(Arc::new(mine.merged(&later)));
+                }
+                (Held::Lines(mine), Held::Page(later)) => {
+                    let mut whole = ImageBuffer::new(later.page().len());
+                    whole.page_mut().copy_from_slice(later.page());
+                    mine.apply(whole.page_mut());
+                    *kept = Held::Page(whole.into_image());
+                }
+            }
+            let after = kept.held_bytes();
+            g.bytes = g.bytes + after - before;
+            let cv = g.commits.entry(c).or_default();
+            cv.bytes = cv.bytes + after - before;
+            return;
+        }
         debug_assert!(
             v.last().is_none_or(|(last, _)| *last < c),
             "one version per page and commit"
         );
-        v.push((c, image));
+        let bytes = held.held_bytes();
+        v.push((c, held));
+        g.bytes += bytes;
         let cv = g.commits.entry(c).or_default();
         cv.pages.push(page);
         cv.bytes += bytes;
     }
 
-    /// `page` as of commit `s`: the version with the smallest commit above `s`.
-    pub fn find(&self, page: u64, s: u64) -> Result<PageImage, NoVersion> {
-        let g = self.inner.lock();
-        let horizon = g.horizon;
-        if s < horizon {
-            return Err(NoVersion::TooOld { horizon });
+    /// `page` as of commit `s`: the version with the smallest commit above `s`, made whole if it
+    /// is lines. `current` reads the page as the file holds it now into a buffer, and is called
+    /// only if no whole version above `s` can serve as the base: the caller keeps the page's
+    /// stores out (and with them this page's [`Self::insert`]s) until this returns. The page
+    /// made whole replaces the lines for the readers after.
+    pub fn find<E>(
+        &self,
+        page: u64,
+        s: u64,
+        current: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<PageImage, FindError<E>> {
+        let (c, lines, base) = {
+            let g = self.inner.lock();
+            let horizon = g.horizon;
+            if s < horizon {
+                return Err(FindError::NoVersion(NoVersion::TooOld { horizon }));
+            }
+            let above = g.pages.get(&page).map_or(&[][..], |v| {
+                let at = v.partition_point(|(vc, _)| *vc <= s);
+                &v[at..]
+            });
+            let Some((c, first)) = above.first() else {
+                return Err(FindError::NoVersion(NoVersion::Missing));
+            };
+            let mut lines = Vec::new();
+            let mut base = None;
+            for (_, held) in above {
+                match held {
+                    Held::Page(image) if lines.is_empty() => return Ok(image.clone()),
+                    Held::Page(image) => {
+                        base = Some(image.clone());
+                        break;
+                    }
+                    Held::Lines(l) => lines.push(Arc::clone(l)),
+                }
+            }
+            debug_assert!(matches!(first, Held::Lines(_)));
+            (*c, lines, base)
+        };
+        let len = lines[0].page_len;
+        let mut whole = self.buffer(len);
+        match &base {
+            Some(image) => whole.page_mut().copy_from_slice(image.page()),
+            None => current(whole.page_mut()).map_err(FindError::Current)?,
         }
-        let found = g.pages.get(&page).and_then(|v| v.iter().find(|(c, _)| *c > s));
-        found.map(|(_, img)| img.clone()).ok_or(NoVersion::Missing)
+        for l in lines.iter().rev() {
+            l.apply(whole.page_mut());
+        }
+        let image = whole.into_image();
+        let mut g = self.inner.lock();
+        let kept = g.pages.get_mut(&page).and_then(|v| v.iter_mut().find(|(vc, _)| *vc == c));
+        if let Some((_, held)) = kept
+            && matches!(held, Held::Lines(l) if Arc::ptr_eq(l, &lines[0]))
+        {
+            let before = held.held_bytes();
+            *held = Held::Page(image.clone());
+            let after = image.held_bytes();
+            g.bytes = g.bytes + after - before;
+            if let Some(cv) = g.commits.get_mut(&c) {
+                cv.bytes = cv.bytes + after - before;
+            }
+        }
+        Ok(image)
     }
 
     /// Drops every version of commit `c` (an aborted transaction's).
@@ -301,7 +531,7 @@ impl Versions {
 mod tests {
     use std::sync::Arc;
 
-    use super::{ImageBuffer, NoVersion, PageImage, Versions};
+    use super::{FindError, ImageBuffer, LinesImage, NoVersion, PageImage, Version, Versions};
 
     /// A "page" of `len` bytes holding `v`, in a buffer of exactly its bytes.
     fn image(v: u8, len: usize) -> PageImage {
@@ -315,23 +545,33 @@ mod tests {
         b.into_image()
     }
 
+    /// A version kept whole: the file's bytes are never read.
+    fn whole(v: &Versions, page: u64, s: u64) -> Result<PageImage, NoVersion> {
+        v.find(page, s, |_| -> Result<(), ()> { panic!("page {page} read from the file") }).map_err(
+            |e| match e {
+                FindError::NoVersion(n) => n,
+                FindError::Current(()) => unreachable!(),
+            },
+        )
+    }
+
     fn value(v: &Versions, page: u64, s: u64) -> Result<u8, NoVersion> {
-        v.find(page, s).map(|i| i.page()[0])
+        whole(v, page, s).map(|i| i.page()[0])
     }
 
     #[test]
     fn a_snapshot_reads_the_version_of_the_smallest_later_commit() {
         let v = Versions::default();
         // Page 7 was 10 before commit 3, 30 before commit 5; page 8 was 80 before commit 5.
-        v.insert(7, 3, image(10, 1));
-        v.insert(7, 5, image(30, 1));
-        v.insert(8, 5, image(80, 1));
+        v.insert(7, 3, image(10, 1).into(), true);
+        v.insert(7, 5, image(30, 1).into(), true);
+        v.insert(8, 5, image(80, 1).into(), true);
         assert_eq!(value(&v, 7, 0), Ok(10));
         assert_eq!(value(&v, 7, 2), Ok(10));
         assert_eq!(value(&v, 7, 3), Ok(30), "commit 3's own change is older than the version");
         assert_eq!(value(&v, 7, 4), Ok(30));
         assert_eq!(value(&v, 8, 1), Ok(80));
-        assert!(v.find(7, 5).is_err(), "no version for a snapshot that sees the last change");
+        assert!(whole(&v, 7, 5).is_err(), "no version for a snapshot that sees the last change");
         assert_eq!(v.stats().versions, 3);
     }
 
@@ -339,7 +579,7 @@ mod tests {
     fn collect_frees_what_no_snapshot_needs_and_the_bound_raises_the_horizon() {
         let v = Versions::new(250);
         for c in 1..=4 {
-            v.insert(1, c, image(c as u8, 100));
+            v.insert(1, c, image(c as u8, 100).into(), true);
         }
         // A reader at snapshot 1 needs commits 2.. (1's version is for snapshots below 1).
         v.collect(1, 3);
@@ -376,10 +616,10 @@ mod tests {
         let v = Versions::default();
         let (a, b) = (spare_image(1, 64), spare_image(2, 64));
         let (addr_a, addr_b) = (a.page().as_ptr(), b.page().as_ptr());
-        v.insert(1, 2, a);
-        v.insert(2, 2, b);
+        v.insert(1, 2, a.into(), true);
+        v.insert(2, 2, b.into(), true);
         // A reader holds page 2's version past its collection.
-        let held = v.find(2, 1).unwrap();
+        let held = whole(&v, 2, 1).unwrap();
         v.collect(2, 2);
         assert_eq!(v.stats().versions, 0);
         let mut again = v.buffer(64);
@@ -390,11 +630,11 @@ mod tests {
         assert_eq!(held.page()[0], 2);
         // Another length is never handed out for this one.
         drop(again);
-        v.insert(3, 3, spare_image(3, 32));
+        v.insert(3, 3, spare_image(3, 32).into(), true);
         v.drop_commit(3);
         assert_eq!(v.buffer(64).page().len(), 64);
         // An image of another buffer (a log record's, say) is never handed out.
-        v.insert(4, 4, image(9, 64));
+        v.insert(4, 4, image(9, 64).into(), true);
         v.drop_commit(4);
         assert_ne!(v.buffer(64).page()[0], 9);
     }
@@ -402,14 +642,112 @@ mod tests {
     #[test]
     fn an_aborted_commits_versions_are_dropped() {
         let v = Versions::default();
-        v.insert(1, 2, image(1, 10));
-        v.insert(2, 3, image(2, 10));
+        v.insert(1, 2, image(1, 10).into(), true);
+        v.insert(2, 3, image(2, 10).into(), true);
         v.drop_commit(3);
         assert_eq!(v.stats().versions, 1);
-        assert!(v.find(2, 1).is_err());
+        assert!(whole(&v, 2, 1).is_err());
         // Pending versions survive a collect that passes them.
-        v.insert(2, 3, image(9, 10));
+        v.insert(2, 3, image(9, 10).into(), true);
         v.collect(10, 2);
         assert_eq!(value(&v, 2, 2), Ok(9));
+    }
+
+    /// Stores `value` into the lines `lines` (64 bytes each) of `file`, and returns the old
+    /// bytes of those lines, as a write-back hands them over.
+    fn store(file: &mut [u8], lines: &[usize], value: u8) -> Version {
+        let mut old = LinesImage::new(file.len());
+        let before = file.to_vec();
+        for &l in lines {
+            old.push(&before, l * 64..(l + 1) * 64);
+            file[l * 64..(l + 1) * 64].fill(value);
+        }
+        Version::Lines(old)
+    }
+
+    /// `page` as of `s`, reading the file's bytes from `file` where it must; whether it read them.
+    fn made_whole(v: &Versions, page: u64, s: u64, file: &[u8]) -> (Vec<u8>, bool) {
+        let mut read = false;
+        let image = v
+            .find(page, s, |buf| -> Result<(), ()> {
+                read = true;
+                buf.copy_from_slice(file);
+                Ok(())
+            })
+            .unwrap();
+        (image.page().to_vec(), read)
+    }
+
+    #[test]
+    fn versions_kept_as_lines_are_made_whole_from_the_file_and_every_later_version() {
+        let v = Versions::default();
+        let mut file = vec![0u8; 256];
+        let states = |f: &[u8]| f.to_vec();
+        let s0 = states(&file);
+        v.insert(1, 1, store(&mut file, &[0, 2], 1), true);
+        let s1 = states(&file);
+        v.insert(1, 2, store(&mut file, &[2, 3], 2), true);
+        let s2 = states(&file);
+        // Commit 3 stores the page twice: its version keeps what the page held before it.
+        v.insert(1, 3, store(&mut file, &[1], 3), true);
+        v.insert(1, 3, store(&mut file, &[1, 3], 4), false);
+        assert_eq!(made_whole(&v, 1, 0, &file), (s0.clone(), true));
+        // Made whole once: the next reader gets the page without reading the file.
+        assert_eq!(made_whole(&v, 1, 0, &file), (s0, false));
+        assert_eq!(made_whole(&v, 1, 2, &file), (s2.clone(), true));
+        // Commit 3's version, whole now, is the base of commit 2's lines.
+        assert_eq!(made_whole(&v, 1, 1, &file), (s1, false));
+        assert_eq!(made_whole(&v, 1, 2, &file), (s2, false));
+        // A whole version above serves as the base of the lines below it.
+        let v = Versions::default();
+        let mut file = vec![0u8; 256];
+        v.insert(2, 1, store(&mut file, &[1], 1), true);
+        v.insert(2, 2, PageImage::new(Arc::from(file.clone()), 0).into(), true);
+        file.fill(9);
+        assert_eq!(made_whole(&v, 2, 0, &file), (vec![0u8; 256], false));
+    }
+
+    #[test]
+    fn a_later_store_in_a_commit_adds_only_the_lines_its_version_lacks() {
+        let page = |bytes: &[(std::ops::Range<usize>, u8)]| {
+            let mut p = vec![0u8; 256];
+            for (r, b) in bytes {
+                p[r.clone()].fill(*b);
+            }
+            p
+        };
+        let lines = |p: &[u8], ranges: &[std::ops::Range<usize>]| {
+            let mut l = LinesImage::new(256);
+            for r in ranges {
+                l.push(p, r.clone());
+            }
+            l
+        };
+        // The commit found 1s in 0..100 and 2s in 150..200; it then stored 7s over part of them.
+        let first = lines(&page(&[(0..100, 1)]), std::slice::from_ref(&(0..100)));
+        let later = lines(&page(&[(0..256, 7), (150..200, 2)]), &[50..120, 150..200, 250..256]);
+        let merged = first.merged(&later);
+        assert_eq!(merged.ranges(), &[0..100, 100..120, 150..200, 250..256]);
+        let mut p = vec![5u8; 256];
+        merged.apply(&mut p);
+        assert_eq!(&p[..100], &[1u8; 100][..], "the first store's old bytes win");
+        assert_eq!(&p[100..120], &[7u8; 20][..]);
+        assert_eq!(&p[120..150], &[5u8; 30][..], "a line no store changed is the file's");
+        assert_eq!(&p[150..200], &[2u8; 50][..]);
+        assert_eq!(&p[250..], &[7u8; 6][..]);
+    }
+
+    #[test]
+    fn lines_of_an_aborted_commit_go_and_collected_lines_free_their_bytes() {
+        let v = Versions::default();
+        let mut file = vec![0u8; 256];
+        v.insert(1, 1, store(&mut file, &[0], 1), true);
+        v.insert(1, 2, store(&mut file, &[1], 2), true);
+        assert_eq!(v.stats().versions, 2);
+        v.drop_commit(2);
+        assert_eq!(v.stats().versions, 1);
+        assert!(v.stats().bytes >= 64);
+        v.collect(1, 1);
+        assert_eq!(v.stats(), super::VersionStats::default());
     }
 }

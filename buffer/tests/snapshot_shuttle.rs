@@ -6,7 +6,8 @@
 //! as the version of the pending commit, stamps the page and stores the new bytes, then runs the
 //! commit step. Readers take a snapshot, read every page as `view(P, s)` does under the page's
 //! latch — the "file" when the stamp is at most `s`, else the version of the smallest later
-//! commit — and end. Invariants: the state a reader gets with its snapshot is the commit it
+//! commit, made whole from the "file" and the later versions where it is kept as lines (every
+//! other commit keeps lines, the others whole pages) — and end. Invariants: the state a reader gets with its snapshot is the commit it
 //! names; every page reads exactly as it was at that commit (so no version a live reader needs
 //! is ever freed, and none it reads is a later one); when everyone is done, every version is
 //! freed. Owned snapshots (`owned_scenario`) are registered once and shared by clones on several
@@ -18,7 +19,7 @@
 
 use std::sync::Arc;
 
-use nvpage_buffer::{PageImage, Snapshots, Versions};
+use nvpage_buffer::{FindError, LinesImage, PageImage, Snapshots, Version, Versions};
 use shuttle::sync::Mutex;
 use shuttle::thread;
 
@@ -35,12 +36,41 @@ struct World {
     versions: Versions,
 }
 
-fn image(value: u64) -> PageImage {
-    PageImage::new(Arc::from(value.to_le_bytes().as_slice()), 0)
+/// A page's bytes: its value, then bytes no commit changes.
+fn bytes(value: u64) -> [u8; 16] {
+    let mut b = [7u8; 16];
+    b[..8].copy_from_slice(&value.to_le_bytes());
+    b
+}
+
+/// The version commit `c` keeps of a page that held `value`: the whole page at even commits,
+/// the line the commit changes at odd ones (made whole from the page when a reader needs it).
+fn version(c: u64, value: u64) -> Version {
+    if c % 2 == 0 {
+        PageImage::new(Arc::from(bytes(value).as_slice()), 0).into()
+    } else {
+        let mut lines = LinesImage::new(16);
+        lines.push(&bytes(value), 0..8);
+        Version::Lines(lines)
+    }
 }
 
 fn value_of(image: &PageImage) -> u64 {
-    u64::from_le_bytes(image.page().try_into().unwrap())
+    assert_eq!(image.page()[8..], [7u8; 8], "the bytes no commit changes");
+    u64::from_le_bytes(image.page()[..8].try_into().unwrap())
+}
+
+/// Page `p` as of `s` from its versions, `page` (its latch held) being what the file holds.
+fn from_versions(w: &World, p: usize, s: u64, page: &Page) -> u64 {
+    let current = |buf: &mut [u8]| -> Result<(), ()> {
+        buf.copy_from_slice(&bytes(page.value));
+        Ok(())
+    };
+    match w.versions.find(p as u64, s, current) {
+        Ok(image) => value_of(&image),
+        Err(FindError::NoVersion(e)) => panic!("snapshot {s} lost page {p}'s version: {e:?}"),
+        Err(FindError::Current(())) => unreachable!(),
+    }
 }
 
 /// Which pages commit `c` changes, and the value each holds after it: every commit changes
@@ -72,7 +102,7 @@ fn scenario(readers: usize, commits: u64, pages: usize, reads_each: usize) {
                 assert_eq!(pending, c);
                 for p in changes(c, pages) {
                     let mut page = w.pages[p].lock().unwrap();
-                    w.versions.insert(p as u64, pending, image(page.value));
+                    w.versions.insert(p as u64, pending, version(pending, page.value), true);
                     page.stamp = pending;
                     page.value = c;
                 }
@@ -92,10 +122,7 @@ fn scenario(readers: usize, commits: u64, pages: usize, reads_each: usize) {
                         let seen = if page.stamp <= s {
                             page.value
                         } else {
-                            let v = w.versions.find(p as u64, s);
-                            value_of(&v.unwrap_or_else(|e| {
-                                panic!("snapshot {s} lost page {p}'s version: {e:?}")
-                            }))
+                            from_versions(&w, p, s, &page)
                         };
                         drop(page);
                         assert_eq!(seen, expected(p, s, pages), "page {p} at snapshot {s}");
@@ -127,12 +154,7 @@ impl Drop for Registration {
 fn read_all(w: &World, s: u64, pages: usize) {
     for (p, latch) in w.pages.iter().enumerate() {
         let page = latch.lock().unwrap();
-        let seen = if page.stamp <= s {
-            page.value
-        } else {
-            let v = w.versions.find(p as u64, s);
-            value_of(&v.unwrap_or_else(|e| panic!("snapshot {s} lost page {p}'s version: {e:?}")))
-        };
+        let seen = if page.stamp <= s { page.value } else { from_versions(w, p, s, &page) };
         drop(page);
         assert_eq!(seen, expected(p, s, pages), "page {p} at snapshot {s}");
     }
@@ -159,7 +181,7 @@ fn owned_scenario(clones: usize, commits: u64, pages: usize) {
             for c in 1..=commits {
                 for p in changes(c, pages) {
                     let mut page = w.pages[p].lock().unwrap();
-                    w.versions.insert(p as u64, c, image(page.value));
+                    w.versions.insert(p as u64, c, version(c, page.value), true);
                     page.stamp = c;
                     page.value = c;
                 }

@@ -45,7 +45,7 @@ impl WriteBackHook for UndoHook {
         if self.logged.lock().unwrap().insert(id) {
             self.log.lock().unwrap().push((id, buf.page().to_vec()));
         }
-        Ok(WriteBack { version: Some(buf.into_image()), changed: Some(changed) })
+        Ok(WriteBack { version: Some(buf.into_image().into()), changed: Some(changed) })
     }
 
     fn persist(&self) -> Result<(), HookError> {

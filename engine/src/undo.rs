@@ -28,7 +28,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use nvpage_buffer::idhash::IdSet;
-use nvpage_buffer::{HookError, WriteBack, WriteBackHook, WriteBackPage};
+use nvpage_buffer::{HookError, LinesImage, Version, WriteBack, WriteBackHook, WriteBackPage};
 use nvpage_storage::PageId;
 use nvpage_wal::Log;
 use parking_lot::{Mutex, RwLock};
@@ -61,6 +61,8 @@ struct TxnUndo {
     pending: Vec<u8>,
     /// Whether images were appended since the last persist.
     unpersisted: bool,
+    /// A page's old bytes where they lie nowhere in memory (pread, no shared frame).
+    scratch: Vec<u8>,
 }
 
 /// The buffer pool's write-back hook: persists a page's before-image in the log before the pool
@@ -90,6 +92,7 @@ impl UndoHook {
             unversioned: IdSet::default(),
             pending: Vec::new(),
             unpersisted: false,
+            scratch: Vec::new(),
         });
         debug_assert!(next.logged.is_empty() && next.unversioned.is_empty());
         debug_assert!(next.pending.is_empty() && !next.unpersisted);
@@ -132,35 +135,41 @@ impl WriteBackHook for UndoHook {
             return Ok(WriteBack::default());
         }
         let first = !t.logged.contains(&page.0);
-        let ps = wb_page.file().page_size().bytes();
-        // One buffer for the old bytes and, shared, for the version readers may need: no copy
-        // (a freed version's buffer, recycled by the pool).
-        let mut old = wb_page.image_buffer();
-        let buf = old.page_mut();
-        // The bytes as the file holds them, unverified: a page being reinitialised (a free
-        // extent taken again, a page past an old crash's rolled-back growth) may hold anything,
-        // and undo must restore exactly that, not refuse to log it. The new page is sealed from
-        // them, and the lines that change (its checksum's among them) are what is logged.
-        let changed = wb_page.read_old_and_seal(buf).map_err(hook_error)?;
-        let whole = 0..ps;
-        let logged: &[Range<usize>] =
-            if first && page == PageId::HEADER { std::slice::from_ref(&whole) } else { &changed };
-        if !logged.is_empty() {
-            push_image(&mut t.pending, page, buf, logged);
-            if t.pending.len() >= PENDING_MAX {
-                // Unsynced: `persist` makes them durable with the rest, before the pool stores
-                // the first of their pages (rule 1).
-                self.log.read().append_buffered(&t.pending).map_err(hook_error)?;
-                t.pending.clear();
-                t.unpersisted = true;
+        let (changed, lines) = if first && page == PageId::HEADER {
+            // The header's first image is whole (a header torn by a crash is recognised by it
+            // at open); the header keeps no version.
+            let mut old = wb_page.image_buffer();
+            let buf = old.page_mut();
+            let changed = wb_page.read_old_and_seal(buf).map_err(hook_error)?;
+            let whole = 0..buf.len();
+            push_image(&mut t.pending, page, buf, std::slice::from_ref(&whole));
+            (changed, None)
+        } else {
+            // The bytes as the file holds them, unverified: a page being reinitialised (a free
+            // extent taken again, a page past an old crash's rolled-back growth) may hold
+            // anything, and undo must restore exactly that, not refuse to log it. The new page
+            // is sealed from them, and the lines that change (its checksum's among them), with
+            // their old bytes, are what is logged and what readers of older snapshots read.
+            let lines = wb_page.seal_from_old_lines(&mut t.scratch).map_err(hook_error)?;
+            if !lines.ranges().is_empty() {
+                push_lines(&mut t.pending, page, &lines);
             }
+            (lines.ranges().to_vec(), Some(lines))
+        };
+        if t.pending.len() >= PENDING_MAX {
+            // Unsynced: `persist` makes them durable with the rest, before the pool stores the
+            // first of their pages (rule 1).
+            self.log.read().append_buffered(&t.pending).map_err(hook_error)?;
+            t.pending.clear();
+            t.unpersisted = true;
         }
         t.logged.insert(page.0);
-        // The old page goes with every write-back of a versioned page, not only the first: the
-        // pool keeps it only at the page's first store in this transaction (the bytes the
-        // transaction began with), so a write-back whose persist failed after this call (the
-        // images dropped, nothing stored) does not leave the page's later store without one.
-        let version = (!t.unversioned.contains(&page.0)).then(|| old.into_image());
+        // The old lines go with every write-back of a versioned page, not only the first: the
+        // pool keeps the first store's in this transaction and adds a later one's lines it
+        // lacks (the bytes the transaction began with), so a write-back whose persist failed
+        // after this call (the images dropped, nothing stored) does not leave the page's later
+        // store without them.
+        let version = lines.filter(|_| !t.unversioned.contains(&page.0)).map(Version::Lines);
         Ok(WriteBack { version, changed: Some(changed) })
     }
 
@@ -184,15 +193,26 @@ impl WriteBackHook for UndoHook {
     }
 }
 
-/// Appends to `out` the image of `page` whose old bytes are `old`: the lines `ranges`.
-fn push_image(out: &mut Vec<u8>, page: PageId, old: &[u8], ranges: &[Range<usize>]) {
+/// Appends to `out` the image of `page` whose old bytes, in the lines that change, are `lines`.
+fn push_lines(out: &mut Vec<u8>, page: PageId, lines: &LinesImage) {
+    push_header(out, page, lines.page_len(), lines.ranges());
+    out.extend_from_slice(lines.bytes());
+}
+
+/// Appends to `out` an image's page id, page size and table of `ranges`.
+fn push_header(out: &mut Vec<u8>, page: PageId, page_len: usize, ranges: &[Range<usize>]) {
     out.extend_from_slice(&page.0.to_le_bytes());
-    out.extend_from_slice(&(old.len() as u32 | RANGES).to_le_bytes());
+    out.extend_from_slice(&(page_len as u32 | RANGES).to_le_bytes());
     out.extend_from_slice(&(ranges.len() as u32).to_le_bytes());
     for r in ranges {
         out.extend_from_slice(&(r.start as u32).to_le_bytes());
         out.extend_from_slice(&(r.len() as u32).to_le_bytes());
     }
+}
+
+/// Appends to `out` the image of `page` whose old bytes are `old`: the lines `ranges`.
+fn push_image(out: &mut Vec<u8>, page: PageId, old: &[u8], ranges: &[Range<usize>]) {
+    push_header(out, page, old.len(), ranges);
     for r in ranges {
         out.extend_from_slice(&old[r.clone()]);
     }

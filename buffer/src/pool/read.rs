@@ -13,7 +13,7 @@ use crate::counters::Counter;
 use crate::error::{BufferError, Result};
 use crate::frame::{NO_PAGE, Owner};
 use crate::held::{self, LatchKind};
-use crate::versions::{NoVersion, PageImage};
+use crate::versions::{FindError, NoVersion, PageImage};
 
 impl BufferPool {
     /// A shared guard on page `id` as `view` sees it: the writer's frame (writer's view), a
@@ -206,13 +206,18 @@ impl BufferPool {
         if let View::Snapshot(s) = view
             && stamp > s
         {
-            let found = self.versions.find(id.0, s);
+            // The page latch keeps the page's stores out while a version kept as lines is made
+            // whole from the file's bytes.
+            let found = self.versions.find(id.0, s, |buf| self.layer.read_raw(id, buf));
             self.unlock_page_shared(st, id);
             let image = found.map_err(|e| match e {
-                NoVersion::TooOld { horizon } => {
+                FindError::NoVersion(NoVersion::TooOld { horizon }) => {
                     BufferError::SnapshotTooOld { page: id, snapshot: s, horizon }
                 }
-                NoVersion::Missing => BufferError::VersionMissing { page: id, snapshot: s },
+                FindError::NoVersion(NoVersion::Missing) => {
+                    BufferError::VersionMissing { page: id, snapshot: s }
+                }
+                FindError::Current(e) => e.into(),
             })?;
             self.counters.add(Counter::VersionRead, 1);
             return Ok(Some(PageRef::owned(self, image)));

@@ -367,11 +367,11 @@ impl BufferPool {
     ) -> Result<()> {
         let pending = self.pending.load(Ordering::Acquire);
         // The version is the page as the transaction found it: kept at the page's first store
-        // in this transaction only (a later write-back's old bytes are the transaction's own).
-        if let Some(image) = wb.version
-            && st.stamp.load(Ordering::Acquire) != pending
-        {
-            self.versions.insert(id.0, pending, image);
+        // in this transaction; a later write-back adds only the lines the version lacks (in the
+        // others, its old bytes are the transaction's own).
+        if let Some(version) = wb.version {
+            let first = st.stamp.load(Ordering::Acquire) != pending;
+            self.versions.insert(id.0, pending, version, first);
         }
         let old = st.stamp.swap(pending, Ordering::AcqRel);
         if old != pending {

@@ -74,6 +74,20 @@ impl MappedPages {
         Ok(())
     }
 
+    /// Runs `f` on page `id`'s bytes in the mapping, unverified, under the stripe's shared latch
+    /// (what [`Self::copy_raw`] would copy).
+    pub(super) fn raw_in_place(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        self.file.check_id(id)?;
+        let _shared = self.stripe(id).read();
+        let len = self.file.page_size().bytes();
+        // SAFETY: the page lies inside the mapped, allocated file (checked above); the shared
+        // stripe latch keeps `put` of this page, the only writer through this type, out for the
+        // slice's lifetime, which ends with this function.
+        let page = unsafe { std::slice::from_raw_parts(self.ptr(id).as_ptr(), len) };
+        f(page);
+        Ok(())
+    }
+
     /// Seals `frame` and stores it as page `id` (into the mapping, persisted at once, in the
     /// cache-line modes; by `pwrite` in `msync` mode: see `put`).
     pub(super) fn store(&self, id: PageId, frame: &mut [u8]) -> Result<()> {

@@ -137,6 +137,18 @@ pub trait FileLayer: Send + Sync + fmt::Debug {
     /// under the page's stripe (no system call), pread reads with `pread`.
     fn read_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()>;
 
+    /// Runs `f` on page `id`'s bytes as the file holds them, unverified, as
+    /// [`FileLayer::read_raw`] reads them: in place for the mapped layers (no copy: a write-back
+    /// compares the page with its new bytes where it lies), read into `scratch` (resized to a
+    /// page) for pread. The mapped layers hold the page's stripe shared while `f` runs: `f`
+    /// must not store, through this layer, the page or any page `id ± 256·k`.
+    fn with_raw(&self, id: PageId, scratch: &mut Vec<u8>, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        scratch.resize(self.file().page_size().bytes(), 0);
+        self.read_raw(id, scratch)?;
+        f(scratch);
+        Ok(())
+    }
+
     /// Seals `frame` (writes `id` and the checksum into its envelope) and stores it as page `id`.
     ///
     /// From the first byte stored, the page may reach the medium at any moment, whole or in part:

@@ -37,6 +37,10 @@ impl FileLayer for Se1Layer {
         self.0.copy_raw(id, buf)
     }
 
+    fn with_raw(&self, id: PageId, _: &mut Vec<u8>, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        self.0.raw_in_place(id, f)
+    }
+
     fn write_page(&self, id: PageId, frame: &mut [u8]) -> Result<()> {
         self.0.store(id, frame)
     }

@@ -97,19 +97,23 @@ impl<'a> WriteBackPage<'a> {
 
     /// [`Self::read_old_and_seal`] without a copy of the old page: compares the new bytes with
     /// the old ones where they lie (the page's shared frame, the mapping; pread reads them into
-    /// `scratch`), and returns the changed lines with their old bytes — the undo log's image of
-    /// the write-back and, where readers may need it, the version ([`Version::Lines`]).
+    /// `scratch`), and returns the changed lines ([`changed_lines`]) and the same lines with
+    /// their old bytes — the undo log's image of the write-back and, where readers may need it,
+    /// the version ([`Version::Lines`]).
     pub fn seal_from_old_lines(
         &mut self,
         scratch: &mut Vec<u8>,
-    ) -> Result<LinesImage, StorageError> {
+    ) -> Result<(Vec<Range<usize>>, LinesImage), StorageError> {
         let verified = self.layer.file().is_verified(self.page);
         let (page, new) = (self.page, &mut *self.new);
         let len = new.len();
-        let mut lines = LinesImage::new(len);
+        let mut lines = self.versions.lines(len);
+        let mut changed = Vec::new();
         let mut take = |old: &[u8]| {
-            for r in seal_from(page, old, new, verified) {
-                lines.push(old, r);
+            changed = seal_from(page, old, new, verified);
+            lines.reserve(changed.iter().map(|r| r.len()).sum());
+            for r in &changed {
+                lines.push(old, r.clone());
             }
         };
         match self.current {
@@ -118,7 +122,7 @@ impl<'a> WriteBackPage<'a> {
             _ => self.layer.with_raw(page, scratch, &mut take)?,
         }
         self.sealed = true;
-        Ok(lines)
+        Ok((changed, lines))
     }
 
     /// The new bytes, sealed (whole, here, unless [`Self::read_old_and_seal`] sealed them).

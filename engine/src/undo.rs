@@ -150,11 +150,12 @@ impl WriteBackHook for UndoHook {
             // anything, and undo must restore exactly that, not refuse to log it. The new page
             // is sealed from them, and the lines that change (its checksum's among them), with
             // their old bytes, are what is logged and what readers of older snapshots read.
-            let lines = wb_page.seal_from_old_lines(&mut t.scratch).map_err(hook_error)?;
-            if !lines.ranges().is_empty() {
+            let (changed, lines) =
+                wb_page.seal_from_old_lines(&mut t.scratch).map_err(hook_error)?;
+            if !changed.is_empty() {
                 push_lines(&mut t.pending, page, &lines);
             }
-            (lines.ranges().to_vec(), Some(lines))
+            (changed, Some(lines))
         };
         if t.pending.len() >= PENDING_MAX {
             // Unsynced: `persist` makes them durable with the rest, before the pool stores the

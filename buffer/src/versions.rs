@@ -206,9 +206,10 @@ impl LinesImage {
         self.bytes.capacity() + self.ranges.capacity() * size_of::<Range<usize>>()
     }
 
-    /// Bytes of memory the image holds.
+    /// Bytes of memory the image holds: its room, not only its lines (lines handed out again
+    /// keep the room of their last use, and the bound on versions bounds memory).
     fn held_bytes(&self) -> u64 {
-        (self.bytes.len() + self.ranges.len() * size_of::<Range<usize>>()) as u64
+        self.capacity() as u64
     }
 }
 

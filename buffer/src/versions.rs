@@ -426,9 +426,9 @@ impl Versions {
             Version::Lines(lines) => Held::Lines(lines),
         };
         let mut g = self.inner.lock();
-        let v = g.pages.entry(page).or_default();
         if !first {
-            let Some((_, kept)) = v.last_mut().filter(|(last, _)| *last == c) else { return };
+            let kept = g.pages.get_mut(&page).and_then(|v| v.last_mut());
+            let Some((_, kept)) = kept.filter(|(last, _)| *last == c) else { return };
             let before = kept.held_bytes();
             match (&*kept, held) {
                 (Held::Page(_), _) => return,
@@ -448,6 +448,7 @@ impl Versions {
             cv.bytes = cv.bytes + after - before;
             return;
         }
+        let v = g.pages.entry(page).or_default();
         debug_assert!(
             v.last().is_none_or(|(last, _)| *last < c),
             "one version per page and commit"
@@ -777,6 +778,17 @@ mod tests {
         assert_eq!(&p[120..150], &[5u8; 30][..], "a line no store changed is the file's");
         assert_eq!(&p[150..200], &[2u8; 50][..]);
         assert_eq!(&p[250..], &[7u8; 6][..]);
+    }
+
+    #[test]
+    fn a_later_store_with_no_version_held_leaves_no_entry() {
+        let v = Versions::default();
+        let mut file = vec![0u8; 256];
+        for page in 0..1000 {
+            v.insert(page, 0, store(&mut file, &[1], 1), false);
+        }
+        assert_eq!(v.stats().versions, 0);
+        assert_eq!(v.inner.lock().pages.len(), 0, "no empty entry is left per page");
     }
 
     #[test]

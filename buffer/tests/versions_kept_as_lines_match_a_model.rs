@@ -28,6 +28,9 @@ const LINE: usize = 64;
 
 type Image = (u64, Vec<(usize, Vec<u8>)>);
 
+/// A read for the checker: a snapshot, a page, and the page's bytes the model has at it.
+type Check = (u64, u64, Vec<u8>);
+
 #[derive(Debug, Default)]
 struct LinesHook {
     log: Mutex<Vec<Image>>,
@@ -153,7 +156,7 @@ fn writer(
     seed: u64,
     txns: u64,
     limit: Option<u64>,
-    checker: &(mpsc::Sender<Vec<(u64, u64, Vec<u8>)>>, mpsc::Receiver<()>),
+    checker: &(mpsc::Sender<Vec<Check>>, mpsc::Receiver<()>),
 ) {
     let layer = pool.layer_kind();
     let mut rng = StdRng::seed_from_u64(seed);
@@ -281,7 +284,7 @@ fn run(layer: Layer, frames: usize, seed: u64, txns: u64, limit: Option<u64>) {
         }),
         stop: AtomicBool::new(false),
     };
-    let (req_tx, req_rx) = mpsc::channel::<Vec<(u64, u64, Vec<u8>)>>();
+    let (req_tx, req_rx) = mpsc::channel::<Vec<Check>>();
     let (done_tx, done_rx) = mpsc::channel::<()>();
     std::thread::scope(|s| {
         let pool = &pool;

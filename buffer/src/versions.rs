@@ -213,7 +213,7 @@ impl LinesImage {
     }
 }
 
-/// A version as the writer hands it to [`Versions::insert`].
+/// A version, as the writer hands it to [`Versions::insert`] and as the store holds it.
 #[derive(Debug)]
 pub enum Version {
     /// The whole page.
@@ -228,18 +228,11 @@ impl From<PageImage> for Version {
     }
 }
 
-/// A version as the store holds it.
-#[derive(Clone, Debug)]
-enum Held {
-    Page(PageImage),
-    Lines(LinesImage),
-}
-
-impl Held {
+impl Version {
     fn held_bytes(&self) -> u64 {
         match self {
-            Held::Page(image) => image.held_bytes(),
-            Held::Lines(lines) => lines.held_bytes(),
+            Version::Page(image) => image.held_bytes(),
+            Version::Lines(lines) => lines.held_bytes(),
         }
     }
 }
@@ -265,7 +258,7 @@ struct CommitVersions {
 #[derive(Debug, Default)]
 struct Inner {
     /// Each page's versions, by ascending commit.
-    pages: IdMap<u64, Vec<(u64, Held)>>,
+    pages: IdMap<u64, Vec<(u64, Version)>>,
     /// Each commit's pages, to free a commit's versions together.
     commits: BTreeMap<u64, CommitVersions>,
     bytes: u64,
@@ -274,8 +267,16 @@ struct Inner {
 }
 
 impl Inner {
+    /// Commit `c`'s version of a page, counted as `before` bytes, now holds `after`.
+    fn resized(&mut self, c: u64, before: u64, after: u64) {
+        self.bytes = self.bytes + after - before;
+        if let Some(cv) = self.commits.get_mut(&c) {
+            cv.bytes = cv.bytes + after - before;
+        }
+    }
+
     /// Frees every version of commit `c`, moving them to `freed`.
-    fn free_commit(&mut self, c: u64, freed: &mut Vec<Held>) {
+    fn free_commit(&mut self, c: u64, freed: &mut Vec<Version>) {
         let Some(cv) = self.commits.remove(&c) else { return };
         for page in cv.pages {
             if let Some(v) = self.pages.get_mut(&page) {
@@ -376,7 +377,7 @@ impl Versions {
     /// Keeps the unshared buffers of `freed` that came from [`Self::buffer`], and the lines,
     /// for [`Self::buffer`] and [`Self::lines`] to hand out again, up to a few; drops the rest.
     /// A buffer a reader still holds (an `Arc` clone) is left to it.
-    fn recycle(&self, freed: Vec<Held>) {
+    fn recycle(&self, freed: Vec<Version>) {
         if freed.is_empty() {
             return;
         }
@@ -386,14 +387,14 @@ impl Versions {
             let mut room = SPARE_BYTES.saturating_sub(spare.iter().map(LinesImage::capacity).sum());
             for held in freed {
                 match held {
-                    Held::Page(image) => pages.push(image),
-                    Held::Lines(mut l) if spare.len() < SPARE_MIN || l.capacity() <= room => {
+                    Version::Page(image) => pages.push(image),
+                    Version::Lines(mut l) if spare.len() < SPARE_MIN || l.capacity() <= room => {
                         room = room.saturating_sub(l.capacity());
                         l.ranges.clear();
                         l.bytes.clear();
                         spare.push(l);
                     }
-                    Held::Lines(_) => {}
+                    Version::Lines(_) => {}
                 }
             }
         }
@@ -421,31 +422,25 @@ impl Versions {
     /// the lines it lacks (their bytes are still the ones the commit found); a whole page held
     /// already stays as it is, and so does no version at all.
     pub fn insert(&self, page: u64, c: u64, version: Version, first: bool) {
-        let held = match version {
-            Version::Page(image) => Held::Page(image),
-            Version::Lines(lines) => Held::Lines(lines),
-        };
         let mut g = self.inner.lock();
         if !first {
             let kept = g.pages.get_mut(&page).and_then(|v| v.last_mut());
             let Some((_, kept)) = kept.filter(|(last, _)| *last == c) else { return };
             let before = kept.held_bytes();
-            match (&*kept, held) {
-                (Held::Page(_), _) => return,
-                (Held::Lines(mine), Held::Lines(later)) => {
-                    *kept = Held::Lines(mine.merged(&later));
+            match (&*kept, version) {
+                (Version::Page(_), _) => return,
+                (Version::Lines(mine), Version::Lines(later)) => {
+                    *kept = Version::Lines(mine.merged(&later));
                 }
-                (Held::Lines(mine), Held::Page(later)) => {
+                (Version::Lines(mine), Version::Page(later)) => {
                     let mut whole = ImageBuffer::new(later.page().len());
                     whole.page_mut().copy_from_slice(later.page());
                     mine.apply(whole.page_mut());
-                    *kept = Held::Page(whole.into_image());
+                    *kept = Version::Page(whole.into_image());
                 }
             }
             let after = kept.held_bytes();
-            g.bytes = g.bytes + after - before;
-            let cv = g.commits.entry(c).or_default();
-            cv.bytes = cv.bytes + after - before;
+            g.resized(c, before, after);
             return;
         }
         let v = g.pages.entry(page).or_default();
@@ -453,8 +448,8 @@ impl Versions {
             v.last().is_none_or(|(last, _)| *last < c),
             "one version per page and commit"
         );
-        let bytes = held.held_bytes();
-        v.push((c, held));
+        let bytes = version.held_bytes();
+        v.push((c, version));
         g.bytes += bytes;
         let cv = g.commits.entry(c).or_default();
         cv.pages.push(page);
@@ -489,15 +484,15 @@ impl Versions {
             let mut base = None;
             for (_, held) in above {
                 match held {
-                    Held::Page(image) if lines.is_empty() => return Ok(image.clone()),
-                    Held::Page(image) => {
+                    Version::Page(image) if lines.is_empty() => return Ok(image.clone()),
+                    Version::Page(image) => {
                         base = Some(image.clone());
                         break;
                     }
-                    Held::Lines(l) => lines.push(l.clone()),
+                    Version::Lines(l) => lines.push(l.clone()),
                 }
             }
-            debug_assert!(matches!(first, Held::Lines(_)));
+            debug_assert!(matches!(first, Version::Lines(_)));
             (*c, lines, base)
         };
         let len = lines[0].page_len;
@@ -513,15 +508,11 @@ impl Versions {
         let mut g = self.inner.lock();
         let kept = g.pages.get_mut(&page).and_then(|v| v.iter_mut().find(|(vc, _)| *vc == c));
         if let Some((_, held)) = kept
-            && matches!(held, Held::Lines(_))
+            && matches!(held, Version::Lines(_))
         {
             let before = held.held_bytes();
-            *held = Held::Page(image.clone());
-            let after = image.held_bytes();
-            g.bytes = g.bytes + after - before;
-            if let Some(cv) = g.commits.get_mut(&c) {
-                cv.bytes = cv.bytes + after - before;
-            }
+            *held = Version::Page(image.clone());
+            g.resized(c, before, image.held_bytes());
         }
         Ok(image)
     }

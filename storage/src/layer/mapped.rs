@@ -62,16 +62,8 @@ impl MappedPages {
 
     /// Copies page `id` into `buf` as the mapping holds it, unverified.
     pub(super) fn copy_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
-        self.file.check_id(id)?;
         self.file.check_buf(buf.len())?;
-        let _shared = self.stripe(id).read();
-        // SAFETY: the page is inside the mapped, allocated file (checked above); the stripe's
-        // shared latch excludes `put` of this page, the only writer through this type; `buf` is
-        // the caller's own buffer, so the ranges do not overlap.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.ptr(id).as_ptr(), buf.as_mut_ptr(), buf.len())
-        };
-        Ok(())
+        self.raw_in_place(id, &mut |page| buf.copy_from_slice(page))
     }
 
     /// Runs `f` on page `id`'s bytes in the mapping, unverified, under the stripe's shared latch
@@ -82,7 +74,8 @@ impl MappedPages {
         let len = self.file.page_size().bytes();
         // SAFETY: the page lies inside the mapped, allocated file (checked above); the shared
         // stripe latch keeps `put` of this page, the only writer through this type, out for the
-        // slice's lifetime, which ends with this function.
+        // slice's lifetime, which ends with this function. Writers outside this type (the buffer
+        // manager's SE2 write-back) also go through `put`.
         let page = unsafe { std::slice::from_raw_parts(self.ptr(id).as_ptr(), len) };
         f(page);
         Ok(())
@@ -185,17 +178,12 @@ impl MappedPages {
     /// Runs `f` on the page's bytes in the mapping under the stripe's shared latch.
     #[cfg(feature = "se2")]
     pub(super) fn in_place(&self, id: PageId, f: &mut dyn FnMut(&[u8])) -> Result<()> {
-        self.file.check_id(id)?;
-        let _shared = self.stripe(id).read();
-        let len = self.file.page_size().bytes();
-        // SAFETY: the page lies inside the mapped, allocated file; the shared stripe latch keeps
-        // `put` of this page out for the slice's lifetime, which ends with this function.
-        // Writers outside this type (the buffer manager's SE2 write-back) also go through `put`.
-        let page = unsafe { std::slice::from_raw_parts(self.ptr(id).as_ptr(), len) };
+        let mut checked = Ok(());
         // Read in place: the check reads the bytes after the page's stamp is taken.
-        let bytes = self.file.read_checked(id, || Ok(page))?;
-        f(bytes);
-        Ok(())
+        self.raw_in_place(id, &mut |page| {
+            checked = self.file.read_checked(id, || Ok(page)).map(&mut *f);
+        })?;
+        checked
     }
 
     pub(super) fn sync(&self) -> Result<()> {

@@ -213,33 +213,65 @@ pub struct Node<'p> {
 impl<'p> Node<'p> {
     /// Checks `bytes` (a whole page, `page`) as a node of index `index_id`: type, index, and
     /// that the slot array fits.
+    ///
+    /// Inlined, with its errors made out of line: a scan makes its leaf's node at every step,
+    /// and a node handed back through the stack was stored in parts and loaded whole, a
+    /// store-forwarding stall per step (perf annotate).
+    #[inline(always)]
     pub fn new(bytes: &'p [u8], index_id: u32, page: u64) -> Result<Self> {
-        let bad = |why: String| Error::CorruptPage { page, reason: why };
-        if bytes.len() < SLOTS_OFFSET || bytes[TYPE_OFFSET] != INDEX_PAGE {
-            return Err(bad("not an index page".into()));
-        }
-        let found = u32_at(bytes, INDEX_ID_OFFSET);
-        if found != index_id {
-            return Err(bad(format!("belongs to index {found}, not {index_id}")));
+        if bytes.len() < SLOTS_OFFSET
+            || bytes[TYPE_OFFSET] != INDEX_PAGE
+            || u32_at(bytes, INDEX_ID_OFFSET) != index_id
+        {
+            return Err(Self::not_a_node(bytes, index_id, page));
         }
         let level = bytes[LEVEL_OFFSET];
         let count = u16_at(bytes, COUNT_OFFSET);
         let free_end = u32_at(bytes, FREE_END_OFFSET) as usize;
-        let slots_end = SLOTS_OFFSET + count * SLOT_BYTES;
-        if slots_end > free_end || free_end > bytes.len() {
-            return Err(bad(format!(
-                "{count} entries and free end {free_end} do not fit the page"
-            )));
-        }
         let p = usize::from(bytes[PREFIX_LEN_OFFSET]);
-        if p > MAX_PREFIX {
-            return Err(bad(format!("a prefix of {p} bytes (at most {MAX_PREFIX})")));
-        }
+        let values = LeafValues::of_byte(bytes[LEAF_VALUES_OFFSET]);
+        let (Some(values), false) = (
+            values,
+            SLOTS_OFFSET + count * SLOT_BYTES > free_end
+                || free_end > bytes.len()
+                || p > MAX_PREFIX,
+        ) else {
+            return Err(Self::bad_header(bytes, page));
+        };
         let prefix = &bytes[PREFIX_OFFSET..PREFIX_OFFSET + p];
-        let values = LeafValues::of_byte(bytes[LEAF_VALUES_OFFSET]).ok_or_else(|| {
-            bad(format!("leaf values of unknown kind {}", bytes[LEAF_VALUES_OFFSET]))
-        })?;
         Ok(Self { bytes, prefix, count, level, values, free_end, page })
+    }
+
+    /// Why `bytes` (page `page`, at least [`SLOTS_OFFSET`] long or not) is not a node of index
+    /// `index_id`.
+    #[cold]
+    #[inline(never)]
+    fn not_a_node(bytes: &[u8], index_id: u32, page: u64) -> Error {
+        let reason = if bytes.len() < SLOTS_OFFSET || bytes[TYPE_OFFSET] != INDEX_PAGE {
+            "not an index page".to_string()
+        } else {
+            let found = u32_at(bytes, INDEX_ID_OFFSET);
+            format!("belongs to index {found}, not {index_id}")
+        };
+        Error::CorruptPage { page, reason }
+    }
+
+    /// What is wrong with the header of node `bytes` (page `page`), whose type and index are
+    /// right.
+    #[cold]
+    #[inline(never)]
+    fn bad_header(bytes: &[u8], page: u64) -> Error {
+        let count = u16_at(bytes, COUNT_OFFSET);
+        let free_end = u32_at(bytes, FREE_END_OFFSET) as usize;
+        let p = usize::from(bytes[PREFIX_LEN_OFFSET]);
+        let reason = if SLOTS_OFFSET + count * SLOT_BYTES > free_end || free_end > bytes.len() {
+            format!("{count} entries and free end {free_end} do not fit the page")
+        } else if p > MAX_PREFIX {
+            format!("a prefix of {p} bytes (at most {MAX_PREFIX})")
+        } else {
+            format!("leaf values of unknown kind {}", bytes[LEAF_VALUES_OFFSET])
+        };
+        Error::CorruptPage { page, reason }
     }
 
     /// What the tree's leaves hold.
@@ -288,24 +320,23 @@ impl<'p> Node<'p> {
     }
 
     /// Entry `i`'s parts, checked against the page.
-    #[inline]
+    /// Inlined, with its errors made out of line, for the reason [`Node::new`] is.
+    #[inline(always)]
     fn entry(&self, i: usize) -> Result<Entry> {
-        let bad = |why: String| Error::CorruptPage { page: self.page, reason: why };
         if i >= self.count {
-            return Err(bad(format!("entry {i} of {}", self.count)));
+            return Err(self.bad_entry(i, "is past the node's entries"));
         }
         let off = u16_at(self.bytes, SLOTS_OFFSET + i * SLOT_BYTES);
         if off < self.free_end || off + KEY_LEN_BYTES > self.bytes.len() {
-            return Err(bad(format!("entry {i} lies outside the entry area")));
+            return Err(self.bad_entry(i, "lies outside the entry area"));
         }
         let key_len = u16_at(self.bytes, off);
         let key_at = off + KEY_LEN_BYTES;
-        let past = || bad(format!("entry {i} runs past the page"));
         let (value_at, value_len, spilled) = match (self.values, self.level) {
             (LeafValues::Sized, 0) => {
                 let len_at = key_at + key_len;
                 if len_at + VALUE_LEN_BYTES > self.bytes.len() {
-                    return Err(past());
+                    return Err(self.bad_entry(i, "runs past the page"));
                 }
                 let len = u16_at(self.bytes, len_at);
                 (len_at + VALUE_LEN_BYTES, len & !SPILLED, len & SPILLED != 0)
@@ -313,10 +344,20 @@ impl<'p> Node<'p> {
             (_, level) => (key_at + key_len, value_len(level), false),
         };
         if value_at + value_len > self.bytes.len() {
-            return Err(past());
+            return Err(self.bad_entry(i, "runs past the page"));
         }
         let stored = value_at + value_len - off;
         Ok(Entry { key_at, key_len, value_at, value_len, stored, spilled })
+    }
+
+    /// Entry `i` is damaged: `what` says how.
+    #[cold]
+    #[inline(never)]
+    fn bad_entry(&self, i: usize, what: &str) -> Error {
+        Error::CorruptPage {
+            page: self.page,
+            reason: format!("entry {i} of {} {what}", self.count),
+        }
     }
 
     /// Entry `i`'s key.
@@ -343,7 +384,7 @@ impl<'p> Node<'p> {
 
     /// Entry `i`'s key, and where its value lies in the page: one check of the entry for both,
     /// as a scan's step wants them.
-    #[inline]
+    #[inline(always)]
     pub fn entry_at(&self, i: usize) -> Result<(&'p [u8], ValueAt)> {
         let e = self.entry(i)?;
         let at = ValueAt { off: e.value_at, len: e.value_len, spilled: e.spilled };

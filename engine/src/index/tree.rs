@@ -376,6 +376,30 @@ impl<'a> TreeWriter<'a, '_> {
         self.put_entry(key, value, false, mode)
     }
 
+    /// Replaces `key`'s value in place in leaf `leaf` with `value`, as [`TreeWriter::put`] with
+    /// [`Mode::Replace`] would where the old value is as long and neither is a spilled row's
+    /// reference: `true` if it did. `leaf` is a hint, a leaf the caller found `key` in since the
+    /// tree last changed, and is checked (a leaf of this tree holding `key`), not trusted;
+    /// `false`, with nothing written, where it does not hold or the value does not fit in place.
+    /// Spares the descent a put makes to find the leaf again.
+    pub(crate) fn replace_in(&mut self, leaf: u64, key: &[u8], value: &[u8]) -> Result<bool> {
+        let off = {
+            let g = self.db.pool.read(PageId(leaf), View::Writer)?;
+            let n = node_of(&g, self.meta(), leaf)?;
+            let Ok(i) = (if n.level() == 0 { n.search(key)? } else { Err(0) }) else {
+                return Ok(false);
+            };
+            let (_, at) = n.entry_at(i)?;
+            if at.spilled || at.len != value.len() {
+                return Ok(false);
+            }
+            at.off
+        };
+        // The writer's copy is the page just read: the value lies at `off` there too.
+        self.write(leaf)?[off..off + value.len()].copy_from_slice(value);
+        Ok(true)
+    }
+
     /// [`TreeWriter::put`] of a value that is a spilled row's chain reference where `spilled`
     /// ([`TreeWriter::spill`]). A replaced entry's own chain, if it had one, is released.
     pub(crate) fn put_entry(

@@ -32,9 +32,11 @@ pub(super) enum Put<'k> {
     Insert,
     /// Adds it, or replaces the row with its key.
     Upsert,
-    /// Replaces the row whose key is this one; where the row's own key differs, the row moves
-    /// to it, which no other row may hold.
-    Replace(&'k [u8]),
+    /// Replaces the row whose key is `old`; where the row's own key differs, the row moves to
+    /// it, which no other row may hold. `leaf`: the leaf this statement found the row in, if it
+    /// did and has changed no page since (a hint, checked before it is used: it spares the
+    /// tree's second descent where the row keeps its key and its length).
+    Replace { old: &'k [u8], leaf: Option<u64> },
 }
 
 impl WriteTxn<'_> {
@@ -47,12 +49,18 @@ impl WriteTxn<'_> {
 
     /// A copy of the row whose key is `k` in the tree `ix`, as the writer sees it.
     pub(super) fn clustered_row(&self, ix: usize, k: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.clustered_row_at(ix, k)?.map(|(row, _)| row))
+    }
+
+    /// [`WriteTxn::clustered_row`], and the leaf whose entry holds the row (or names its chain).
+    pub(super) fn clustered_row_at(&self, ix: usize, k: &[u8]) -> Result<Option<(Vec<u8>, u64)>> {
         let x = &self.catalog.indexes[ix];
         let Some((g, leaf, at)) = find_value(self.db, View::Writer, x, k)? else { return Ok(None) };
         let table = self.catalog.table_by_id(x.table_id).ok_or_else(|| {
             Error::CorruptCatalog(format!("the tree of table {} without it", x.table_id))
         })?;
-        value_copy(self.db, View::Writer, x, &table.schema, k, &g, leaf, at).map(Some)
+        let row = value_copy(self.db, View::Writer, x, &table.schema, k, &g, leaf, at)?;
+        Ok(Some((row, leaf)))
     }
 
     /// Whether clustered table `table_id` has indexes beside its primary key.
@@ -131,12 +139,12 @@ impl WriteTxn<'_> {
         }
         let spilled = k.len() + row.len() > entry;
         let db = self.db;
-        let same_key = matches!(put, Put::Replace(old) if old == k.as_slice());
+        let same_key = matches!(put, Put::Replace { old, .. } if old == k.as_slice());
         let mode = match put {
             Put::Insert => Mode::NewUnlessHeld,
             Put::Upsert => Mode::Upsert,
-            Put::Replace(_) if same_key => Mode::Replace,
-            Put::Replace(_) => {
+            Put::Replace { .. } if same_key => Mode::Replace,
+            Put::Replace { .. } => {
                 // The row moves to a new key, which no row may hold: checked before the old
                 // one goes.
                 if find_value(db, View::Writer, x, &k)?.is_some() {
@@ -164,12 +172,12 @@ impl WriteTxn<'_> {
             let old_key = match put {
                 Put::Insert => None,
                 Put::Upsert => Some(k.as_slice()),
-                Put::Replace(o) => Some(o),
+                Put::Replace { old, .. } => Some(old),
             };
             if let Some(o) = old_key {
                 old = self.clustered_row(ix, o)?.map(|row| (o.to_vec(), row));
             }
-            if matches!(put, Put::Replace(_)) && old.is_none() {
+            if matches!(put, Put::Replace { .. }) && old.is_none() {
                 return Err(Error::CorruptCatalog(format!(
                     "table {}: the row to replace is not in its tree",
                     table.name()
@@ -178,11 +186,16 @@ impl WriteTxn<'_> {
             self.check_unique_keyed(table, &r, old.as_ref().map(|(o, _)| o.as_slice()))?;
         }
         let mut tree = TreeWriter { db, cat: &mut self.catalog, ix, pending: self.pending };
-        if let Put::Replace(old) = put
+        if let Put::Replace { old, .. } = put
             && !same_key
         {
             tree.remove(old)?;
         }
+        // Nothing above wrote a page where the key is the same: the hint's leaf still holds it.
+        let hint = match put {
+            Put::Replace { leaf, .. } if same_key => leaf,
+            _ => None,
+        };
         let outcome = if spilled {
             let chain = tree.spill(row)?;
             let outcome = tree.put_entry(&k, &chain.encode(), true, mode)?;
@@ -192,6 +205,10 @@ impl WriteTxn<'_> {
                 tree.release_chain(chain)?;
             }
             outcome
+        } else if let Some(leaf) = hint
+            && tree.replace_in(leaf, &k, row)?
+        {
+            Outcome::Replaced
         } else {
             tree.put(&k, row, mode)?
         };
@@ -203,7 +220,7 @@ impl WriteTxn<'_> {
             }
             Outcome::Replaced => true,
             // A moved row is the same row.
-            Outcome::Added if matches!(put, Put::Replace(_)) => true,
+            Outcome::Added if matches!(put, Put::Replace { .. }) => true,
             Outcome::Added => {
                 self.adjust_rows(table, 1)?;
                 false

@@ -41,8 +41,8 @@ impl Upserted {
 enum Found {
     /// A heap table's row, by id.
     Heap(RowId),
-    /// A clustered table's row: its key, and a copy of its bytes.
-    Keyed(Vec<u8>, Vec<u8>),
+    /// A clustered table's row: its key, a copy of its bytes, and the leaf that holds it.
+    Keyed { key: Vec<u8>, row: Vec<u8>, leaf: u64 },
     /// No row has the key.
     None,
 }
@@ -143,15 +143,17 @@ impl WriteTxn<'_> {
             let set = resolve(table.schema(), set)?;
             match found {
                 Found::Heap(id) => t.set_columns(&table, id, &set).map(Some),
-                Found::Keyed(k, old) => {
+                Found::Keyed { key: k, row: old, leaf } => {
                     let old = values_of(table.schema(), &old)?;
                     let mut values: Vec<Value<'_>> = old.iter().map(OwnedValue::as_value).collect();
                     for (i, v) in &set {
                         values[*i] = v.clone();
                     }
                     let mut buf = std::mem::take(&mut t.buf);
-                    let r = encode_row(table.schema(), &values, &mut buf)
-                        .and_then(|()| t.clustered_write(t.live(&table)?, &buf, Put::Replace(&k)));
+                    let r = encode_row(table.schema(), &values, &mut buf).and_then(|()| {
+                        let put = Put::Replace { old: &k, leaf: Some(leaf) };
+                        t.clustered_write(t.live(&table)?, &buf, put)
+                    });
                     t.buf = buf;
                     r.map(|_| Some(RowId::KEYED))
                 }
@@ -168,7 +170,7 @@ impl WriteTxn<'_> {
             let (table, found) = t.find_by(index, key)?;
             match found {
                 Found::Heap(id) => t.delete_row(t.live(&table)?, id).map(|()| true),
-                Found::Keyed(k, _) => t.clustered_delete(t.live(&table)?, &k),
+                Found::Keyed { key, .. } => t.clustered_delete(t.live(&table)?, &key),
                 Found::None => Ok(false),
             }
         })
@@ -216,7 +218,10 @@ impl WriteTxn<'_> {
                         // (moved, where the primary key differs), or the row is new.
                         let r = RowRef::new(table.schema(), &buf, RowId::KEYED)?;
                         match t.keyed_holder(x, table.schema(), &r)? {
-                            Some(pk) => t.clustered_write(table, &buf, Put::Replace(&pk))?,
+                            Some(pk) => {
+                                let put = Put::Replace { old: &pk, leaf: None };
+                                t.clustered_write(table, &buf, put)?
+                            }
                             None => t.clustered_write(table, &buf, Put::Insert)?,
                         }
                     };
@@ -268,8 +273,8 @@ impl WriteTxn<'_> {
         key::encode_values(&t.schema, &x.columns, key, &mut k)?;
         if x.clustered {
             let ix = self.clustered_ix(t.id)?;
-            return Ok(match self.clustered_row(ix, &k)? {
-                Some(row) => (table, Found::Keyed(k, row)),
+            return Ok(match self.clustered_row_at(ix, &k)? {
+                Some((row, leaf)) => (table, Found::Keyed { key: k, row, leaf }),
                 None => (table, Found::None),
             });
         }
@@ -279,8 +284,9 @@ impl WriteTxn<'_> {
                 return Ok((table, Found::None));
             };
             let ix = self.clustered_ix(t.id)?;
-            let row = self.clustered_row(ix, &pk)?.ok_or_else(|| missing_row(x, leaf))?;
-            return Ok((table, Found::Keyed(pk, row)));
+            let (row, leaf) =
+                self.clustered_row_at(ix, &pk)?.ok_or_else(|| missing_row(x, leaf))?;
+            return Ok((table, Found::Keyed { key: pk, row, leaf }));
         }
         let found = find_exact(self.db, View::Writer, x, &k)?;
         Ok((table, found.map_or(Found::None, Found::Heap)))

@@ -320,6 +320,7 @@ impl<'p> Node<'p> {
     }
 
     /// Entry `i`'s parts, checked against the page.
+    ///
     /// Inlined, with its errors made out of line, for the reason [`Node::new`] is.
     #[inline(always)]
     fn entry(&self, i: usize) -> Result<Entry> {

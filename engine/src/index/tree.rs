@@ -378,10 +378,13 @@ impl<'a> TreeWriter<'a, '_> {
 
     /// Replaces `key`'s value in place in leaf `leaf` with `value`, as [`TreeWriter::put`] with
     /// [`Mode::Replace`] would where the old value is as long and neither is a spilled row's
-    /// reference: `true` if it did. `leaf` is a hint, a leaf the caller found `key` in since the
-    /// tree last changed, and is checked (a leaf of this tree holding `key`), not trusted;
-    /// `false`, with nothing written, where it does not hold or the value does not fit in place.
-    /// Spares the descent a put makes to find the leaf again.
+    /// reference: `true` if it did; `false`, with nothing written, where the value does not fit
+    /// in place (then the caller puts it). Spares the descent a put makes to find the leaf again.
+    ///
+    /// `leaf` must be the leaf the caller's own statement found `key` in, with no page of the
+    /// tree changed since: a leaf freed meanwhile could still hold the key. The checks here (a
+    /// node of this tree at level 0 whose search finds `key`; a page of another index is an
+    /// error) guard against a caller's mistake, not against a stale leaf.
     pub(crate) fn replace_in(&mut self, leaf: u64, key: &[u8], value: &[u8]) -> Result<bool> {
         let off = {
             let g = self.db.pool.read(PageId(leaf), View::Writer)?;

@@ -228,6 +228,14 @@ pub(crate) fn entry_row(value: &[u8], page: u64) -> Result<RowId> {
     key::row_id(value).ok_or_else(|| corrupt(page, "a leaf entry without a row id"))
 }
 
+/// Where a value of `len` bytes, not a spilled row's reference, can replace entry `i`'s of leaf
+/// `n` in place (an update of a clustered table's row that changes no length): the offset of
+/// its bytes, if the entry's value is as long and is no spilled row's reference either.
+fn same_place(n: &Node<'_>, i: usize, len: usize) -> Result<Option<usize>> {
+    let (_, at) = n.entry_at(i)?;
+    Ok((!at.spilled && at.len == len).then_some(at.off))
+}
+
 /// What [`TreeWriter::put`] does where the key has an entry, and where it has none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -389,18 +397,24 @@ impl<'a> TreeWriter<'a, '_> {
         let off = {
             let g = self.db.pool.read(PageId(leaf), View::Writer)?;
             let n = node_of(&g, self.meta(), leaf)?;
-            let Ok(i) = (if n.level() == 0 { n.search(key)? } else { Err(0) }) else {
-                return Ok(false);
-            };
-            let (_, at) = n.entry_at(i)?;
-            if at.spilled || at.len != value.len() {
+            if n.level() != 0 {
                 return Ok(false);
             }
-            at.off
+            let Ok(i) = n.search(key)? else { return Ok(false) };
+            let Some(off) = same_place(&n, i, value.len())? else { return Ok(false) };
+            off
         };
-        // The writer's copy is the page just read: the value lies at `off` there too.
-        self.write(leaf)?[off..off + value.len()].copy_from_slice(value);
+        self.overwrite(leaf, off, value)?;
         Ok(true)
+    }
+
+    /// Writes `value` over the value at `off` of leaf `leaf`, which [`same_place`] found in the
+    /// page as the writer read it: the writer's copy is that page (nothing wrote it since), and
+    /// overwriting the value changes nothing else of the node (no removal, insertion or
+    /// compaction).
+    fn overwrite(&mut self, leaf: u64, off: usize, value: &[u8]) -> Result<()> {
+        self.write(leaf)?[off..off + value.len()].copy_from_slice(value);
+        Ok(())
     }
 
     /// [`TreeWriter::put`] of a value that is a spilled row's chain reference where `spilled`
@@ -422,21 +436,13 @@ impl<'a> TreeWriter<'a, '_> {
             (Ok(i), Mode::Replace | Mode::Upsert) if n.spilled(i)? => Some(n.value(i)?.to_vec()),
             _ => None,
         };
-        // A value replaced by one as long, neither of them a spilled row's reference (an update
-        // of a clustered table's row that changes no length): where its bytes lie.
         let same_place = match (found, mode) {
-            (Ok(i), Mode::Replace | Mode::Upsert) if !spilled => {
-                let (_, at) = n.entry_at(i)?;
-                (!at.spilled && at.len == value.len()).then_some(at.off)
-            }
+            (Ok(i), Mode::Replace | Mode::Upsert) if !spilled => same_place(&n, i, value.len())?,
             _ => None,
         };
         drop(g);
         if let Some(off) = same_place {
-            // The writer's copy is the page the descent read: the value lies at `off` there too,
-            // and overwriting it changes nothing else of the node (no removal, insertion or
-            // compaction).
-            self.write(leaf)?[off..off + value.len()].copy_from_slice(value);
+            self.overwrite(leaf, off, value)?;
             return Ok(Put::Replaced);
         }
         let (pos, outcome) = match (found, mode) {

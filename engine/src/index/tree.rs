@@ -392,8 +392,16 @@ impl<'a> TreeWriter<'a, '_> {
     /// `leaf` must be the leaf the caller's own statement found `key` in, with no page of the
     /// tree changed since: a leaf freed meanwhile could still hold the key. The checks here (a
     /// node of this tree at level 0 whose search finds `key`; a page of another index is an
-    /// error) guard against a caller's mistake, not against a stale leaf.
+    /// error) guard against a caller's mistake, not against a stale leaf; debug builds check
+    /// that a descent to `key` ends at `leaf`.
     pub(crate) fn replace_in(&mut self, leaf: u64, key: &[u8], value: &[u8]) -> Result<bool> {
+        // The caller's promise, checked where the tests run: a descent to `key` now ends at
+        // `leaf` (a write between the find and this call would break it without a trace).
+        #[cfg(debug_assertions)]
+        {
+            let (now, _) = descend(self.db, View::Writer, self.meta(), Target::Key(key), None)?;
+            debug_assert_eq!(now, leaf, "a stale leaf for key {key:?}");
+        }
         let off = {
             let g = self.db.pool.read(PageId(leaf), View::Writer)?;
             let n = node_of(&g, self.meta(), leaf)?;

@@ -444,12 +444,12 @@ impl<'a> TreeWriter<'a, '_> {
             (Ok(i), Mode::Replace | Mode::Upsert) if n.spilled(i)? => Some(n.value(i)?.to_vec()),
             _ => None,
         };
-        let same_place = match (found, mode) {
+        let in_place = match (found, mode) {
             (Ok(i), Mode::Replace | Mode::Upsert) if !spilled => same_place(&n, i, value.len())?,
             _ => None,
         };
         drop(g);
-        if let Some(off) = same_place {
+        if let Some(off) = in_place {
             self.overwrite(leaf, off, value)?;
             return Ok(Put::Replaced);
         }

@@ -4,11 +4,9 @@
 //! guard a writer's commit waits for (on every layer: the commit that stores into every page
 //! the stream read completes), and its snapshot ends with the stream.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{rows, run_all, runtime};
+use crate::common::{rows, run_all, runtime};
 use datafusion::prelude::SessionConfig;
 use futures::StreamExt;
 use nvpage::{Database, Layer};
@@ -58,11 +56,11 @@ fn a_commit_during_a_query_changes_nothing_it_returns() {
             // Half read: every row of both tables changes, and commits.
             set_all(&db, 2);
             let mut seen = first.num_rows();
-            let mut ones = common::text(&[first]).iter().filter(|r| r[0] == "1").count();
+            let mut ones = crate::common::text(&[first]).iter().filter(|r| r[0] == "1").count();
             while let Some(b) = stream.next().await {
                 let b = b.unwrap();
                 seen += b.num_rows();
-                ones += common::text(&[b]).iter().filter(|r| r[0] == "1").count();
+                ones += crate::common::text(&[b]).iter().filter(|r| r[0] == "1").count();
             }
             assert_eq!((seen, ones), (8000, 8000), "{layer:?}: the query saw the later commit");
             assert_eq!(rows(&s, "SELECT sum(n) FROM t1").await, [["8000"]], "{layer:?}");

@@ -9,9 +9,7 @@
 //!   land on leaves appended at the tree's right end, and the table's pages change between the
 //!   scan's chunks) inserts each row it read exactly once: the table doubles.
 
-mod common;
-
-use common::{rows, run_all, runtime, session};
+use crate::common::{rows, run_all, runtime, session};
 use nvpage::Layer;
 
 const N: i64 = 30_000;
@@ -86,16 +84,16 @@ fn an_insert_that_reads_its_own_clustered_table_inside_begin_inserts_each_row_on
             // Each table in a transaction of its own (a failure dooms the transaction).
             for t in ["c", "h"] {
                 run_all(&s, "BEGIN").await;
-                let r = common::try_rows(
+                let r = crate::common::try_rows(
                     &s,
                     &format!("INSERT INTO {t} SELECT k + 1000000, grp, note FROM {t}"),
                 )
                 .await;
-                let n = common::try_rows(&s, &format!("SELECT count(*) FROM {t}"))
+                let n = crate::common::try_rows(&s, &format!("SELECT count(*) FROM {t}"))
                     .await
                     .map_or_else(|e| e, |n| n[0][0].clone());
                 counts.push((t, r.map(|r| r[0][0].clone()), n));
-                let _ = common::try_rows(&s, "ROLLBACK").await;
+                let _ = crate::common::try_rows(&s, "ROLLBACK").await;
             }
             let want = (2 * N).to_string();
             for (t, inserted, n) in &counts {

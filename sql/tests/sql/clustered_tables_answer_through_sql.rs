@@ -3,9 +3,7 @@
 //! table of the same rows; `INSERT` adds rows to it; `UPDATE` and `DELETE` change its rows by
 //! key.
 
-mod common;
-
-use common::{rows, run_all, runtime, session, try_rows};
+use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::{Column, ColumnType, Layer, ReadOps, Schema, Storage, Value};
 
 #[test]

@@ -5,11 +5,9 @@
 //! key's unique violation and changes nothing, outside a transaction and inside one (where it
 //! dooms the transaction, as any failed change does).
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::{rows, run_all, runtime, session, try_rows};
+use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::Layer;
 
 /// The rows a model of the table holds: key → (group, note).

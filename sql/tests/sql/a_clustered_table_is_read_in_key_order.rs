@@ -6,9 +6,7 @@
 //! as DataFusion's values do (`CHAR`), a descending order and a scan that leaves the key out
 //! are still sorted.
 
-mod common;
-
-use common::{rows, run_all, runtime, session};
+use crate::common::{rows, run_all, runtime, session};
 use nvpage::Layer;
 use nvpage_sql::Session;
 

@@ -3,9 +3,7 @@
 //! on a float column orders its keys as DataFusion's `ORDER BY` does, and a value a column
 //! cannot hold is an error that names the column, with nothing stored.
 
-mod common;
-
-use common::{rows, run_all, runtime, session, try_rows};
+use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::{Layer, ReadOps};
 
 #[test]

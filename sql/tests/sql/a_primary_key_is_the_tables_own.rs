@@ -4,9 +4,7 @@
 //! other columns). `CREATE TABLE … AS` with a declared key keeps it, and leaves nothing when the
 //! query's rows repeat a key.
 
-mod common;
-
-use common::{rows, run_all, runtime, session, try_rows};
+use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::{Layer, ReadOps};
 
 #[test]

@@ -7,11 +7,9 @@
 //! them), answered by the nvpage table and by the same rows in DataFusion's memory table, must
 //! agree; and the predicates this module pushes are pushed (the scan says so in `EXPLAIN`).
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{rows, run_all, runtime, session, text};
+use crate::common::{rows, run_all, runtime, session, text};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use nvpage::Layer;

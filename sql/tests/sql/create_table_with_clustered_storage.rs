@@ -3,9 +3,7 @@
 //! declared columns; a clustered table without a primary key, an unknown
 //! storage, an unknown option or a second storage are typed errors that create nothing.
 
-mod common;
-
-use common::{rows, run_all, runtime, session};
+use crate::common::{rows, run_all, runtime, session};
 use nvpage::{Layer, ReadOps, Storage};
 use nvpage_sql::Error;
 
@@ -50,7 +48,9 @@ fn a_clustered_table_from_sql_keeps_its_rows_in_key_order() {
             [["20", "a"], ["40", "b"], ["60", "c"]]
         );
         // The key is the engine's: a second row with a key is refused.
-        let e = common::try_rows(&s, "INSERT INTO pairs VALUES (2, 1, 'again')").await.unwrap_err();
+        let e = crate::common::try_rows(&s, "INSERT INTO pairs VALUES (2, 1, 'again')")
+            .await
+            .unwrap_err();
         assert!(e.contains("pairs_pkey"), "{e}");
     });
     assert_eq!(storage(&s, "c"), Storage::Clustered);

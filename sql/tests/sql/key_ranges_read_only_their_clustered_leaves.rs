@@ -4,11 +4,9 @@
 //! as the same query on a heap copy of the table does; ranges longer than a batch, keys of two
 //! columns and string keys included. A filter the key cannot serve scans every row.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{rows, run_all, runtime, session, text};
+use crate::common::{rows, run_all, runtime, session, text};
 use datafusion::physical_plan::{ExecutionPlan, collect, displayable};
 use nvpage::Layer;
 use nvpage_sql::Session;

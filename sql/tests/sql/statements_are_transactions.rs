@@ -6,11 +6,9 @@
 //! is refused until `COMMIT`, which rolls back and says why. Updates and deletes change exactly
 //! the rows their `WHERE` names, with `SET` expressions over the old values.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{rows, run_all, runtime, session, try_rows};
+use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::{Database, Layer};
 use nvpage_sql::Session;
 

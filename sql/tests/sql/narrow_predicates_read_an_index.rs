@@ -4,9 +4,7 @@
 //! a range on a later column of the index (not usable), strings, small integers, timestamps,
 //! booleans, and a `LIMIT`.
 
-mod common;
-
-use common::{rows, run_all, runtime, session};
+use crate::common::{rows, run_all, runtime, session};
 use nvpage::Layer;
 
 /// The plan's text for `sql`.

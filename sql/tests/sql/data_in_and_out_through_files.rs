@@ -4,9 +4,7 @@
 //! persistent nvpage table of it, and `COPY (query) TO 'f.parquet'` writes a query's rows that
 //! read back equal; `SHOW TABLES` lists both kinds.
 
-mod common;
-
-use common::{rows, run_all, runtime, session};
+use crate::common::{rows, run_all, runtime, session};
 use nvpage::Layer;
 
 #[test]
@@ -59,6 +57,6 @@ fn csv_in_parquet_out_and_back() {
     let again = nvpage_sql::Session::new(db).unwrap();
     rt.block_on(async {
         assert_eq!(rows(&again, "SELECT count(*) FROM people").await, [["3"]]);
-        assert!(common::try_rows(&again, "SELECT * FROM ext").await.is_err());
+        assert!(crate::common::try_rows(&again, "SELECT * FROM ext").await.is_err());
     });
 }

@@ -4,9 +4,7 @@
 //! same on the clustered table and its heap twin, on every layer, before and after updates
 //! that make short rows long and long rows short.
 
-mod common;
-
-use common::{rows, run_all, runtime, session, try_rows};
+use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::Layer;
 use nvpage_sql::Session;
 

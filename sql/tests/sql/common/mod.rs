@@ -1,8 +1,6 @@
 //! What the SQL scenario tests share: a session over a fresh database on a chosen layer, and
 //! results as plain text rows to compare.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;

@@ -4,11 +4,9 @@
 //! filters turned off: inner, semi and anti joins, collected and partitioned joins, NULL keys,
 //! keys of another type, build sides given as a list and as bounds only, `ORDER BY … LIMIT`.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{rows, run_all, runtime, session, text};
+use crate::common::{rows, run_all, runtime, session, text};
 use datafusion::physical_plan::{ExecutionPlan, collect, displayable};
 use nvpage::Layer;
 use nvpage_sql::Session;

@@ -27,7 +27,7 @@ fn open(path: &Path, layer: Layer) -> nvpage::Result<Database> {
         .layer(layer)
         .page_size(4096)
         .pool_bytes(8 * 4096)
-        .log_bytes(4 << 20)
+        .log_bytes(256 << 10)
         .persistence(PersistRequest::CacheLine)
         .open(path)
 }

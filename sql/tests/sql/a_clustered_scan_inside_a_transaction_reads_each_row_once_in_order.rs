@@ -9,8 +9,9 @@
 //!   land on leaves appended at the tree's right end, and the table's pages change between the
 //!   scan's chunks) inserts each row it read exactly once: the table doubles.
 
-use crate::common::{rows, run_all, runtime, session};
 use nvpage::Layer;
+
+use crate::common::{rows, run_all, runtime, session};
 
 const N: i64 = 30_000;
 

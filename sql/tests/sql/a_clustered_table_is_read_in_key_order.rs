@@ -6,9 +6,10 @@
 //! as DataFusion's values do (`CHAR`), a descending order and a scan that leaves the key out
 //! are still sorted.
 
-use crate::common::{rows, run_all, runtime, session};
 use nvpage::Layer;
 use nvpage_sql::Session;
+
+use crate::common::{rows, run_all, runtime, session};
 
 /// The plan of `sql`, as text.
 async fn plan(s: &Session, sql: &str) -> String {

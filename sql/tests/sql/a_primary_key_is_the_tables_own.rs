@@ -4,8 +4,9 @@
 //! other columns). `CREATE TABLE … AS` with a declared key keeps it, and leaves nothing when the
 //! query's rows repeat a key.
 
-use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::{Layer, ReadOps};
+
+use crate::common::{rows, run_all, runtime, session, try_rows};
 
 #[test]
 fn primary_keys_declared_in_sql_are_the_engines() {

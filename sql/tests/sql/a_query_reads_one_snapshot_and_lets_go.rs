@@ -6,11 +6,12 @@
 
 use std::sync::Arc;
 
-use crate::common::{rows, run_all, runtime};
 use datafusion::prelude::SessionConfig;
 use futures::StreamExt;
 use nvpage::{Database, Layer};
 use nvpage_sql::Session;
+
+use crate::common::{rows, run_all, runtime};
 
 fn small_batches(dir: &std::path::Path, layer: Layer) -> (Arc<Database>, Session) {
     let db =

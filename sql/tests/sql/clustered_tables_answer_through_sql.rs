@@ -3,8 +3,9 @@
 //! table of the same rows; `INSERT` adds rows to it; `UPDATE` and `DELETE` change its rows by
 //! key.
 
-use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::{Column, ColumnType, Layer, ReadOps, Schema, Storage, Value};
+
+use crate::common::{rows, run_all, runtime, session, try_rows};
 
 #[test]
 fn a_clustered_table_answers_as_a_heap_table_does() {

@@ -3,9 +3,10 @@
 //! declared columns; a clustered table without a primary key, an unknown
 //! storage, an unknown option or a second storage are typed errors that create nothing.
 
-use crate::common::{rows, run_all, runtime, session};
 use nvpage::{Layer, ReadOps, Storage};
 use nvpage_sql::Error;
+
+use crate::common::{rows, run_all, runtime, session};
 
 /// How the engine stores table `name`.
 fn storage(s: &nvpage_sql::Session, name: &str) -> Storage {

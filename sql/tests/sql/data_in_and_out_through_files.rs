@@ -4,8 +4,9 @@
 //! persistent nvpage table of it, and `COPY (query) TO 'f.parquet'` writes a query's rows that
 //! read back equal; `SHOW TABLES` lists both kinds.
 
-use crate::common::{rows, run_all, runtime, session};
 use nvpage::Layer;
+
+use crate::common::{rows, run_all, runtime, session};
 
 #[test]
 fn csv_in_parquet_out_and_back() {

@@ -3,8 +3,9 @@
 //! on a float column orders its keys as DataFusion's `ORDER BY` does, and a value a column
 //! cannot hold is an error that names the column, with nothing stored.
 
-use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::{Layer, ReadOps};
+
+use crate::common::{rows, run_all, runtime, session, try_rows};
 
 #[test]
 fn values_come_back_as_they_went_in_on_every_layer() {

@@ -4,9 +4,10 @@
 //! same on the clustered table and its heap twin, on every layer, before and after updates
 //! that make short rows long and long rows short.
 
-use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::Layer;
 use nvpage_sql::Session;
+
+use crate::common::{rows, run_all, runtime, session, try_rows};
 
 /// Row `k`'s note: one in eight of 1,000 to 3,900 letters, the rest a few words.
 fn note(k: i64) -> String {

@@ -4,8 +4,9 @@
 //! a range on a later column of the index (not usable), strings, small integers, timestamps,
 //! booleans, and a `LIMIT`.
 
-use crate::common::{rows, run_all, runtime, session};
 use nvpage::Layer;
+
+use crate::common::{rows, run_all, runtime, session};
 
 /// The plan's text for `sql`.
 async fn plan(s: &nvpage_sql::Session, sql: &str) -> String {

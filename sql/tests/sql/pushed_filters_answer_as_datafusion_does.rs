@@ -9,11 +9,12 @@
 
 use std::sync::Arc;
 
-use crate::common::{rows, run_all, runtime, session, text};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use nvpage::Layer;
 use proptest::prelude::*;
+
+use crate::common::{rows, run_all, runtime, session, text};
 
 const ROWS: i64 = 400;
 

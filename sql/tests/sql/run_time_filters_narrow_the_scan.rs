@@ -6,10 +6,11 @@
 
 use std::sync::Arc;
 
-use crate::common::{rows, run_all, runtime, session, text};
 use datafusion::physical_plan::{ExecutionPlan, collect, displayable};
 use nvpage::Layer;
 use nvpage_sql::Session;
+
+use crate::common::{rows, run_all, runtime, session, text};
 
 /// `sql`'s rows, and each nvpage scan of its plan once run: the scan's line of the plan, the
 /// rows it read and the rows it handed on.

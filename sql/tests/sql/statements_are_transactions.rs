@@ -8,9 +8,10 @@
 
 use std::sync::Arc;
 
-use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::{Database, Layer};
 use nvpage_sql::Session;
+
+use crate::common::{rows, run_all, runtime, session, try_rows};
 
 #[test]
 fn a_failed_statement_outside_begin_leaves_nothing() {

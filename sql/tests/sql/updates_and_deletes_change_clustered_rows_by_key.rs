@@ -7,8 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::common::{rows, run_all, runtime, session, try_rows};
 use nvpage::Layer;
+
+use crate::common::{rows, run_all, runtime, session, try_rows};
 
 /// The rows a model of the table holds: key → (group, note).
 type Model = BTreeMap<i64, (i64, String)>;

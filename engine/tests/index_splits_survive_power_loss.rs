@@ -225,7 +225,7 @@ fn campaign(layer: Layer, clustered: bool) {
         for (i, k) in (0..persists).step_by(step).enumerate() {
             let mode = if i % 2 == 0 { FaultMode::Once } else { FaultMode::Forever };
             let f = Fault { op: Some(SimOp::Persist), after: k, mode, errno: 5 };
-            let tear = Tear::ALL[i % 3];
+            let tear = Tear::ALL[i % Tear::ALL.len()];
             point(layer, clustered, shm, Some(f), tear)
                 .unwrap_or_else(|e| panic!("{layer:?}, shm {shm}, persist {k} of {persists}: {e}"));
         }

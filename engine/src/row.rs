@@ -427,6 +427,13 @@ pub struct RowRef<'r> {
     id: RowId,
 }
 
+/// The error for a row of `len` bytes where its schema needs at least `needs`.
+#[cold]
+#[inline(never)]
+fn short_row(len: usize, needs: usize) -> Error {
+    Error::CorruptRow(format!("{len} bytes, the schema needs at least {needs}"))
+}
+
 impl<'r> RowRef<'r> {
     /// Checks that `bytes` can be read as a row of `schema`: long enough for its null bitmap and
     /// fixed area, so that every fixed-width getter reads inside it. A string's slot is checked
@@ -436,11 +443,7 @@ impl<'r> RowRef<'r> {
     #[inline]
     pub fn new(schema: &'r Schema, bytes: &'r [u8], id: RowId) -> Result<Self> {
         if bytes.len() < schema.fixed_end() {
-            return Err(Error::CorruptRow(format!(
-                "{} bytes, the schema needs at least {}",
-                bytes.len(),
-                schema.fixed_end()
-            )));
+            return Err(short_row(bytes.len(), schema.fixed_end()));
         }
         Ok(Self { schema, bytes, id })
     }

@@ -10,7 +10,9 @@
 //! key and through both indexes under its values. After each transaction: row and entry counts;
 //! a scan row at a time; a scan page at a time (columns gathered, rows kept by a column filter,
 //! a fold on two threads); point lookups, lookups of a key that repeats and range scans both
-//! ways through each index, in key then primary key order. A write refused for a key another row
+//! ways through each index, in key then primary key order, and ranges of the primary and the
+//! unique index read as folds that stop at a random row, the iterator reading on from there.
+//! A write refused for a key another row
 //! holds changes nothing; a snapshot taken before each transaction still reads what it read;
 //! `check` finds nothing wrong after every fifth transaction, after each reopen and at the end,
 //! when the table's trees are three levels deep. Each run counts what it read and wrote: a fifth
@@ -23,12 +25,12 @@
 //! a clustered table leaves the transaction as it was.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
 use nvpage::{
-    Column, ColumnType, Database, Error, Index, Layer, ReadOps, RowId, RowPlaces, Schema, Storage,
-    Upserted, Value, WriteTxn, kind,
+    Column, ColumnType, Database, Error, Index, IndexScan, Layer, ReadOps, RowId, RowPlaces,
+    Schema, Storage, Upserted, Value, WriteTxn, kind,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -244,6 +246,27 @@ fn read_guard(g: nvpage::Result<nvpage::RowGuard<'_>>) -> (i64, Row) {
     read_row(&g.unwrap().row().unwrap())
 }
 
+/// The rows of `scan`: the first `stop` through [`IndexScan::fold_rows`], which then breaks,
+/// and the rest through the iterator the fold left where it stopped.
+fn folded(mut scan: IndexScan<'_>, stop: usize) -> Vec<(i64, Row)> {
+    let mut got = Vec::new();
+    if stop > 0 {
+        let n = scan
+            .fold_rows(0, |n, row| {
+                got.push(read_row(&row));
+                Ok(if n + 1 == stop {
+                    ControlFlow::Break(n + 1)
+                } else {
+                    ControlFlow::Continue(n + 1)
+                })
+            })
+            .unwrap();
+        assert_eq!(n, got.len(), "the fold's value is the one its last call gave");
+    }
+    got.extend(scan.map(read_guard));
+    got
+}
+
 /// Holds `got` to `want` (long lists: the first difference is reported, not both lists).
 fn same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
     if let Some(i) = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i)) {
@@ -365,8 +388,15 @@ fn by_primary_key(rx: &impl ReadOps, pk: &Index, model: &Model, rng: &mut StdRng
             .unwrap()
             .map(|g| read_guard(g).0)
     };
-    let mut want: Vec<i64> =
-        model.rows.range((Bound::Excluded(lo), Bound::Included(hi))).map(|(k, _)| *k).collect();
+    let rows: Vec<(i64, Row)> = model
+        .rows
+        .range((Bound::Excluded(lo), Bound::Included(hi)))
+        .map(|(k, r)| (*k, r.clone()))
+        .collect();
+    let stop = rng.random_range(0..=rows.len() + 1);
+    let scan = rx.index_range(pk, Bound::Excluded(&lo_v[..]), Bound::Included(&hi_v[..])).unwrap();
+    same(&folded(scan, stop), &rows, &format!("{what}: rows ({lo}, {hi}], {stop} folded"));
+    let mut want: Vec<i64> = rows.iter().map(|(k, _)| *k).collect();
     same(&range().collect::<Vec<_>>(), &want, &format!("{what}: keys ({lo}, {hi}]"));
     want.reverse();
     let back: Vec<i64> = rx
@@ -453,6 +483,9 @@ fn by_code(rx: &impl ReadOps, code: &Index, model: &Model, rng: &mut StdRng, wha
         };
         let got: Vec<(i64, i64)> = range().map(code_and_key).collect();
         same(&got, &want, &format!("{what}: codes [{lo}, {hi})"));
+        let stop = rng.random_range(0..=want.len() + 1);
+        let rows: Vec<(i64, Row)> = want.iter().map(|(_, k)| (*k, model.rows[k].clone())).collect();
+        same(&folded(range(), stop), &rows, &format!("{what}: codes [{lo}, {hi}), {stop} folded"));
         let counted =
             rx.count_range(code, Bound::Included(&lo_v[..]), Bound::Excluded(&hi_v[..])).unwrap();
         assert_eq!(counted, want.len() as u64, "{what}: count of codes [{lo}, {hi})");

@@ -3,13 +3,13 @@
 //! run on a table with a unique index and a composite non-unique one over nullable columns,
 //! with 4 KiB pages, long keys (trees several levels deep) and a pool of 12 frames (pages
 //! stolen mid-transaction), on every compiled layer. After each step the model says what a
-//! unique violation is, and range scans — both directions, both ends in turn, inclusive and
-//! exclusive bounds on whole keys and on prefixes — are compared with the model's `BTreeMap`;
-//! after each commit and at the end, after a reopen, `check` finds nothing wrong and counts
-//! every entry.
+//! unique violation is, and range scans — both directions, both ends in turn (the front read
+//! by folds that stop, or by the iterator), inclusive and exclusive bounds on whole keys and on
+//! prefixes — are compared with the model's `BTreeMap`; after each commit and at the end, after
+//! a reopen, `check` finds nothing wrong and counts every entry.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 
 use nvpage::{
     Column, ColumnType, Database, Error, Index, Layer, ReadOps, RowId, Schema, Value, WriteTxn,
@@ -88,6 +88,9 @@ enum Order {
     Backward,
     /// Front and back in turn.
     Both,
+    /// Two rows from the front by a fold that then breaks (`IndexScan::fold_rows`), one from
+    /// the back by the iterator, in turn; the rows read, not only their ids.
+    Folded,
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -130,7 +133,7 @@ fn op() -> impl Strategy<Value = Op> {
         5 => any::<usize>().prop_map(Op::Delete),
         1 => Just(Op::Commit),
         1 => Just(Op::Abort),
-        3 => (any::<bool>(), bound(), bound(), prop::sample::select(vec![Order::Forward, Order::Backward, Order::Both]))
+        3 => (any::<bool>(), bound(), bound(), prop::sample::select(vec![Order::Forward, Order::Backward, Order::Both, Order::Folded]))
             .prop_map(|(composite, lo, hi, order)| Op::Scan { composite, lo, hi, order }),
     ]
 }
@@ -234,6 +237,29 @@ fn scan(
                 front.push(f.unwrap());
                 let Some(b) = ids.next_back() else { break };
                 back.push(b.unwrap());
+            }
+            back.reverse();
+            front.extend(back);
+            front
+        }
+        Order::Folded => {
+            let (mut s, mut front, mut back) = (s, Vec::new(), Vec::new());
+            loop {
+                let n = s
+                    .fold_rows(0, |n, row| {
+                        front.push(row.id());
+                        Ok(if n == 1 {
+                            ControlFlow::Break(2)
+                        } else {
+                            ControlFlow::Continue(n + 1)
+                        })
+                    })
+                    .unwrap();
+                if n < 2 {
+                    break;
+                }
+                let Some(b) = s.next_back() else { break };
+                back.push(b.unwrap().row().unwrap().id());
             }
             back.reverse();
             front.extend(back);

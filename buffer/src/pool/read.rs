@@ -136,6 +136,15 @@ impl BufferPool {
         }
     }
 
+    /// A hint that [`Self::prefetch`] of page `id` will come later: starts loading the line
+    /// that holds the page's state, which that prefetch reads first and would otherwise wait
+    /// for.
+    pub fn prefetch_state(&self, id: PageId) {
+        if let Some(st) = self.pages.get(id.0) {
+            nvpage_storage::prefetch::prefetch_addr(std::ptr::from_ref(st).cast());
+        }
+    }
+
     /// The published shared frame of `id`, pinned, if `view` may read it: filled at the page's
     /// current stamp, which `view` sees. Its bytes cannot change while it is pinned, so neither
     /// the check nor the guard needs a latch (docs/design.md): a hit costs a pin and an unpin.

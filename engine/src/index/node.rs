@@ -466,6 +466,21 @@ impl<'p> Node<'p> {
         }
     }
 
+    /// A hint to load the slots of entries `from..` (the lines of the slot array from `from`'s
+    /// on): each entry's place is read from its slot before the entry itself can be asked for.
+    #[inline]
+    pub fn prefetch_slots(&self, from: usize) {
+        if from >= self.count {
+            return;
+        }
+        let end = (SLOTS_OFFSET + self.count * SLOT_BYTES).min(self.bytes.len());
+        let mut at = (SLOTS_OFFSET + from * SLOT_BYTES) & !63;
+        while at < end {
+            prefetch(&self.bytes[at..]);
+            at += 64;
+        }
+    }
+
     /// Where `key` is: `Ok(i)` if entry `i` holds it, else `Err(i)`, the position it would take.
     /// Compares the prefix once, then heads; reads an entry only where its head equals `key`'s.
     pub fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {

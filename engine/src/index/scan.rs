@@ -4,13 +4,14 @@
 //! chain, holding one leaf per end: the leaf is read as the transaction sees it (a snapshot's
 //! version, or the writer's own copy) and, on SE2, in place. Rows are fetched in place too
 //! ([`RowGuard`]), and as an end yields one it asks the pool to prefetch the page header and
-//! slot of the rows of its next entries in range ([`PREFETCH_ROWS`]). The range shrinks as
-//! either end yields, so the two ends meet and stop.
+//! slot of the rows of its next entries in range ([`PREFETCH_ROWS`]); [`IndexScan::fold_rows`]
+//! hands the rows to a closure instead, a clustered table's as views of the leaf the scan holds,
+//! with no guard per row. The range shrinks as either end yields, so the two ends meet and stop.
 //! Damage a walk can see is an error, not a shorter scan: a key that is not beyond the last one
 //! its end yielded, a sibling whose link back does not lead to the leaf just left, more steps
 //! than the index has pages.
 
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::rc::Rc;
 
 use nvpage_buffer::PageRef;
@@ -26,7 +27,7 @@ use super::tree::{
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::error::{Error, Result};
 use crate::heap;
-use crate::row::Value;
+use crate::row::{RowRef, Value};
 use crate::table::RowId;
 use crate::txn::{Ctx, RowGuard, get_in};
 
@@ -382,6 +383,73 @@ impl<'t> IndexScan<'t> {
         IndexIds(self)
     }
 
+    /// Folds the rows front to back, each read in place as a view, until `fold` returns
+    /// [`ControlFlow::Break`] (a `LIMIT` met: no error) or the range ends; returns the last value
+    /// `fold` gave. The same rows as the iterator's, in the same order, and the scan may go on
+    /// after a break (the iterator, or another fold, takes the next row); an error, the scan's
+    /// or `fold`'s, ends the fold and is returned. Where the iterator
+    /// hands each row out in a guard of its own, this reads a clustered table's row where the
+    /// scan holds its leaf: nothing is built or moved per row.
+    ///
+    /// ```
+    /// use std::ops::{Bound, ControlFlow};
+    /// use nvpage::{Column, ColumnType, Database, ReadOps, Schema, Storage, Value, kind};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Database::open(dir.path())?;
+    /// let mut w = db.begin_write()?;
+    /// let schema = Schema::new(vec![Column::new("k", ColumnType::I64)])?.with_primary_key(&["k"])?;
+    /// let t = w.create_table_with("t", schema, Storage::Clustered)?;
+    /// for k in 0..1000 {
+    ///     w.insert(&t, &[Value::I64(k)])?;
+    /// }
+    /// w.commit()?;
+    ///
+    /// let (r, k) = (db.begin_read()?, t.col::<kind::I64>("k")?);
+    /// let pk = r.primary_key(&t)?.expect("a clustered table has its key");
+    /// let from = [Value::I64(500)];
+    /// // The first ten keys from 500 on.
+    /// let mut scan = r.index_range(&pk, Bound::Included(&from), Bound::Unbounded)?;
+    /// let (sum, n) = scan.fold_rows((0, 0), |(sum, n), row| {
+    ///     let acc = (sum + row.get(k)?, n + 1);
+    ///     Ok(if n + 1 == 10 { ControlFlow::Break(acc) } else { ControlFlow::Continue(acc) })
+    /// })?;
+    /// assert_eq!((sum, n), ((500..510).sum::<i64>(), 10));
+    /// // The scan goes on where the fold stopped.
+    /// assert_eq!(scan.next().transpose()?.map(|g| g.row()?.get(k)).transpose()?, Some(510));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fold_rows<A>(
+        &mut self,
+        init: A,
+        mut fold: impl FnMut(A, RowRef<'_>) -> Result<ControlFlow<A, A>>,
+    ) -> Result<A> {
+        let mut acc = init;
+        loop {
+            let step = self.step_front();
+            let Some(hit) = self.item(step).transpose()? else { return Ok(acc) };
+            self.prefetch_rows(true);
+            // A clustered table's row is read where the cursor holds its leaf (the step checked
+            // that the entry lies inside it); any other through its guard. `fold` is called
+            // from one place, where it inlines.
+            let (leaf, guard);
+            let row = match hit {
+                Hit::InLeaf { leaf: l, off, len } => {
+                    leaf = l;
+                    RowRef::new(&self.table.schema, &leaf[off..off + len], RowId::KEYED)?
+                }
+                hit => {
+                    guard = self.row(hit)?;
+                    guard.row()?
+                }
+            };
+            match fold(acc, row)? {
+                ControlFlow::Continue(a) => acc = a,
+                ControlFlow::Break(a) => return Ok(a),
+            }
+        }
+    }
+
     /// Reads leaf `page`, reached by a sibling link from leaf `from` (`forward`: its right
     /// link), which `page`'s link the other way must lead back to: a link to a wrong leaf
     /// (one skipped, or a loop back) is damage, not a silently shorter scan.
@@ -401,6 +469,20 @@ impl<'t> IndexScan<'t> {
         Ok(g)
     }
 
+    /// In a clustered table's scan, the hints for a leaf `n` an end has just reached: the lines
+    /// of its slots from `from`'s on (each entry's place, read before the entry can be asked
+    /// for), and the state of the leaf beyond it, which [`prefetch_entries`] asks the pool for
+    /// as the end nears this leaf's edge.
+    fn landed(&self, n: &Node<'_>, from: usize, front: bool) {
+        if self.meta.clustered {
+            n.prefetch_slots(from);
+            let sibling = if front { n.next() } else { n.prev() };
+            if sibling != 0 {
+                self.ctx.db.pool.prefetch_state(PageId(sibling));
+            }
+        }
+    }
+
     /// The front's first cursor: a descent to its bound's leaf.
     #[inline(never)]
     fn start_front(&mut self) -> Result<()> {
@@ -415,6 +497,7 @@ impl<'t> IndexScan<'t> {
             Bound::Excluded(k) => n.search(k)?.map_or_else(|i| i, |i| i + 1),
             Bound::Unbounded => 0,
         };
+        self.landed(&n, pos, true);
         self.front = Some(Cursor::new(page, leaf, pos));
         Ok(())
     }
@@ -433,6 +516,7 @@ impl<'t> IndexScan<'t> {
             Bound::Excluded(k) => n.search(k)?.unwrap_or_else(|i| i),
             Bound::Unbounded => n.len(),
         };
+        self.landed(&n, 0, false);
         self.back = Some(Cursor::new(page, leaf, pos));
         Ok(())
     }
@@ -450,11 +534,14 @@ impl<'t> IndexScan<'t> {
             return Ok(false);
         }
         let leaf = self.leaf(to, from, forward)?;
+        let n = Node::new(&leaf, self.meta.id, to)?;
+        self.landed(&n, 0, forward);
+        let pos = if forward { 0 } else { n.len() };
+        let cur = Cursor::new(to, leaf, pos);
         if forward {
-            self.front = Some(Cursor::new(to, leaf, 0));
+            self.front = Some(cur);
         } else {
-            let pos = Node::new(&leaf, self.meta.id, to)?.len();
-            self.back = Some(Cursor::new(to, leaf, pos));
+            self.back = Some(cur);
         }
         Ok(true)
     }

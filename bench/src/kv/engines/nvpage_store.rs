@@ -9,6 +9,7 @@
 //! byte string with its length.
 
 use std::ops::Bound;
+use std::ops::ControlFlow::{Break, Continue};
 use std::path::Path;
 
 use nvpage::{
@@ -132,11 +133,13 @@ impl Store for NvStore {
             let rx = self.db.begin_read()?;
             for &s in chunk {
                 let from = [Value::I64(s as i64)];
-                let scan = rx.index_range(&self.index, Bound::Included(&from), Bound::Unbounded)?;
-                for g in scan.take(SCAN_LEN) {
-                    let g = g?;
-                    sum = sum.wrapping_add(digest(g.row()?.get(self.v)?));
-                }
+                let mut scan =
+                    rx.index_range(&self.index, Bound::Included(&from), Bound::Unbounded)?;
+                // The rows read in place, none handed out in a guard of its own.
+                (sum, _) = scan.fold_rows((sum, 0), |(sum, n), row| {
+                    let acc = (sum.wrapping_add(digest(row.get(self.v)?)), n + 1);
+                    Ok(if acc.1 == SCAN_LEN { Break(acc) } else { Continue(acc) })
+                })?;
             }
         }
         Ok(sum)

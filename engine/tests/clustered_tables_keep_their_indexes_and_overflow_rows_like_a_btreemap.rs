@@ -1,23 +1,22 @@
 //! Goal: a clustered table with indexes beside its primary key (a unique one over a nullable
-//! column, a non-unique one over two columns) and rows too long for a leaf entry (spilled whole
-//! to overflow pages) holds exactly what a map of its rows by key says, on every compiled layer,
-//! with 4 KiB pages and a pool of a few dozen frames (every tree several levels deep, leaves
-//! splitting and emptying). Random transactions of inserts, upserts through either unique index,
-//! updates by either key (of the indexed columns, of the primary key itself, and of a note that
-//! takes a row into and out of overflow pages, to a byte either side of the longest row a leaf
-//! entry takes), deletes by either key and refused writes, committed, aborted or dropped, with
-//! reopens between them, are held to the map. After each write the row it wrote is found by its
-//! key and through both indexes under its values. After each transaction: row and entry counts;
-//! a scan row at a time; a scan page at a time (columns gathered, rows kept by a column filter,
-//! a fold on two threads); point lookups, lookups of a key that repeats and range scans both
-//! ways through each index, in key then primary key order, and ranges of the primary and the
-//! unique index read as folds that stop at a random row, the iterator reading on from there.
-//! A write refused for a key another row
-//! holds changes nothing; a snapshot taken before each transaction still reads what it read;
-//! `check` finds nothing wrong after every fifth transaction, after each reopen and at the end,
-//! when the table's trees are three levels deep. Each run counts what it read and wrote: a fifth
-//! of the rows read were spilled, rows grew into and shrank out of overflow pages, and rows of
-//! the longest length a leaf takes and of one byte more were written.
+//! column, a non-unique one over two columns) and rows too long for a leaf entry (spilled whole to
+//! overflow pages) holds exactly what a map of its rows by key says, on every compiled layer, with
+//! 4 KiB pages and a pool of a few dozen frames (every tree several levels deep, leaves splitting
+//! and emptying). Random transactions of inserts, upserts through either unique index, updates by
+//! either key (of the indexed columns, of the primary key itself, and of a note that takes a row
+//! into and out of overflow pages, to a byte either side of the longest row a leaf entry takes),
+//! deletes by either key and refused writes, committed, aborted or dropped, with reopens between
+//! them, are held to the map. After each write the row it wrote is found by its key and through
+//! both indexes under its values. After each transaction: row and entry counts; a scan row at a
+//! time; a scan page at a time (columns gathered, rows kept by a column filter, a fold on two
+//! threads); point lookups, lookups of a key that repeats and range scans both ways through each
+//! index, in key then primary key order, and ranges of the primary and the unique index read as
+//! folds that stop at a random row, the iterator reading on from there. A write refused for a key
+//! another row holds changes nothing; a snapshot taken before each transaction still reads what it
+//! read; `check` finds nothing wrong after every fifth transaction, after each reopen and at the
+//! end, when the table's trees are three levels deep. Each run counts what it read and wrote: a
+//! fifth of the rows read were spilled, rows grew into and shrank out of overflow pages, and rows
+//! of the longest length a leaf takes and of one byte more were written.
 //!
 //! Beside it: the length at which a row spills is the one the model test counts with; an index
 //! made over rows a clustered table holds (spilled ones too) finds them (and a unique one over

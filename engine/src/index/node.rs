@@ -458,12 +458,7 @@ impl<'p> Node<'p> {
             return;
         }
         let off = u16_at(self.bytes, SLOTS_OFFSET + i * SLOT_BYTES);
-        let end = (off + span).min(self.bytes.len());
-        let mut at = off & !63;
-        while at < end {
-            prefetch(&self.bytes[at..]);
-            at += 64;
-        }
+        prefetch_lines(self.bytes, off, off + span);
     }
 
     /// A hint to load the slots of entries `from..` (the lines of the slot array from `from`'s
@@ -473,12 +468,8 @@ impl<'p> Node<'p> {
         if from >= self.count {
             return;
         }
-        let end = (SLOTS_OFFSET + self.count * SLOT_BYTES).min(self.bytes.len());
-        let mut at = (SLOTS_OFFSET + from * SLOT_BYTES) & !63;
-        while at < end {
-            prefetch(&self.bytes[at..]);
-            at += 64;
-        }
+        let slot = |i: usize| SLOTS_OFFSET + i * SLOT_BYTES;
+        prefetch_lines(self.bytes, slot(from), slot(self.count));
     }
 
     /// Where `key` is: `Ok(i)` if entry `i` holds it, else `Err(i)`, the position it would take.
@@ -755,6 +746,17 @@ pub fn split(left: &mut [u8], right: &mut [u8]) -> Option<usize> {
     compact(left);
     fit_prefix(left);
     Some(mid)
+}
+
+/// A hint to load every cache line of `bytes[from..to]` (`to` clipped to the page).
+#[inline]
+fn prefetch_lines(bytes: &[u8], from: usize, to: usize) {
+    let end = to.min(bytes.len());
+    let mut at = from & !63;
+    while at < end {
+        prefetch(&bytes[at..]);
+        at += 64;
+    }
 }
 
 #[cfg(test)]

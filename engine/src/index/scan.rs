@@ -387,9 +387,9 @@ impl<'t> IndexScan<'t> {
     /// [`ControlFlow::Break`] (a `LIMIT` met: no error) or the range ends; returns the last value
     /// `fold` gave. The same rows as the iterator's, in the same order, and the scan may go on
     /// after a break (the iterator, or another fold, takes the next row); an error, the scan's
-    /// or `fold`'s, ends the fold and is returned. Where the iterator
-    /// hands each row out in a guard of its own, this reads a clustered table's row where the
-    /// scan holds its leaf: nothing is built or moved per row.
+    /// or `fold`'s, ends the fold and is returned. Where the iterator hands each row out in a
+    /// guard of its own, this reads a clustered table's row where the scan holds its leaf:
+    /// nothing is built or moved per row.
     ///
     /// ```
     /// use std::ops::{Bound, ControlFlow};

@@ -200,6 +200,9 @@ fn exclude(bound: &mut Bound<Vec<u8>>, key: &[u8]) {
     *bound = Bound::Excluded(v);
 }
 
+/// The bytes a key's buffer starts with: an encoded key of a few numbers or a short string.
+const KEY_ROOM: usize = 32;
+
 /// `index`'s entry in `ctx`'s catalog (the index the handle was made for, if it exists there),
 /// and its table's.
 fn metas<'t>(ctx: &Ctx<'t>, index: &Index) -> Result<(&'t IndexMeta, &'t TableMeta)> {
@@ -230,7 +233,8 @@ pub(crate) fn get_by<'t>(
         let lo = Bound::Included(values);
         return IndexScan::new(ctx, index, lo, Bound::Included(values))?.next().transpose();
     }
-    let mut k = Vec::new();
+    // Room for most keys at once: a key grown push by push was a reallocation per lookup.
+    let mut k = Vec::with_capacity(KEY_ROOM);
     key::encode_values(&tmeta.schema, &meta.columns, values, &mut k)?;
     if meta.clustered {
         return tree_row(&ctx, meta, tmeta, &k);
@@ -316,7 +320,7 @@ impl<'t> IndexScan<'t> {
     ) -> Result<Self> {
         let (meta, tmeta) = metas(&ctx, index)?;
         let encode = |values: &[Value<'_>]| -> Result<Vec<u8>> {
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(KEY_ROOM);
             key::encode_values(&tmeta.schema, &meta.columns, values, &mut out)?;
             Ok(out)
         };

@@ -46,7 +46,7 @@ fn bytes(value: u64) -> [u8; 16] {
 /// The version commit `c` keeps of a page that held `value`: the whole page at even commits,
 /// the line the commit changes at odd ones (made whole from the page when a reader needs it).
 fn version(c: u64, value: u64) -> Version {
-    if c % 2 == 0 {
+    if c.is_multiple_of(2) {
         PageImage::new(Arc::from(bytes(value).as_slice()), 0).into()
     } else {
         let mut lines = LinesImage::new(16);
@@ -77,7 +77,7 @@ fn from_versions(w: &World, p: usize, s: u64, page: &Page) -> u64 {
 /// page `c % pages`, and every other commit page 0 as well.
 fn changes(c: u64, pages: usize) -> Vec<usize> {
     let mut v = vec![(c as usize) % pages];
-    if c % 2 == 0 && !v.contains(&0) {
+    if c.is_multiple_of(2) && !v.contains(&0) {
         v.push(0);
     }
     v

@@ -170,6 +170,17 @@ pub fn encode_row(
     Ok(())
 }
 
+/// The bytes a key's buffer starts with: an encoded key of a few numbers or a short string.
+const KEY_ROOM: usize = 32;
+
+/// The key of `values` as [`encode_values`] appends it, in a buffer of its own made with room
+/// for most keys at once (a key grown push by push was a reallocation per lookup).
+pub fn encoded(schema: &Schema, columns: &[u16], values: &[Value<'_>]) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(KEY_ROOM);
+    encode_values(schema, columns, values, &mut out)?;
+    Ok(out)
+}
+
 /// Appends the key of `values`, the first `values.len()` of `columns` (a prefix of the key when
 /// fewer), checking each value against its column as an insert would.
 pub fn encode_values(

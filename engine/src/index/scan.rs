@@ -200,9 +200,6 @@ fn exclude(bound: &mut Bound<Vec<u8>>, key: &[u8]) {
     *bound = Bound::Excluded(v);
 }
 
-/// The bytes a key's buffer starts with: an encoded key of a few numbers or a short string.
-const KEY_ROOM: usize = 32;
-
 /// `index`'s entry in `ctx`'s catalog (the index the handle was made for, if it exists there),
 /// and its table's.
 fn metas<'t>(ctx: &Ctx<'t>, index: &Index) -> Result<(&'t IndexMeta, &'t TableMeta)> {
@@ -233,9 +230,7 @@ pub(crate) fn get_by<'t>(
         let lo = Bound::Included(values);
         return IndexScan::new(ctx, index, lo, Bound::Included(values))?.next().transpose();
     }
-    // Room for most keys at once: a key grown push by push was a reallocation per lookup.
-    let mut k = Vec::with_capacity(KEY_ROOM);
-    key::encode_values(&tmeta.schema, &meta.columns, values, &mut k)?;
+    let k = key::encoded(&tmeta.schema, &meta.columns, values)?;
     if meta.clustered {
         return tree_row(&ctx, meta, tmeta, &k);
     }
@@ -319,11 +314,7 @@ impl<'t> IndexScan<'t> {
         hi: Bound<&[Value<'_>]>,
     ) -> Result<Self> {
         let (meta, tmeta) = metas(&ctx, index)?;
-        let encode = |values: &[Value<'_>]| -> Result<Vec<u8>> {
-            let mut out = Vec::with_capacity(KEY_ROOM);
-            key::encode_values(&tmeta.schema, &meta.columns, values, &mut out)?;
-            Ok(out)
-        };
+        let encode = |values: &[Value<'_>]| key::encoded(&tmeta.schema, &meta.columns, values);
         let mut done = false;
         let lo = match lo {
             Bound::Unbounded => Bound::Unbounded,
@@ -357,8 +348,7 @@ impl<'t> IndexScan<'t> {
         starts_with: &str,
     ) -> Result<Self> {
         let (meta, tmeta) = metas(&ctx, index)?;
-        let mut lo = Vec::new();
-        key::encode_values(&tmeta.schema, &meta.columns, leading, &mut lo)?;
+        let mut lo = key::encoded(&tmeta.schema, &meta.columns, leading)?;
         let c = meta.columns.get(leading.len()).ok_or(Error::WrongArity {
             expected: meta.columns.len().saturating_sub(1),
             found: leading.len(),

@@ -269,8 +269,7 @@ impl WriteTxn<'_> {
         if key.iter().any(|v| matches!(v, Value::Null)) {
             return Ok((table, Found::None));
         }
-        let mut k = Vec::new();
-        key::encode_values(&t.schema, &x.columns, key, &mut k)?;
+        let k = key::encoded(&t.schema, &x.columns, key)?;
         if x.clustered {
             let ix = self.clustered_ix(t.id)?;
             return Ok(match self.clustered_row_at(ix, &k)? {

@@ -44,15 +44,21 @@ impl fmt::Display for Decimal {
     }
 }
 
-/// Writes `units × 10^-scale` with exactly `scale` digits after the point.
+/// Writes `units × 10^-scale` with exactly `scale` digits after the point, for any scale (a
+/// [`Decimal`] built with a scale past a column's maximum still prints: an error naming such a
+/// value must not fail while it is written).
 pub fn format_scaled(f: &mut impl fmt::Write, units: i128, scale: u8) -> fmt::Result {
     if scale == 0 {
         return write!(f, "{units}");
     }
-    let p = 10i128.pow(u32::from(scale));
     let sign = if units < 0 { "-" } else { "" };
     let a = units.unsigned_abs();
-    write!(f, "{sign}{}.{:0w$}", a / p.unsigned_abs(), a % p.unsigned_abs(), w = scale as usize)
+    match 10u128.checked_pow(u32::from(scale)) {
+        Some(p) => write!(f, "{sign}{}.{:0w$}", a / p, a % p, w = usize::from(scale)),
+        // 10^39 and beyond overflow a u128, and every i128's magnitude is below them: no
+        // integer part, the digits zero-padded on the left.
+        None => write!(f, "{sign}0.{a:0w$}", w = usize::from(scale)),
+    }
 }
 
 /// A date as days since 1970-01-01.
@@ -1145,6 +1151,24 @@ pub mod kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A decimal of any scale a `u8` holds prints with exactly that many digits after the
+    /// point, past 38 too, where a power of ten overflows an i128.
+    #[test]
+    fn decimals_of_every_scale_print() {
+        assert_eq!(Decimal::new(12345, 2).to_string(), "123.45");
+        assert_eq!(Decimal::new(-5, 3).to_string(), "-0.005");
+        assert_eq!(Decimal::new(i64::MIN, 0).to_string(), i64::MIN.to_string());
+        let long = |digits: &str, scale: usize| format!("0.{digits:0>scale$}");
+        assert_eq!(Decimal::new(1, 39).to_string(), long("1", 39));
+        assert_eq!(Decimal::new(-7, 255).to_string(), format!("-{}", long("7", 255)));
+        let mut s = String::new();
+        format_scaled(&mut s, i128::MIN, 38).unwrap();
+        assert_eq!(s, "-1.70141183460469231731687303715884105728");
+        s.clear();
+        format_scaled(&mut s, i128::MAX, 39).unwrap();
+        assert_eq!(s, "0.170141183460469231731687303715884105727");
+    }
 
     /// Every `Date`, to the ends of its range, has a calendar date that maps back to it; a
     /// calendar date past the range is `None`, never an overflow.

@@ -89,6 +89,13 @@ fn rows_values_tables_columns_and_row_ids() {
         let mut v = good("");
         v[2] = Value::Decimal(Decimal::new(i64::MAX, 0));
         misfit(tx.insert(&t, &v), "d");
+        // A scale past any column's is refused too, its error naming the value: past 38, a
+        // power of ten overflows even an i128, and writing the message must not.
+        for scale in [39, 255] {
+            let mut v = good("");
+            v[2] = Value::Decimal(Decimal::new(-7, scale));
+            misfit(tx.insert(&t, &v), "d");
+        }
         let mut v = good("");
         v[3] = Value::Str("1998-01-01");
         misfit(tx.insert(&t, &v), "day");
@@ -368,4 +375,33 @@ fn sizes_the_machine_cannot_hold_are_typed_errors() {
         assert!(!path.exists(), "{layer}: the refused maximum created the database");
         drop(Database::builder().layer(layer).open(&path).unwrap());
     }
+}
+
+/// A decimal key of a scale past any column's, given to every call that encodes a key, is a
+/// typed error naming the column: never a panic while its message is written.
+#[test]
+fn a_decimal_key_of_any_scale_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir.path().join("db"), Layer::compiled()[0]).unwrap();
+    let mut tx = db.begin_write().unwrap();
+    let t = tx.create_table("w", wide()).unwrap();
+    let ix = tx.create_unique_index("w_d", &t, &["d"]).unwrap();
+    tx.insert(&t, &good("fine")).unwrap();
+    let refused = |r: nvpage::Result<()>, call: &str| match r {
+        Err(Error::ValueDoesNotFit { column, reason }) => {
+            assert_eq!(column, "d", "{call}: {reason}");
+            assert!(reason.contains("0.0000"), "{call}: the message names the value: {reason}");
+        }
+        other => panic!("{call}: expected ValueDoesNotFit, got {other:?}"),
+    };
+    for scale in [39, 255] {
+        let key = [Value::Decimal(Decimal::new(1, scale))];
+        refused(tx.get_by(&ix, &key).map(drop), "get_by");
+        refused(tx.lookup(&ix, &key).map(drop), "lookup");
+        refused(tx.delete_by(&ix, &key).map(drop), "delete_by");
+        refused(tx.update_by(&ix, &key, &[("n", Value::I32(1))]).map(drop), "update_by");
+    }
+    // Nothing was changed, and the transaction goes on.
+    tx.commit().unwrap();
+    assert_eq!(db.begin_read().unwrap().row_count(&t).unwrap(), 1);
 }

@@ -251,9 +251,7 @@ mod tests {
     use crate::row::{Date, Decimal};
 
     fn key(schema: &Schema, cols: &[u16], values: &[Value<'_>]) -> Vec<u8> {
-        let mut out = Vec::new();
-        encode_values(schema, cols, values, &mut out).unwrap();
-        out
+        encoded(schema, cols, values).unwrap()
     }
 
     #[test]

@@ -44,9 +44,15 @@ pub struct IndexScan<'t> {
     /// The tree that holds the rows, where `meta` is another index of a clustered table (its
     /// entries name rows by primary key).
     rows: Option<&'t IndexMeta>,
-    /// What is left of the range: each end's step moves its bound past the key it yields.
+    /// What is left of the range: each end's step moves its bound past the key it yields —
+    /// the front's lazily, see `lo_behind`.
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
+    /// The front has yielded the entry just before its cursor's, in the leaf it holds, and `lo`
+    /// is not yet past that entry's key: the front's steps compare with the entry itself, and
+    /// `lo` is moved (a copy of the key) only when something else reads it ([`Self::settle_lo`]):
+    /// the back, or the front leaving the leaf.
+    lo_behind: bool,
     front: Option<Cursor<'t>>,
     back: Option<Cursor<'t>>,
     done: bool,
@@ -369,7 +375,31 @@ impl<'t> IndexScan<'t> {
     ) -> Self {
         let steps_left = meta.page_count() + 1;
         let rows = if meta.keyed { ctx.catalog.clustered_tree(table.id) } else { None };
-        Self { ctx, meta, table, rows, lo, hi, front: None, back: None, done, steps_left }
+        let lo_behind = false;
+        Self {
+            ctx,
+            meta,
+            table,
+            rows,
+            lo,
+            hi,
+            lo_behind,
+            front: None,
+            back: None,
+            done,
+            steps_left,
+        }
+    }
+
+    /// Moves `lo` past the last key the front yielded, if it is not yet (`lo_behind`).
+    fn settle_lo(&mut self) -> Result<()> {
+        if !std::mem::take(&mut self.lo_behind) {
+            return Ok(());
+        }
+        let cur = self.front.as_ref().expect("only a front that has yielded leaves lo behind");
+        let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
+        exclude(&mut self.lo, n.key(cur.pos - 1)?);
+        Ok(())
     }
 
     /// The row ids alone, in the same order (no row is read).
@@ -519,6 +549,9 @@ impl<'t> IndexScan<'t> {
     /// `false` at the tree's edge, which ends the scan.
     #[inline(never)]
     fn next_leaf(&mut self, forward: bool) -> Result<bool> {
+        if forward {
+            self.settle_lo()?;
+        }
         let cur = if forward { &self.front } else { &self.back };
         let cur = cur.as_ref().expect("a cursor steps onto its sibling");
         let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
@@ -556,9 +589,12 @@ impl<'t> IndexScan<'t> {
             let n = Node::new(&cur.leaf, self.meta.id, cur.page)?;
             if cur.pos < n.len() {
                 let (key, place) = n.entry_at(cur.pos)?;
-                // Keys ahead of the front are above its bound in a sound tree; beyond the
-                // other bound is where the range (or the back's walk) ends.
-                if !above(key, &self.lo) {
+                // Keys ahead of the front are above its bound (or the key it yielded last) in
+                // a sound tree; beyond the other bound is where the range (or the back's walk)
+                // ends.
+                let ahead =
+                    if self.lo_behind { key > n.key(cur.pos - 1)? } else { above(key, &self.lo) };
+                if !ahead {
                     return Err(corrupt(cur.page, "leaf keys out of order"));
                 }
                 if !below(key, &self.hi) {
@@ -570,7 +606,7 @@ impl<'t> IndexScan<'t> {
                     prefetch_entries(self.ctx.db, &n, cur.pos, &mut cur.ahead, true);
                 }
                 let hit = hit(self.meta, &n, cur, key, place)?;
-                exclude(&mut self.lo, key);
+                self.lo_behind = true;
                 return Ok(Some(hit));
             }
             if !self.next_leaf(true)? {
@@ -584,6 +620,7 @@ impl<'t> IndexScan<'t> {
         if self.done {
             return Ok(None);
         }
+        self.settle_lo()?;
         if self.back.is_none() {
             self.start_back()?;
         }
@@ -623,6 +660,8 @@ impl<'t> IndexScan<'t> {
             // by primary key, found by a descent of their own).
             return;
         }
+        // The back's step settled `lo`; the front's reads `hi` alone.
+        debug_assert!(front || !self.lo_behind);
         let Some(cur) = (if front { self.front.as_mut() } else { self.back.as_mut() }) else {
             return;
         };

@@ -362,6 +362,7 @@ impl<'p> Node<'p> {
     }
 
     /// Entry `i`'s key.
+    #[inline]
     pub fn key(&self, i: usize) -> Result<&'p [u8]> {
         let e = self.entry(i)?;
         Ok(&self.bytes[e.key_at..e.key_at + e.key_len])

@@ -27,7 +27,8 @@ pub enum Error {
          something ({0}); nothing of the transaction is kept"
     )]
     TransactionAborted(String),
-    /// `COMMIT` or `ROLLBACK` outside a transaction, or `BEGIN` inside one.
+    /// `COMMIT` or `ROLLBACK` outside a transaction, `BEGIN` inside one, or a form of them the
+    /// session does not carry out (savepoints, `AND CHAIN`, `READ ONLY`).
     #[error("{0}")]
     Transaction(String),
 }

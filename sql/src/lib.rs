@@ -35,7 +35,9 @@
 //!   Outside `BEGIN`, each statement is one transaction: durable when it returns, nothing of it
 //!   kept if it fails. Inside `BEGIN … COMMIT`, statements read the transaction's own changes,
 //!   and one that fails after changing something dooms the transaction: every later statement
-//!   is refused, and `COMMIT` rolls back and says why (as PostgreSQL does).
+//!   is refused, and `COMMIT` rolls back and says why (as PostgreSQL does). Savepoints,
+//!   `AND CHAIN` and `READ ONLY` transactions are refused before anything changes; any isolation
+//!   level is accepted (the one writer's transactions run one after another).
 //! - **Types** map as [`types`] says; `CREATE TABLE` takes `INT`, `BIGINT`, `DECIMAL(p, s)` (p
 //!   ≤ 18), `DATE`, `CHAR(n)`, `VARCHAR(n)`, `TEXT`, `NOT NULL` and a `PRIMARY KEY`: the
 //!   engine's ([`nvpage::Schema::with_primary_key`]), its columns NOT NULL and a unique index

@@ -14,7 +14,7 @@ use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::ast::{
     ColumnOption, CreateIndex, CreateTable, CreateTableOptions, Expr as SqlExpr, Ident, ObjectName,
     ObjectNamePart, ObjectType, SqlOption, Statement as SqlStatement, TableConstraint,
-    Value as SqlValue,
+    TransactionAccessMode, TransactionMode, TransactionModifier, Value as SqlValue,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use futures::StreamExt;
@@ -163,16 +163,16 @@ impl Session {
     pub async fn run(&self, statement: Statement) -> Result<DataFrame> {
         let Statement::Statement(s) = &statement else { return self.datafusion(statement).await };
         match s.as_ref() {
-            SqlStatement::StartTransaction { .. } => {
-                self.writer.begin().await?;
-                self.empty()
-            }
-            SqlStatement::Commit { .. } => {
-                self.writer.end(false).await?;
-                self.empty()
-            }
-            SqlStatement::Rollback { .. } => {
-                self.writer.end(true).await?;
+            SqlStatement::StartTransaction { .. }
+            | SqlStatement::Commit { .. }
+            | SqlStatement::Rollback { .. }
+            | SqlStatement::Savepoint { .. }
+            | SqlStatement::ReleaseSavepoint { .. } => {
+                match transaction_control(s)? {
+                    Control::Begin => self.writer.begin().await?,
+                    Control::Commit => self.writer.end(false).await?,
+                    Control::Rollback => self.writer.end(true).await?,
+                }
                 self.empty()
             }
             SqlStatement::CreateTable(ct) if ct.query.is_none() && !ct.external => {
@@ -368,6 +368,51 @@ impl Session {
                 Ok(())
             })
             .await
+    }
+}
+
+/// What a transaction-control statement does.
+enum Control {
+    Begin,
+    Commit,
+    Rollback,
+}
+
+/// What `BEGIN`, `START TRANSACTION`, `COMMIT` or `ROLLBACK` (`s`) does; a form the session
+/// cannot carry out as written is refused before anything changes, so a transaction stays open
+/// and usable: savepoints (`ROLLBACK TO` would otherwise have rolled back the whole
+/// transaction), `AND CHAIN`, `READ ONLY` (which writes would otherwise ignore), and procedural
+/// blocks. Any isolation level is taken: the one writer's transactions run one after another,
+/// serializable, which every level allows.
+fn transaction_control(s: &SqlStatement) -> Result<Control> {
+    let refuse = |what: &str| Err(Error::Transaction(format!("{what} is not supported")));
+    match s {
+        SqlStatement::StartTransaction { modes, modifier, statements, exception, .. } => {
+            if modes.contains(&TransactionMode::AccessMode(TransactionAccessMode::ReadOnly)) {
+                return refuse(
+                    "a READ ONLY transaction (a query outside BEGIN reads one snapshot)",
+                );
+            }
+            let plain = matches!(
+                modifier,
+                None | Some(
+                    TransactionModifier::Deferred
+                        | TransactionModifier::Immediate
+                        | TransactionModifier::Exclusive
+                )
+            );
+            if !plain || !statements.is_empty() || exception.is_some() {
+                return refuse("a procedural BEGIN block");
+            }
+            Ok(Control::Begin)
+        }
+        SqlStatement::Commit { chain: true, .. } | SqlStatement::Rollback { chain: true, .. } => {
+            refuse("AND CHAIN")
+        }
+        SqlStatement::Commit { modifier: None, .. } => Ok(Control::Commit),
+        SqlStatement::Commit { .. } => refuse("a procedural block's end"),
+        SqlStatement::Rollback { savepoint: None, .. } => Ok(Control::Rollback),
+        _ => refuse("a savepoint"),
     }
 }
 

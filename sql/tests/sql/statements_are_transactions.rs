@@ -94,6 +94,45 @@ fn begin_commit_rollback_and_a_doomed_transaction() {
 }
 
 #[test]
+fn transaction_forms_the_session_cannot_honour_are_refused_and_change_nothing() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path(), Layer::best_compiled());
+    rt.block_on(async {
+        run_all(&s, "CREATE TABLE t (k BIGINT PRIMARY KEY); INSERT INTO t VALUES (1)").await;
+        // A READ ONLY transaction would have taken writes; procedural blocks are not SQL's.
+        for sql in ["START TRANSACTION READ ONLY", "BEGIN TRANSACTION READ ONLY"] {
+            let e = try_rows(&s, sql).await.unwrap_err();
+            assert!(e.contains("READ ONLY") && e.contains("not supported"), "{sql}: {e}");
+            assert!(!s.in_transaction(), "{sql}");
+        }
+        // Any isolation level runs: the one writer's transactions are serializable.
+        run_all(&s, "START TRANSACTION ISOLATION LEVEL READ COMMITTED, READ WRITE").await;
+        run_all(&s, "INSERT INTO t VALUES (2)").await;
+        // Savepoints and chains are refused inside the transaction, which goes on unchanged:
+        // `ROLLBACK TO` must not roll the whole transaction back.
+        for sql in [
+            "SAVEPOINT a",
+            "ROLLBACK TO SAVEPOINT a",
+            "ROLLBACK TO a",
+            "RELEASE SAVEPOINT a",
+            "COMMIT AND CHAIN",
+            "ROLLBACK AND CHAIN",
+        ] {
+            let e = try_rows(&s, sql).await.unwrap_err();
+            assert!(e.contains("not supported"), "{sql}: {e}");
+            assert!(s.in_transaction(), "{sql} ended the transaction");
+        }
+        run_all(&s, "INSERT INTO t VALUES (3); COMMIT AND NO CHAIN").await;
+        assert!(!s.in_transaction());
+        assert_eq!(rows(&s, "SELECT k FROM t ORDER BY k").await, [["1"], ["2"], ["3"]]);
+        // Outside a transaction too, a savepoint is refused, not taken as a ROLLBACK's error.
+        let e = try_rows(&s, "ROLLBACK TO SAVEPOINT a").await.unwrap_err();
+        assert!(e.contains("not supported"), "{e}");
+    });
+}
+
+#[test]
 fn updates_and_deletes_change_exactly_the_rows_named() {
     let rt = runtime();
     for layer in Layer::compiled() {

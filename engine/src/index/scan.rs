@@ -375,7 +375,6 @@ impl<'t> IndexScan<'t> {
     ) -> Self {
         let steps_left = meta.page_count() + 1;
         let rows = if meta.keyed { ctx.catalog.clustered_tree(table.id) } else { None };
-        let lo_behind = false;
         Self {
             ctx,
             meta,
@@ -383,7 +382,7 @@ impl<'t> IndexScan<'t> {
             rows,
             lo,
             hi,
-            lo_behind,
+            lo_behind: false,
             front: None,
             back: None,
             done,

@@ -32,7 +32,7 @@
 //!   each held a copied, unpublished append while it yielded to the other, and they handed the
 //!   CPU back and forth once per append: rounds of 4 KiB records from two threads ran at
 //!   0.7-1.5 M/s against 3.3 (`nvpage-bench log`'s `order waits` and `queued ms` columns;
-//!   `tests/appenders_sharing_a_core.rs`).
+//!   `tests/wal/appenders_sharing_a_core.rs`).
 //! - **commit**: a record log in a cache-line mode has nothing left to do: its records are
 //!   self-validating and fenced, and every one before it completed first, so an open after a
 //!   crash finds it (one fence per append). A record log in `msync` mode, unless `durable`

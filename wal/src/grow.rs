@@ -6,7 +6,7 @@
 //! ```
 //!
 //! The order is what makes a crash at any point harmless, and the power-loss test
-//! (`tests/a_growing_log_survives_power_loss.rs`) crashes at each step:
+//! (`tests/wal/a_growing_log_survives_power_loss.rs`) crashes at each step:
 //!
 //! - The file's new length is durable (`fsync`) before the capacity word names it, so an open
 //!   never finds a capacity past the file's end. A crash before that leaves the old word and

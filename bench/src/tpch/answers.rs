@@ -16,7 +16,7 @@ use super::queries::{Query, QueryResult};
 use super::runner::row_text;
 
 /// The scale factor at which the tests check every plan against the plain-Rust reference
-/// (`bench/tests/tpch_answers_match_reference.rs`), as the report says.
+/// (`bench/tests/bench/tpch_answers_match_reference.rs`), as the report says.
 pub const REFERENCE_TEST_SF: f64 = 0.03;
 
 fn places(v: &str) -> usize {

@@ -1,0 +1,60 @@
+//! The engine's integration tests, built as one binary: one module per behaviour.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../damage/mod.rs"]
+mod damage;
+
+mod a_clustered_tables_indexes_survive_power_loss;
+mod a_damaged_clustered_leaf_is_reported;
+mod a_damaged_index_is_reported;
+mod a_durable_commit_costs_three_flushes;
+mod a_failed_persist_poisons_at_once;
+mod a_fresh_database_starts_with_a_small_log;
+mod a_full_disk_names_the_log_and_its_option;
+mod a_held_guard_delays_a_commit_and_never_deadlocks_it;
+mod a_log_in_a_directory_of_its_own;
+mod a_long_reader_keeps_its_snapshot;
+mod a_primary_key_is_made_and_dropped_with_its_table;
+mod a_read_only_open_that_needs_recovery_changes_nothing;
+mod a_secondary_entry_naming_a_missing_key_is_reported;
+mod a_snapshot_moves_between_threads;
+mod a_stale_handle_is_refused;
+mod a_string_inside_the_fixed_area_is_a_corrupt_row;
+mod a_writer_short_of_frames_waits_for_readers;
+mod abort_restores_stolen_pages;
+mod bad_input_errors;
+mod clustered_range_scans_meet_once_and_refused_writes_change_nothing;
+mod clustered_tables_keep_their_indexes_and_overflow_rows_like_a_btreemap;
+mod clustered_tables_match_a_btreemap;
+mod concurrent_first_opens;
+mod crash_consistency;
+mod create_killed_midway;
+mod crud_round_trip;
+mod error_texts_name_what_went_wrong;
+mod every_column_type_round_trips_and_orders_its_keys;
+mod failed_statement_dooms_the_transaction;
+mod full_disk_is_a_typed_error;
+mod index_splits_survive_power_loss;
+mod indexes_build_split_and_shrink;
+mod indexes_match_a_btreemap;
+mod max_version_bytes_zero_keeps_no_versions;
+mod open_path_errors_name_the_path;
+mod options_are_checked_before_the_disk_is_touched;
+mod page_at_a_time_folds;
+mod page_scans_walk_both_ways;
+mod par_fold_workers_act_for_their_transaction;
+mod partitions_and_gathers_read_every_row_once;
+mod point_lookups_match_range_lookups;
+mod read_only_opens_share_a_database;
+mod readers_and_writer;
+mod readers_beside_rollback_and_power_loss;
+mod readers_never_make_a_commit_fail_or_hang;
+mod recovery_reports_what_it_rolled_back;
+mod row_counts_are_exact_after_any_open;
+mod snapshot_readers_match_the_model;
+mod snapshot_too_old_is_a_typed_error;
+mod snapshots_move_between_async_tasks;
+mod spilled_rows_of_clustered_tables_hold_on_every_path;
+mod the_log_grows_for_a_transaction_larger_than_it;
+mod updates_by_column_and_key_match_a_model;

@@ -130,6 +130,8 @@ impl Coordinator {
             .with_distributed_scale_up_leaf_node_handler(scale_up)
             .with_distributed_route_tasks_handler(route)
             .build();
+        // Integer arithmetic fails on overflow, as in a single database's sessions.
+        nvpage_sql::install_checked_arithmetic(&mut state)?;
         state.config_mut().set_extension(Arc::new(Access(cluster.token.as_str().into())));
         let ctx = SessionContext::new_with_state(state);
         let me = Self {

@@ -240,7 +240,10 @@ pub async fn serve(
             let cfg = b.config().get_or_insert_default();
             cfg.set_extension(Arc::new(shard));
             cfg.set_extension(Arc::new(Access(token)));
-            Ok(b.build())
+            // The coordinator's plans carry its checked integer arithmetic.
+            let mut state = b.build();
+            nvpage_sql::install_checked_arithmetic(&mut state)?;
+            Ok(state)
         }
     });
     let service = ShardService { shard: ShardRef(Arc::downgrade(&shard)) };

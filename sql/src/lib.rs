@@ -62,6 +62,11 @@
 //!   `BEGIN` it dooms the transaction, as any failure after a change does). An `UPDATE` that sets
 //!   no such column changes each row where it is.
 //!
+//! - **Integer arithmetic** fails on overflow, as in PostgreSQL: `+`, `-` and `*` of two
+//!   integers whose result does not fit their type end the statement with an error naming the
+//!   type and the values, where DataFusion alone would wrap ([`install_checked_arithmetic`]).
+//!   `sum` over `BIGINT` is not checked.
+//!
 //! A `DataFrame` of a query or of an `INSERT`, `UPDATE` or `DELETE` runs when it is collected
 //! (or streamed); other statements have run when [`Session::sql`] returns.
 
@@ -70,6 +75,7 @@
 mod access;
 mod batch;
 mod catalog;
+mod checked;
 mod error;
 mod filter;
 mod modify;
@@ -81,6 +87,7 @@ pub mod types;
 mod values;
 mod writer;
 
+pub use checked::install_checked_arithmetic;
 pub use error::{Error, Result};
 pub use provider::NvpageTable;
 pub use session::{CATALOG, RUNTIME_LIST_KEYS, SCHEMA, Session};

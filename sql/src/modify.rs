@@ -291,13 +291,14 @@ fn find(
             ),
         }
         if let Change::Update(sets) = change {
-            let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
+            // Only the rows the filter kept: a SET expression that would fail on a row the
+            // statement does not change (`1 / x WHERE x <> 0`, an overflow) must not fail it.
+            let kept = filter_record_batch(&batch, &keep)?;
+            let mut cols: Vec<ArrayRef> = kept.columns().to_vec();
             for (i, e) in sets {
-                let v = e.evaluate(&batch)?.into_array(batch.num_rows())?;
-                cols[*i] = v;
+                cols[*i] = e.evaluate(&kept)?.into_array(kept.num_rows())?;
             }
-            let updated = RecordBatch::try_new(batch.schema(), cols)?;
-            found.new_rows.push(filter_record_batch(&updated, &keep)?);
+            found.new_rows.push(RecordBatch::try_new(kept.schema(), cols)?);
         }
         Ok(())
     };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
 use datafusion::dataframe::DataFrame;
-use datafusion::execution::SessionState;
+use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
@@ -97,7 +97,10 @@ impl Session {
             .with_information_schema(true)
             .with_create_default_catalog_and_schema(false)
             .with_default_catalog_and_schema(CATALOG, SCHEMA);
-        let ctx = SessionContext::new_with_config(config);
+        let mut state =
+            SessionStateBuilder::new().with_config(config).with_default_features().build();
+        crate::checked::install_checked_arithmetic(&mut state)?;
+        let ctx = SessionContext::new_with_state(state);
         let catalog = MemoryCatalogProvider::new();
         catalog.register_schema(SCHEMA, Arc::new(NvpageSchema::new(writer.clone())))?;
         ctx.register_catalog(CATALOG, Arc::new(catalog));

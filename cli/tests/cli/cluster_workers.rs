@@ -87,6 +87,17 @@ fn the_sql_command_loads_and_queries_across_workers_and_a_wrong_token_is_refused
     assert!(stdout.contains("n,s\n1000,500500\n"), "{stdout}");
     assert!(stdout.contains("v\nv77\n"), "{stdout}");
 
+    // Integer arithmetic is checked on the workers too: what fits is exact, and an overflow is
+    // an error, not a wrapped value.
+    let out = sql(&file, &["SELECT sum(k * k) AS q FROM t"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("q\n333833500\n"), "{stderr}");
+    let out = sql(&file, &["SELECT k * 4611686018427387904 AS p FROM t WHERE k > 1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("integer out of range for Int64"), "{stderr}");
+
     // `--timing` says what a query moved: here every row of both shards to the coordinator.
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvpage"));
     cmd.arg("sql").arg("--cluster").arg(&file).args(["--format", "csv", "--timing"]);

@@ -38,8 +38,9 @@
 //!   is refused, and `COMMIT` rolls back and says why (as PostgreSQL does). Savepoints,
 //!   `AND CHAIN` and `READ ONLY` transactions are refused before anything changes; any isolation
 //!   level is accepted (the one writer's transactions run one after another).
-//! - **Types** map as [`types`] says; `CREATE TABLE` takes `INT`, `BIGINT`, `DECIMAL(p, s)` (p
-//!   ≤ 18), `DATE`, `CHAR(n)`, `VARCHAR(n)`, `TEXT`, `NOT NULL` and a `PRIMARY KEY`: the
+//! - **Types** map as [`types`] says; `CREATE TABLE` takes `BOOLEAN`, `SMALLINT`, `INT`,
+//!   `BIGINT`, `DOUBLE`, `DECIMAL(p, s)` (p ≤ 18), `DATE`, `TIMESTAMP`, `CHAR(n)`,
+//!   `VARCHAR(n)`, `TEXT`, `VARBINARY(n)`, `BYTEA`, `NOT NULL` and a `PRIMARY KEY`: the
 //!   engine's ([`nvpage::Schema::with_primary_key`]), its columns NOT NULL and a unique index
 //!   `<table>_pkey` dropped only with the table; DataFusion is told of it, so a `GROUP BY` of
 //!   the key may select the table's other columns.
@@ -62,6 +63,11 @@
 //!   `BEGIN` it dooms the transaction, as any failure after a change does). An `UPDATE` that sets
 //!   no such column changes each row where it is.
 //!
+//! - **`CREATE [UNIQUE] INDEX`** makes a B+tree over whole columns, or refuses: a partial index
+//!   (`WHERE`), `NULLS NOT DISTINCT`, `USING` another method than `btree`, an operator class,
+//!   `INCLUDE` and `WITH (…)` are errors before anything changes; a column's `ASC`/`DESC` and
+//!   `CONCURRENTLY` are accepted (the tree is read both ways). `DECIMAL(p, s)` keeps `s`; `p` (1
+//!   to 18) is checked when the table is made and not kept: the column holds any 18 digits.
 //! - **Integer arithmetic** fails on overflow, as in PostgreSQL: `+`, `-` and `*` of two
 //!   integers whose result does not fit their type end the statement with an error naming the
 //!   type and the values, where DataFusion alone would wrap ([`install_checked_arithmetic`]).

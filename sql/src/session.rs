@@ -12,9 +12,10 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::ast::{
-    ColumnOption, CreateIndex, CreateTable, CreateTableOptions, Expr as SqlExpr, Ident, ObjectName,
-    ObjectNamePart, ObjectType, SqlOption, Statement as SqlStatement, TableConstraint,
-    TransactionAccessMode, TransactionMode, TransactionModifier, Value as SqlValue,
+    ColumnOption, CreateIndex, CreateTable, CreateTableOptions, Expr as SqlExpr, Ident,
+    IndexOption, IndexType, ObjectName, ObjectNamePart, ObjectType, SqlOption,
+    Statement as SqlStatement, TableConstraint, TransactionAccessMode, TransactionMode,
+    TransactionModifier, Value as SqlValue,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use futures::StreamExt;
@@ -315,6 +316,7 @@ impl Session {
     }
 
     async fn create_index(&self, ci: &CreateIndex) -> Result<()> {
+        index_form(ci)?;
         let table = table_name(&ci.table_name)?;
         let cols = ci
             .columns
@@ -372,6 +374,52 @@ impl Session {
             })
             .await
     }
+}
+
+/// Refuses, before anything changes, what a `CREATE INDEX` may ask that an nvpage index cannot
+/// honour: an index is a B+tree over whole columns, every row's entry in it, each `NULL` distinct.
+/// A partial index (`WHERE`), `NULLS NOT DISTINCT`, another access method (`USING hash`), an
+/// operator class, `INCLUDE` columns and storage parameters (`WITH (…)`) would each be an index
+/// other than the one asked for (a unique one refusing rows it should take, or one read in a way
+/// it was not made for), so each is an error rather than dropped. The order asked of a column
+/// (`ASC`, `DESC`, `NULLS FIRST`) and `CONCURRENTLY` are accepted: the B+tree is read in either
+/// direction, and readers never wait for nvpage's writer, whatever it builds.
+fn index_form(ci: &CreateIndex) -> Result<()> {
+    let refuse = |what: String| {
+        Err(Error::Plan(format!(
+            "CREATE INDEX: {what} is not supported (an nvpage index is a B+tree over whole columns)"
+        )))
+    };
+    if let Some(p) = &ci.predicate {
+        return refuse(format!("a partial index (WHERE {p})"));
+    }
+    if !ci.include.is_empty() {
+        return refuse("INCLUDE".into());
+    }
+    if ci.nulls_distinct == Some(false) {
+        return refuse("NULLS NOT DISTINCT".into());
+    }
+    if !ci.with.is_empty() || !ci.alter_options.is_empty() {
+        return refuse("an index's storage parameters or options".into());
+    }
+    let using = ci.using.iter().chain(ci.index_options.iter().filter_map(|o| match o {
+        IndexOption::Using(u) => Some(u),
+        IndexOption::Comment(_) => None,
+    }));
+    for u in using {
+        if *u != IndexType::BTree {
+            return refuse(format!("USING {u}"));
+        }
+    }
+    for c in &ci.columns {
+        if let Some(class) = &c.operator_class {
+            return refuse(format!("an operator class ({class})"));
+        }
+        if c.column.with_fill.is_some() {
+            return refuse("WITH FILL".into());
+        }
+    }
+    Ok(())
 }
 
 /// What a transaction-control statement does.

@@ -6,7 +6,7 @@
 //! | `I16` | `Int16` | `Int8`, `UInt8` widen to it |
 //! | `I32` | `Int32` | `UInt16` widens to it |
 //! | `I64` | `Int64` | `UInt32` widens to it |
-//! | `Decimal { scale }` | `Decimal128(18, scale)` | an `i64` of units: any precision ≤ 18 maps here; a wider decimal's values are checked one by one as they are stored |
+//! | `Decimal { scale }` | `Decimal128(18, scale)` | an `i64` of units: any precision from 1 to 18 maps here and is not kept (a `DECIMAL(5, 2)` column holds any value of 18 digits at scale 2); a wider decimal's values are checked one by one as they are stored |
 //! | `Date` | `Date32` | days since 1970-01-01 |
 //! | `Char(n)` | `Utf8` | read without its trailing blanks |
 //! | `VarChar(n)` | `Utf8` | a `Utf8` column with no declared length becomes `VarChar(MAX_STRING_LEN)` |
@@ -136,10 +136,14 @@ pub fn declared_type(name: &str, dt: &ast::DataType) -> Result<ColumnType> {
                 ExactNumberInfo::Precision(p) => (*p, 0),
                 ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s),
             };
-            if precision > u64::from(DECIMAL_PRECISION) || scale < 0 || scale as u64 > precision {
+            if precision == 0
+                || precision > u64::from(DECIMAL_PRECISION)
+                || scale < 0
+                || scale as u64 > precision
+            {
                 return Err(Error::Plan(format!(
                     "column {name}: DECIMAL({precision}, {scale}) does not fit an nvpage \
-                     decimal (precision at most {DECIMAL_PRECISION}, scale 0 to the precision)"
+                     decimal (precision 1 to {DECIMAL_PRECISION}, scale 0 to the precision)"
                 )));
             }
             ColumnType::Decimal { scale: scale as u8 }
@@ -153,7 +157,11 @@ pub fn declared_type(name: &str, dt: &ast::DataType) -> Result<ColumnType> {
             ColumnType::Char { len: n }
         }
         D::Varchar(n) | D::CharVarying(n) | D::CharacterVarying(n) | D::Nvarchar(n) => {
-            ColumnType::VarChar { max_len: len(n, MAX_STRING_LEN)? }
+            let n = len(n, MAX_STRING_LEN)?;
+            if n == 0 {
+                return Err(Error::Plan(format!("column {name}: VARCHAR(0) holds nothing")));
+            }
+            ColumnType::VarChar { max_len: n }
         }
         D::Text | D::String(None) => ColumnType::VarChar { max_len: MAX_STRING_LEN },
         other => return Err(no_counterpart(name, &other.to_string())),
@@ -164,6 +172,7 @@ pub fn declared_type(name: &str, dt: &ast::DataType) -> Result<ColumnType> {
 fn binary_len(name: &str, n: Option<u64>) -> Result<u16> {
     match n {
         None => Ok(MAX_STRING_LEN),
+        Some(0) => Err(Error::Plan(format!("column {name}: a binary length of 0 holds nothing"))),
         Some(n) => u16::try_from(n).ok().filter(|l| *l <= MAX_STRING_LEN).ok_or_else(|| {
             Error::Plan(format!(
                 "column {name}: length {n} is over the longest value nvpage stores \

@@ -97,6 +97,18 @@ fn a_value_a_column_cannot_hold_names_the_column_and_stores_nothing() {
         assert!(e.contains("column x") && e.contains("no nvpage counterpart"), "{e}");
         let e = try_rows(&s, "CREATE TABLE f (x DECIMAL(20, 2))").await.unwrap_err();
         assert!(e.contains("column x") && e.contains("DECIMAL(20, 2)"), "{e}");
+        // A type that could hold nothing is refused, as PostgreSQL refuses it.
+        for ty in ["DECIMAL(0, 0)", "VARCHAR(0)", "CHAR(0)", "BINARY(0)", "VARBINARY(0)"] {
+            let e = try_rows(&s, &format!("CREATE TABLE f (x {ty})")).await.unwrap_err();
+            assert!(
+                e.contains("column x") && (e.contains("holds nothing") || e.contains(ty)),
+                "{ty}: {e}"
+            );
+        }
+        assert!(
+            s.database().begin_read().unwrap().table("f").is_err(),
+            "a refused CREATE TABLE left a table"
+        );
         // A decimal result wider than 18 digits is checked value by value, naming the row.
         let e = try_rows(
             &s,

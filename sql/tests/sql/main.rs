@@ -11,6 +11,7 @@ mod clustered_tables_answer_through_sql;
 mod create_table_with_clustered_storage;
 mod data_in_and_out_through_files;
 mod every_type_round_trips_through_sql;
+mod index_forms_an_index_cannot_honour_are_refused;
 mod integer_arithmetic_refuses_to_overflow;
 mod key_ranges_read_only_their_clustered_leaves;
 mod long_rows_of_a_clustered_table_answer_as_a_heap_tables_do;

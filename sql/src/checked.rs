@@ -1,19 +1,28 @@
-//! Integer `+`, `-` and `*` that fail on overflow instead of wrapping.
+//! Integer `+`, `-`, `*` and unary `-` that fail on overflow instead of wrapping.
 //!
 //! DataFusion evaluates integer arithmetic with Arrow's wrapping kernels: `BIGINT` 2^63 − 1 plus
 //! one is −2^63, and two `INT` columns multiplied past 2^31 give a negative product, silently.
 //! PostgreSQL refuses both ("integer out of range"), and so does an nvpage session: an analyzer
 //! rule, run after DataFusion's type coercion, replaces each `+`, `-` or `*` whose operands are
-//! integers of one type with a function that evaluates it with Arrow's checked kernels, and an
-//! overflow fails the statement with an error naming the type and the values. The function
-//! keeps the operator's column name (`a + b`), result type and nullability, so plans, column
-//! headers and `CREATE TABLE … AS` tables are as before; `EXPLAIN` shows it as `checked_add`,
-//! `checked_sub` or `checked_mul`. Decimal and date arithmetic are left to DataFusion (their
-//! result types are widened first), as are `/` and `%`, which DataFusion already refuses for a
-//! zero divisor.
+//! integers of one type, and each `-x` of an integer, with a function that evaluates it with
+//! Arrow's checked kernels, and an overflow fails the statement with an error naming the type
+//! and the values. The function keeps the operator's column name (`a + b`), result type and
+//! nullability, so plans, column headers and `CREATE TABLE … AS` tables are as before;
+//! `EXPLAIN` shows it as `checked_add`, `checked_sub`, `checked_mul` or `checked_neg`.
 //!
-//! Aggregates are not covered: `sum` over `BIGINT` still wraps past 2^63 (see
-//! `docs/design.md`, "SQL").
+//! Left as DataFusion has them:
+//! - decimal and date arithmetic (their result types are widened first), and `/` and `%`, which
+//!   DataFusion already refuses for a zero divisor;
+//! - the `ORDER BY` of a window function or of an ordered aggregate (`array_agg(x ORDER BY
+//!   a + 1)`): DataFusion names such a column after its `ORDER BY` as displayed, which shows the
+//!   function's name rather than the operator, so a rewrite there would rename the column and
+//!   the plan would no longer find it;
+//! - aggregates: `sum` over `BIGINT` still wraps past 2^63 (see `docs/design.md`, "SQL").
+//!
+//! As in PostgreSQL, the order in which the parts of a `WHERE` are evaluated is not defined:
+//! `WHERE id % 3 = 2 AND a + 1 > 0` may evaluate `a + 1` on a row the first part excludes and
+//! fail on it. `CASE WHEN id % 3 = 2 THEN a + 1 > 0 END` evaluates it only where the condition
+//! holds.
 
 use std::sync::Arc;
 
@@ -21,7 +30,7 @@ use datafusion::arrow::array::Datum;
 use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::arrow::error::ArrowError;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result as DFResult, ScalarValue, exec_err, plan_err};
 use datafusion::config::ConfigOptions;
 use datafusion::execution::{FunctionRegistry, SessionState};
@@ -38,7 +47,7 @@ use datafusion::optimizer::AnalyzerRule;
 /// elsewhere over nvpage tables, such as a distributed coordinator's. The checked functions are
 /// registered too, so a plan that carries them decodes where `state` does (a worker's).
 pub fn install_checked_arithmetic(state: &mut SessionState) -> DFResult<()> {
-    for op in [Op::Add, Op::Sub, Op::Mul] {
+    for op in [Op::Add, Op::Sub, Op::Mul, Op::Neg] {
         state.register_udf(op.udf())?;
     }
     state.add_analyzer_rule(Arc::new(CheckedIntegerArithmetic));
@@ -51,6 +60,7 @@ enum Op {
     Add,
     Sub,
     Mul,
+    Neg,
 }
 
 impl Op {
@@ -63,18 +73,11 @@ impl Op {
         }
     }
 
-    fn symbol(self) -> Operator {
-        match self {
-            Op::Add => Operator::Plus,
-            Op::Sub => Operator::Minus,
-            Op::Mul => Operator::Multiply,
-        }
-    }
-
     fn udf(self) -> Arc<ScalarUDF> {
+        let arity = if self == Op::Neg { 1 } else { 2 };
         Arc::new(ScalarUDF::new_from_impl(Checked {
             op: self,
-            signature: Signature::any(2, Volatility::Immutable),
+            signature: Signature::any(arity, Volatility::Immutable),
         }))
     }
 }
@@ -92,7 +95,7 @@ impl AnalyzerRule for CheckedIntegerArithmetic {
             if let LogicalPlan::TableScan(scan) = &plan {
                 schema.merge(&scan.projected_schema);
             }
-            plan.map_expressions(|e| e.transform_up(|e| checked(e, &schema)))
+            plan.map_expressions(|e| rewrite(e, &schema))
         })
         .map(|t| t.data)
     }
@@ -102,23 +105,64 @@ impl AnalyzerRule for CheckedIntegerArithmetic {
     }
 }
 
+/// `e` with each integer operator in it checked, except in the `ORDER BY` of a window function
+/// or an ordered aggregate (the module's docs).
+fn rewrite(e: Expr, schema: &DFSchema) -> DFResult<Transformed<Expr>> {
+    e.transform_down(|e| match e {
+        Expr::WindowFunction(mut w) => {
+            let p = &mut w.params;
+            let mut changed = false;
+            for a in p.args.iter_mut().chain(p.partition_by.iter_mut()) {
+                changed |= rewrite_in_place(a, schema)?;
+            }
+            if let Some(f) = p.filter.as_deref_mut() {
+                changed |= rewrite_in_place(f, schema)?;
+            }
+            Ok(Transformed::new(Expr::WindowFunction(w), changed, TreeNodeRecursion::Jump))
+        }
+        Expr::AggregateFunction(mut a) if !a.params.order_by.is_empty() => {
+            let p = &mut a.params;
+            let mut changed = false;
+            for x in p.args.iter_mut() {
+                changed |= rewrite_in_place(x, schema)?;
+            }
+            if let Some(f) = p.filter.as_deref_mut() {
+                changed |= rewrite_in_place(f, schema)?;
+            }
+            Ok(Transformed::new(Expr::AggregateFunction(a), changed, TreeNodeRecursion::Jump))
+        }
+        e => checked(e, schema),
+    })
+}
+
+/// [`rewrite`] of `e` where it stands; whether it changed.
+fn rewrite_in_place(e: &mut Expr, schema: &DFSchema) -> DFResult<bool> {
+    let t = rewrite(std::mem::take(e), schema)?;
+    *e = t.data;
+    Ok(t.transformed)
+}
+
 /// `e` with its operator replaced by the checked function, when it is `+`, `-` or `*` of two
-/// integers of one type.
+/// integers of one type, or `-` of an integer.
 fn checked(e: Expr, schema: &DFSchema) -> DFResult<Transformed<Expr>> {
-    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = e else {
-        return Ok(Transformed::no(e));
-    };
-    let integers = match (Op::of(op), left.get_type(schema), right.get_type(schema)) {
-        (Some(op), Ok(l), Ok(r)) if l.is_integer() && l == r => Some(op),
-        _ => None,
-    };
-    match integers {
-        Some(op) => Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-            op.udf(),
-            vec![*left, *right],
-        )))),
-        None => Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right }))),
+    let integer = |x: &Expr| x.get_type(schema).ok().filter(DataType::is_integer);
+    match e {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            match (Op::of(op), integer(&left), integer(&right)) {
+                (Some(op), Some(l), Some(r)) if l == r => {
+                    Ok(Transformed::yes(call(op, vec![*left, *right])))
+                }
+                _ => Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right }))),
+            }
+        }
+        Expr::Negative(x) if integer(&x).is_some() => Ok(Transformed::yes(call(Op::Neg, vec![*x]))),
+        e => Ok(Transformed::no(e)),
     }
+}
+
+/// The checked function of `op` over `args`.
+fn call(op: Op, args: Vec<Expr>) -> Expr {
+    Expr::ScalarFunction(ScalarFunction::new_udf(op.udf(), args))
 }
 
 /// The checked operator as a scalar function of two integers of one type.
@@ -134,13 +178,24 @@ impl ScalarUDFImpl for Checked {
             Op::Add => "checked_add",
             Op::Sub => "checked_sub",
             Op::Mul => "checked_mul",
+            Op::Neg => "checked_neg",
         }
     }
 
-    /// The operator's own column name, `a + b`, so nothing that names the column changes.
+    /// The operator's own column name, `a + b` or `(- a)`, so nothing that names the column
+    /// changes.
     fn schema_name(&self, args: &[Expr]) -> DFResult<String> {
+        let symbol = match self.op {
+            Op::Add => Operator::Plus,
+            Op::Sub => Operator::Minus,
+            Op::Mul => Operator::Multiply,
+            Op::Neg => {
+                let [x] = args else { return plan_err!("{} takes one argument", self.name()) };
+                return Ok(format!("(- {})", x.schema_name()));
+            }
+        };
         let [l, r] = args else { return plan_err!("{} takes two arguments", self.name()) };
-        Ok(format!("{} {} {}", l.schema_name(), self.op.symbol(), r.schema_name()))
+        Ok(format!("{} {symbol} {}", l.schema_name(), r.schema_name()))
     }
 
     fn signature(&self) -> &Signature {
@@ -148,13 +203,14 @@ impl ScalarUDFImpl for Checked {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> DFResult<DataType> {
-        match arg_types {
-            [l, r] if l.is_integer() && l == r => Ok(l.clone()),
-            _ => plan_err!("{} takes two integers of one type, not {arg_types:?}", self.name()),
+        match (self.op, arg_types) {
+            (Op::Neg, [x]) if x.is_integer() => Ok(x.clone()),
+            (Op::Add | Op::Sub | Op::Mul, [l, r]) if l.is_integer() && l == r => Ok(l.clone()),
+            _ => plan_err!("{} takes integers of one type, not {arg_types:?}", self.name()),
         }
     }
 
-    /// Nullable where either operand is, as the operator's result is.
+    /// Nullable where an operand is, as the operator's result is.
     fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> DFResult<FieldRef> {
         let types: Vec<DataType> = args.arg_fields.iter().map(|f| f.data_type().clone()).collect();
         let nullable = args.arg_fields.iter().any(|f| f.is_nullable());
@@ -162,9 +218,6 @@ impl ScalarUDFImpl for Checked {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DFResult<ColumnarValue> {
-        let [l, r] = args.args.as_slice() else {
-            return exec_err!("{} takes two arguments", self.name());
-        };
         // A literal operand stays a scalar: Arrow's kernels take it as one.
         let datum = |v: &ColumnarValue| -> DFResult<Box<dyn Datum>> {
             Ok(match v {
@@ -172,18 +225,24 @@ impl ScalarUDFImpl for Checked {
                 ColumnarValue::Scalar(s) => Box::new(s.to_scalar()?),
             })
         };
-        let (ld, rd) = (datum(l)?, datum(r)?);
-        let out = match self.op {
-            Op::Add => numeric::add(ld.as_ref(), rd.as_ref()),
-            Op::Sub => numeric::sub(ld.as_ref(), rd.as_ref()),
-            Op::Mul => numeric::mul(ld.as_ref(), rd.as_ref()),
+        let out = match (self.op, args.args.as_slice()) {
+            (Op::Neg, [x]) => numeric::neg(x.to_array(1)?.as_ref()),
+            (op, [l, r]) => {
+                let (l, r) = (datum(l)?, datum(r)?);
+                match op {
+                    Op::Add => numeric::add(l.as_ref(), r.as_ref()),
+                    Op::Sub => numeric::sub(l.as_ref(), r.as_ref()),
+                    _ => numeric::mul(l.as_ref(), r.as_ref()),
+                }
+            }
+            _ => return exec_err!("{} called with {} arguments", self.name(), args.args.len()),
         };
-        let scalars = matches!((l, r), (ColumnarValue::Scalar(_), ColumnarValue::Scalar(_)));
+        let scalars = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         match out {
             Ok(a) if scalars => Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&a, 0)?)),
             Ok(a) => Ok(ColumnarValue::Array(a)),
             Err(ArrowError::ArithmeticOverflow(what)) => {
-                exec_err!("integer out of range for {}: {what}", l.data_type())
+                exec_err!("integer out of range for {}: {what}", args.args[0].data_type())
             }
             Err(e) => Err(e.into()),
         }

@@ -68,10 +68,12 @@
 //!   `INCLUDE` and `WITH (…)` are errors before anything changes; a column's `ASC`/`DESC` and
 //!   `CONCURRENTLY` are accepted (the tree is read both ways). `DECIMAL(p, s)` keeps `s`; `p` (1
 //!   to 18) is checked when the table is made and not kept: the column holds any 18 digits.
-//! - **Integer arithmetic** fails on overflow, as in PostgreSQL: `+`, `-` and `*` of two
+//! - **Integer arithmetic** fails on overflow, as in PostgreSQL: `+`, `-`, `*` and unary `-` of
 //!   integers whose result does not fit their type end the statement with an error naming the
 //!   type and the values, where DataFusion alone would wrap ([`install_checked_arithmetic`]).
-//!   `sum` over `BIGINT` is not checked.
+//!   `sum` over `BIGINT` and the `ORDER BY` of a window function are not checked.
+//! - **`UPDATE` and `DELETE`** pick rows by their own table's columns: one whose `WHERE` or
+//!   `SET` reads a subquery is refused before anything changes ([`Error::Plan`]).
 //!
 //! A `DataFrame` of a query or of an `INSERT`, `UPDATE` or `DELETE` runs when it is collected
 //! (or streamed); other statements have run when [`Session::sql`] returns.

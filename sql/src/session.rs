@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::{SessionState, SessionStateBuilder};
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::{Expr, LogicalPlan, WriteOp};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::ast::{
@@ -229,6 +230,7 @@ impl Session {
             state.config_mut().set_extension(Arc::new(StatementSnapshot(snap)));
         }
         let plan = state.statement_to_plan(statement).await?;
+        refuse_lossy_change(&plan)?;
         match plan {
             // Statements that change the session itself (external tables, views, settings).
             LogicalPlan::Ddl(_) | LogicalPlan::Statement(_) => {
@@ -373,6 +375,52 @@ impl Session {
                 Ok(())
             })
             .await
+    }
+}
+
+/// Refuses an `UPDATE` or `DELETE` that reads anything but its own table's rows, before anything
+/// changes. DataFusion hands a table's `update` and `delete_from` only the parts of the `WHERE`
+/// that name the table alone: a subquery (`WHERE id IN (SELECT x FROM t2)`, `EXISTS`, `= ANY`,
+/// a scalar subquery) or another table (`UPDATE … FROM`) would be dropped, and the statement
+/// would change every row.
+fn refuse_lossy_change(plan: &LogicalPlan) -> Result<()> {
+    let LogicalPlan::Dml(dml) = plan else { return Ok(()) };
+    let verb = match dml.op {
+        WriteOp::Update => "UPDATE",
+        WriteOp::Delete => "DELETE",
+        _ => return Ok(()),
+    };
+    let subquery = |e: &Expr| {
+        Ok(matches!(
+            e,
+            Expr::Exists(_)
+                | Expr::InSubquery(_)
+                | Expr::SetComparison(_)
+                | Expr::ScalarSubquery(_)
+        ))
+    };
+    let mut refused = None;
+    dml.input.apply(|node| {
+        let own = matches!(
+            node,
+            LogicalPlan::Projection(_)
+                | LogicalPlan::Filter(_)
+                | LogicalPlan::TableScan(_)
+                | LogicalPlan::SubqueryAlias(_)
+        );
+        if !own {
+            refused = Some("another table");
+        } else if node.expressions().iter().any(|e| e.exists(subquery).unwrap_or(true)) {
+            refused = Some("a subquery");
+        }
+        Ok(if refused.is_some() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+    })?;
+    match refused {
+        None => Ok(()),
+        Some(what) => Err(Error::Plan(format!(
+            "{verb} that reads {what} is not supported: it may pick its table's rows by their \
+             own columns only (run the query first, then {verb} … WHERE key IN (…))"
+        ))),
     }
 }
 

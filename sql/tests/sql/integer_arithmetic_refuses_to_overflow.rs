@@ -37,6 +37,8 @@ fn integer_arithmetic_that_does_not_fit_is_an_error_not_a_wrapped_value() {
             ("SELECT small * small FROM t WHERE id = 3", "Int16"),
             ("SELECT id FROM t WHERE big + 1 > 0", "Int64"),
             ("SELECT sum(qty * qty) FROM t", "Int32"),
+            ("SELECT -big FROM t WHERE id = 2", "Int64"),
+            ("SELECT -qty FROM t WHERE id = 2", "Int32"),
         ] {
             let e = try_rows(&s, sql).await.expect_err(sql);
             assert!(e.contains(&format!("integer out of range for {ty}")), "{sql}: {e}");

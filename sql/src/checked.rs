@@ -42,10 +42,11 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-/// Makes integer `+`, `-` and `*` in statements planned with `state` fail on overflow (the
-/// module's docs), as they do in every [`crate::Session`]: for a DataFusion session built
-/// elsewhere over nvpage tables, such as a distributed coordinator's. The checked functions are
-/// registered too, so a plan that carries them decodes where `state` does (a worker's).
+/// Makes integer `+`, `-`, `*` and unary `-` in statements planned with `state` fail on
+/// overflow (the module's docs), as they do in every [`crate::Session`]: for a DataFusion
+/// session built elsewhere over nvpage tables, such as a distributed coordinator's. The checked
+/// functions are registered too, so a plan that carries them decodes where `state` does (a
+/// worker's).
 pub fn install_checked_arithmetic(state: &mut SessionState) -> DFResult<()> {
     for op in [Op::Add, Op::Sub, Op::Mul, Op::Neg] {
         state.register_udf(op.udf())?;

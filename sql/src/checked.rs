@@ -112,35 +112,31 @@ fn rewrite(e: Expr, schema: &DFSchema) -> DFResult<Transformed<Expr>> {
     e.transform_down(|e| match e {
         Expr::WindowFunction(mut w) => {
             let p = &mut w.params;
-            let mut changed = false;
-            for a in p.args.iter_mut().chain(p.partition_by.iter_mut()) {
-                changed |= rewrite_in_place(a, schema)?;
-            }
-            if let Some(f) = p.filter.as_deref_mut() {
-                changed |= rewrite_in_place(f, schema)?;
-            }
+            let parts = p.args.iter_mut().chain(&mut p.partition_by).chain(p.filter.as_deref_mut());
+            let changed = rewrite_each(parts, schema)?;
             Ok(Transformed::new(Expr::WindowFunction(w), changed, TreeNodeRecursion::Jump))
         }
         Expr::AggregateFunction(mut a) if !a.params.order_by.is_empty() => {
             let p = &mut a.params;
-            let mut changed = false;
-            for x in p.args.iter_mut() {
-                changed |= rewrite_in_place(x, schema)?;
-            }
-            if let Some(f) = p.filter.as_deref_mut() {
-                changed |= rewrite_in_place(f, schema)?;
-            }
+            let changed = rewrite_each(p.args.iter_mut().chain(p.filter.as_deref_mut()), schema)?;
             Ok(Transformed::new(Expr::AggregateFunction(a), changed, TreeNodeRecursion::Jump))
         }
         e => checked(e, schema),
     })
 }
 
-/// [`rewrite`] of `e` where it stands; whether it changed.
-fn rewrite_in_place(e: &mut Expr, schema: &DFSchema) -> DFResult<bool> {
-    let t = rewrite(std::mem::take(e), schema)?;
-    *e = t.data;
-    Ok(t.transformed)
+/// [`rewrite`] of each of `exprs` where it stands; whether any changed.
+fn rewrite_each<'a>(
+    exprs: impl IntoIterator<Item = &'a mut Expr>,
+    schema: &DFSchema,
+) -> DFResult<bool> {
+    let mut changed = false;
+    for e in exprs {
+        let t = rewrite(std::mem::take(e), schema)?;
+        *e = t.data;
+        changed |= t.transformed;
+    }
+    Ok(changed)
 }
 
 /// `e` with its operator replaced by the checked function, when it is `+`, `-` or `*` of two

@@ -5,6 +5,7 @@
 //! every integer width, filters the scan takes and filters it leaves — give the same rows and
 //! the same column names as DataFusion alone over in-memory copies of the same tables; writes,
 //! `CREATE TABLE … AS`, prepared statements and `EXPLAIN` keep their names, types and values.
+
 use std::sync::Arc;
 
 use datafusion::datasource::MemTable;
@@ -39,9 +40,9 @@ async fn plain(s: &Session, names: &[&str]) -> SessionContext {
 
 type Out = Result<(Vec<String>, Vec<Vec<String>>), String>;
 
-async fn nv(s: &Session, sql: &str) -> Out {
-    let df = s.sql(sql).await.map_err(|e| e.to_string())?;
-    let b = df.collect().await.map_err(|e| e.to_string())?;
+/// The column names and rows of a statement's result, or its error.
+async fn named_rows(df: Result<datafusion::dataframe::DataFrame, impl ToString>) -> Out {
+    let b = df.map_err(|e| e.to_string())?.collect().await.map_err(|e| e.to_string())?;
     let names = b
         .first()
         .map(|b| b.schema().fields().iter().map(|f| f.name().clone()).collect())
@@ -49,21 +50,12 @@ async fn nv(s: &Session, sql: &str) -> Out {
     Ok((names, text(&b)))
 }
 
-async fn df_(ctx: &SessionContext, sql: &str) -> Out {
-    let df = ctx.sql(sql).await.map_err(|e| e.to_string())?;
-    let b = df.collect().await.map_err(|e| e.to_string())?;
-    let names = b
-        .first()
-        .map(|b| b.schema().fields().iter().map(|f| f.name().clone()).collect())
-        .unwrap_or_default();
-    Ok((names, text(&b)))
-}
-
-/// Runs each query on both, collects mismatches (sorted rows unless `ordered`).
+/// Runs each query on the session and on `ctx`; the mismatches (rows compared sorted unless
+/// the query has an `ORDER BY`).
 async fn compare(s: &Session, ctx: &SessionContext, queries: &[&str]) -> Vec<String> {
     let mut bad = Vec::new();
     for q in queries {
-        let (a, b) = (nv(s, q).await, df_(ctx, q).await);
+        let (a, b) = (named_rows(s.sql(q).await).await, named_rows(ctx.sql(q).await).await);
         let norm = |o: Out| {
             o.map(|(n, mut r)| {
                 if !q.to_uppercase().contains("ORDER BY") {

@@ -1,4 +1,4 @@
-//! Integer `+`, `-`, `*` and unary `-` that fail on overflow instead of wrapping.
+//! Integer `+`, `-`, `*`, unary `-` and `sum` that fail on overflow instead of wrapping.
 //!
 //! DataFusion evaluates integer arithmetic with Arrow's wrapping kernels: `BIGINT` 2^63 − 1 plus
 //! one is −2^63, and two `INT` columns multiplied past 2^31 give a negative product, silently.
@@ -10,19 +10,26 @@
 //! nullability, so plans, column headers and `CREATE TABLE … AS` tables are as before;
 //! `EXPLAIN` shows it as `checked_add`, `checked_sub`, `checked_mul` or `checked_neg`.
 //!
+//! `sum` of a `BIGINT` (or of a narrower integer, which DataFusion sums as one) is replaced
+//! too, by `checked_sum` (`checked/sum.rs`): it sums in 128 bits and fails only when the
+//! result does not fit an `Int64`, as an aggregate and as a window function.
+//!
 //! Left as DataFusion has them:
-//! - decimal and date arithmetic (their result types are widened first), and `/` and `%`, which
-//!   DataFusion already refuses for a zero divisor;
-//! - the `ORDER BY` of a window function or of an ordered aggregate (`array_agg(x ORDER BY
-//!   a + 1)`): DataFusion names such a column after its `ORDER BY` as displayed, which shows the
-//!   function's name rather than the operator, so a rewrite there would rename the column and
-//!   the plan would no longer find it;
-//! - aggregates: `sum` over `BIGINT` still wraps past 2^63 (see `docs/design.md`, "SQL").
+//! - decimal and date arithmetic (their result types are widened first, and a decimal's sum is
+//!   ten digits wider than its values), and `/` and `%`, which DataFusion already refuses for a
+//!   zero divisor;
+//! - the `FILTER` and `ORDER BY` of an aggregate or window function (`count(a) FILTER (WHERE
+//!   a + 1 > 2)`, `array_agg(x ORDER BY a + 1)`): DataFusion names such a column after these
+//!   as displayed, which shows the function's name rather than the operator, so a rewrite there
+//!   would rename the column and the plan would no longer find it;
+//! - `sum(DISTINCT x)`, which DataFusion sums with wrapping over the distinct values.
 //!
 //! As in PostgreSQL, the order in which the parts of a `WHERE` are evaluated is not defined:
 //! `WHERE id % 3 = 2 AND a + 1 > 0` may evaluate `a + 1` on a row the first part excludes and
 //! fail on it. `CASE WHEN id % 3 = 2 THEN a + 1 > 0 END` evaluates it only where the condition
 //! holds.
+
+mod sum;
 
 use std::sync::Arc;
 
@@ -42,15 +49,16 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-/// Makes integer `+`, `-`, `*` and unary `-` in statements planned with `state` fail on
+/// Makes integer `+`, `-`, `*`, unary `-` and `sum` in statements planned with `state` fail on
 /// overflow (the module's docs), as they do in every [`crate::Session`]: for a DataFusion
 /// session built elsewhere over nvpage tables, such as a distributed coordinator's. The checked
-/// functions are registered too, so a plan that carries them decodes where `state` does (a
-/// worker's).
+/// functions (`checked_sum` among them) are registered too, so a plan that carries them decodes
+/// where `state` does (a worker's).
 pub fn install_checked_arithmetic(state: &mut SessionState) -> DFResult<()> {
     for op in [Op::Add, Op::Sub, Op::Mul, Op::Neg] {
         state.register_udf(op.udf())?;
     }
+    state.register_udaf(sum::udaf())?;
     state.add_analyzer_rule(Arc::new(CheckedIntegerArithmetic));
     Ok(())
 }
@@ -96,7 +104,12 @@ impl AnalyzerRule for CheckedIntegerArithmetic {
             if let LogicalPlan::TableScan(scan) = &plan {
                 schema.merge(&scan.projected_schema);
             }
-            plan.map_expressions(|e| rewrite(e, &schema))
+            // Aggregate and window functions live in these nodes only.
+            let sums = matches!(plan, LogicalPlan::Aggregate(_) | LogicalPlan::Window(_));
+            plan.map_expressions(|e| {
+                let e = rewrite(e, &schema)?;
+                if sums { e.transform_data(|e| sum::checked_sums(e, &schema)) } else { Ok(e) }
+            })
         })
         .map(|t| t.data)
     }
@@ -106,19 +119,17 @@ impl AnalyzerRule for CheckedIntegerArithmetic {
     }
 }
 
-/// `e` with each integer operator in it checked, except in the `ORDER BY` of a window function
-/// or an ordered aggregate (the module's docs).
+/// `e` with each integer operator in it checked, except in the `FILTER` and `ORDER BY` of an
+/// aggregate or window function (the module's docs).
 fn rewrite(e: Expr, schema: &DFSchema) -> DFResult<Transformed<Expr>> {
     e.transform_down(|e| match e {
         Expr::WindowFunction(mut w) => {
             let p = &mut w.params;
-            let parts = p.args.iter_mut().chain(&mut p.partition_by).chain(p.filter.as_deref_mut());
-            let changed = rewrite_each(parts, schema)?;
+            let changed = rewrite_each(p.args.iter_mut().chain(&mut p.partition_by), schema)?;
             Ok(Transformed::new(Expr::WindowFunction(w), changed, TreeNodeRecursion::Jump))
         }
-        Expr::AggregateFunction(mut a) if !a.params.order_by.is_empty() => {
-            let p = &mut a.params;
-            let changed = rewrite_each(p.args.iter_mut().chain(p.filter.as_deref_mut()), schema)?;
+        Expr::AggregateFunction(mut a) => {
+            let changed = rewrite_each(&mut a.params.args, schema)?;
             Ok(Transformed::new(Expr::AggregateFunction(a), changed, TreeNodeRecursion::Jump))
         }
         e => checked(e, schema),

@@ -70,8 +70,9 @@
 //!   to 18) is checked when the table is made and not kept: the column holds any 18 digits.
 //! - **Integer arithmetic** fails on overflow, as in PostgreSQL: `+`, `-`, `*` and unary `-` of
 //!   integers whose result does not fit their type end the statement with an error naming the
-//!   type and the values, where DataFusion alone would wrap ([`install_checked_arithmetic`]).
-//!   `sum` over `BIGINT` and the `ORDER BY` of a window function are not checked.
+//!   type and the values, where DataFusion alone would wrap ([`install_checked_arithmetic`]);
+//!   so does a `sum` of integers whose result does not fit a `BIGINT`. `sum(DISTINCT …)` and
+//!   arithmetic in an aggregate's or window function's `FILTER` or `ORDER BY` are not checked.
 //! - **`UPDATE` and `DELETE`** pick rows by their own table's columns: one whose `WHERE` or
 //!   `SET` reads a subquery is refused before anything changes ([`Error::Plan`]).
 //!

@@ -97,6 +97,11 @@ fn the_sql_command_loads_and_queries_across_workers_and_a_wrong_token_is_refused
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("integer out of range for Int64"), "{stderr}");
+    // So is a sum of the shards' partial sums: each product fits, their sum does not.
+    let out = sql(&file, &["SELECT sum(k * 9000000000000000) AS q FROM t"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("integer out of range for Int64: sum("), "{stderr}");
 
     // `--timing` says what a query moved: here every row of both shards to the coordinator.
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvpage"));

@@ -194,6 +194,36 @@ same_as_datafusion!(
     ]
 );
 
+same_as_datafusion!(
+    bigint_sums_that_fit,
+    [
+        "SELECT sum(a), sum(b), sum(c), sum(d) FROM t",
+        "SELECT b, sum(a) FROM t GROUP BY b ORDER BY b",
+        "SELECT sum(a) FILTER (WHERE id > 2), sum(d) FILTER (WHERE a IS NULL) FROM t",
+        "SELECT b, sum(a) FILTER (WHERE d > 1) FROM t GROUP BY b ORDER BY b",
+        "SELECT b, sum(a) AS s FROM t GROUP BY b HAVING sum(a) > 1 ORDER BY sum(a) DESC, b",
+        "SELECT sum(a) FROM t WHERE id < 0",
+        "SELECT b, sum(a) FROM t WHERE a IS NULL GROUP BY b",
+        "SELECT sum(x), sum(DISTINCT x), count(DISTINCT y) FROM t2",
+        "SELECT count(DISTINCT a), sum(b) FROM t",
+        "SELECT sum(a), sum(d) FROM big WHERE id > 1",
+        "SELECT sum(a) / count(a), avg(a), sum(a) + 1 FROM t",
+        "SELECT * FROM (SELECT b, sum(a) FROM t GROUP BY b) s ORDER BY 1",
+        "SELECT sum(a) FROM t UNION ALL SELECT sum(x) FROM t2",
+        "SELECT id, (SELECT sum(x) FROM t2 WHERE t2.y = t.id) FROM t ORDER BY id",
+        "SELECT sum(a) FILTER (WHERE a + 1 > 2) FROM t",
+        "SELECT count(a) FILTER (WHERE a + 1 > 2), max(b) FILTER (WHERE -b < 0) FROM t",
+        "SELECT id, count(a) FILTER (WHERE a * 2 > 2) OVER (ORDER BY c) FROM t ORDER BY id",
+        "SELECT sum(a ORDER BY id) FROM t",
+        "SELECT a + 1, sum(d) FROM t GROUP BY GROUPING SETS ((a + 1), ()) ORDER BY 1, 2",
+        "SELECT id, sum(a) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t ORDER BY id",
+        "SELECT id, sum(d) OVER (PARTITION BY b ORDER BY a) FROM t ORDER BY id",
+        "SELECT id, sum(a) OVER () FROM t ORDER BY id",
+        "SELECT id, sum(DISTINCT a) OVER (), sum(a) FILTER (WHERE id > 1) OVER (ORDER BY c) FROM t ORDER BY id",
+        "SELECT b, sum(sum(a)) OVER (ORDER BY b) FROM t GROUP BY b ORDER BY b",
+    ]
+);
+
 #[test]
 fn writes_prepared_statements_and_explain_keep_their_names_types_and_values() {
     let rt = runtime();

@@ -7,6 +7,7 @@ mod a_clustered_scan_inside_a_transaction_reads_each_row_once_in_order;
 mod a_clustered_table_is_read_in_key_order;
 mod a_primary_key_is_the_tables_own;
 mod a_query_reads_one_snapshot_and_lets_go;
+mod bigint_sums_refuse_to_overflow;
 mod clustered_tables_answer_through_sql;
 mod create_table_with_clustered_storage;
 mod data_in_and_out_through_files;

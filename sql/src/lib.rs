@@ -73,6 +73,10 @@
 //!   type and the values, where DataFusion alone would wrap ([`install_checked_arithmetic`]);
 //!   so does a `sum` of integers whose result does not fit a `BIGINT`. `sum(DISTINCT …)` and
 //!   arithmetic in an aggregate's or window function's `FILTER` or `ORDER BY` are not checked.
+//! - **A literal its column cannot hold** (`40000` for a `SMALLINT`, `'x'` for an `INT`) in an
+//!   `INSERT … VALUES` or an `UPDATE … SET` is refused before anything changes, naming the
+//!   column, its type and the value; a computed value that does not fit fails its cast with
+//!   Arrow's message.
 //! - **`UPDATE` and `DELETE`** pick rows by their own table's columns: one whose `WHERE` or
 //!   `SET` reads a subquery is refused before anything changes ([`Error::Plan`]).
 //!
@@ -85,6 +89,7 @@ mod access;
 mod batch;
 mod catalog;
 mod checked;
+mod column_values;
 mod error;
 mod filter;
 mod modify;

@@ -5,6 +5,7 @@ mod common;
 
 mod a_clustered_scan_inside_a_transaction_reads_each_row_once_in_order;
 mod a_clustered_table_is_read_in_key_order;
+mod a_literal_its_column_cannot_hold_is_refused_by_name;
 mod a_primary_key_is_the_tables_own;
 mod a_query_reads_one_snapshot_and_lets_go;
 mod bigint_sums_refuse_to_overflow;

@@ -130,8 +130,10 @@ impl Coordinator {
             .with_distributed_scale_up_leaf_node_handler(scale_up)
             .with_distributed_route_tasks_handler(route)
             .build();
-        // Integer arithmetic fails on overflow, as in a single database's sessions.
+        // Integer arithmetic fails on overflow, and a literal its column cannot hold is refused
+        // by the column's name, as in a single database's sessions.
         nvpage_sql::install_checked_arithmetic(&mut state)?;
+        nvpage_sql::install_column_value_checks(&mut state);
         state.config_mut().set_extension(Arc::new(Access(cluster.token.as_str().into())));
         let ctx = SessionContext::new_with_state(state);
         let me = Self {

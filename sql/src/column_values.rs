@@ -16,16 +16,25 @@
 //! written.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use datafusion::common::{Result as DFResult, plan_err};
 use datafusion::config::ConfigOptions;
+use datafusion::execution::SessionState;
 use datafusion::logical_expr::expr::{Alias, Cast};
 use datafusion::logical_expr::{Expr, LogicalPlan, WriteOp};
 use datafusion::optimizer::AnalyzerRule;
 
+/// Makes statements planned with `state` refuse a literal its column cannot hold, naming the
+/// column (the module's docs), as every [`crate::Session`] does: for a DataFusion session built
+/// elsewhere over nvpage tables, such as a distributed coordinator's.
+pub fn install_column_value_checks(state: &mut SessionState) {
+    state.add_analyzer_rule(Arc::new(ColumnValuesFit));
+}
+
 /// The analyzer rule (the module's docs).
 #[derive(Debug)]
-pub(crate) struct ColumnValuesFit;
+struct ColumnValuesFit;
 
 impl AnalyzerRule for ColumnValuesFit {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DFResult<LogicalPlan> {

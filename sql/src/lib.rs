@@ -75,8 +75,8 @@
 //!   arithmetic in an aggregate's or window function's `FILTER` or `ORDER BY` are not checked.
 //! - **A literal its column cannot hold** (`40000` for a `SMALLINT`, `'x'` for an `INT`) in an
 //!   `INSERT … VALUES` or an `UPDATE … SET` is refused before anything changes, naming the
-//!   column, its type and the value; a computed value that does not fit fails its cast with
-//!   Arrow's message.
+//!   column, its type and the value ([`install_column_value_checks`]); a computed value that
+//!   does not fit fails its cast with Arrow's message.
 //! - **`UPDATE` and `DELETE`** pick rows by their own table's columns: one whose `WHERE` or
 //!   `SET` reads a subquery is refused before anything changes ([`Error::Plan`]).
 //!
@@ -102,6 +102,7 @@ mod values;
 mod writer;
 
 pub use checked::install_checked_arithmetic;
+pub use column_values::install_column_value_checks;
 pub use error::{Error, Result};
 pub use provider::NvpageTable;
 pub use session::{CATALOG, RUNTIME_LIST_KEYS, SCHEMA, Session};

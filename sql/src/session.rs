@@ -102,7 +102,7 @@ impl Session {
         let mut state =
             SessionStateBuilder::new().with_config(config).with_default_features().build();
         crate::checked::install_checked_arithmetic(&mut state)?;
-        state.add_analyzer_rule(Arc::new(crate::column_values::ColumnValuesFit));
+        crate::column_values::install_column_value_checks(&mut state);
         let ctx = SessionContext::new_with_state(state);
         let catalog = MemoryCatalogProvider::new();
         catalog.register_schema(SCHEMA, Arc::new(NvpageSchema::new(writer.clone())))?;

@@ -52,7 +52,7 @@ fn cluster_file(dir: &Path, token: &str, workers: &[&Worker]) -> std::path::Path
     for w in workers {
         s.push_str(&format!("[[workers]]\naddress = \"{}\"\n", w.address));
     }
-    s.push_str("[tables.t]\nhash = [\"k\"]\n");
+    s.push_str("[tables.t]\nhash = [\"k\"]\n[tables.s]\nhash = [\"k\"]\n");
     let path = dir.join(format!("cluster-{token}.toml"));
     std::fs::write(&path, s).unwrap();
     path
@@ -102,6 +102,16 @@ fn the_sql_command_loads_and_queries_across_workers_and_a_wrong_token_is_refused
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("integer out of range for Int64: sum("), "{stderr}");
+
+    // A literal its column cannot hold is refused by the column's name, and nothing is kept.
+    let out = sql(&file, &["CREATE TABLE s (k BIGINT NOT NULL, small SMALLINT)"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = sql(&file, &["INSERT INTO s VALUES (1, 1), (2, 40000)"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("column small (Int16) cannot hold 40000"), "{stderr}");
+    let out = sql(&file, &["SELECT count(*) AS n FROM s"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("n\n0\n"), "{out:?}");
 
     // `--timing` says what a query moved: here every row of both shards to the coordinator.
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvpage"));

@@ -161,8 +161,8 @@ impl GroupsAccumulator for SumGroups {
         total_num_groups: usize,
     ) -> DFResult<()> {
         let partials = total::partials(values)?;
-        let counted = partials.nulls().filter(|n| n.null_count() > 0).map(NullBuffer::inner);
-        self.add::<i128>(partials.values(), counted, group_indices, total_num_groups)
+        let counted = counted(partials.nulls(), None);
+        self.add::<i128>(partials.values(), counted.as_ref(), group_indices, total_num_groups)
     }
 
     /// Each group's sum as an `Int64`, NULL where it summed no value; an error if one does not
